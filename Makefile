@@ -1,0 +1,43 @@
+# All set-up happens here, so a fresh machine needs only Python 3.11+, Go 1.26+
+# and make: `make test` creates the virtual environment, builds the control
+# plane (cached outside the clone) and runs every test, integration included.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | sha256sum | cut -c1-12)
+
+.PHONY: test unit integration lint format controlplane demo venv clean
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[test,lint]'
+	@rm -f $(VENV)/.installed-*
+	@touch $@
+
+controlplane:
+	@hack/build-controlplane.sh >/dev/null
+
+test: venv controlplane
+	$(BIN)/pytest
+
+unit: venv
+	$(BIN)/pytest tests/unit
+
+integration: venv controlplane
+	$(BIN)/pytest tests/integration
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+format: venv
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,3 @@
+"""In-tree plugins, each a package of the same shape, seeing only the
+framework's public interfaces.
+"""

@@ -1,0 +1,1 @@
+"""Shared test helpers: object builders, waiting with deadlines, API clients."""
