@@ -48,6 +48,13 @@ class NodeBuilder:
         self._obj["spec"]["unschedulable"] = True
         return self
 
+    def resource(self, name: str, quantity: str) -> Self:
+        """One more resource (extended names are not kwarg-friendly), added to
+        allocatable if set, else to capacity: whichever the scheduler reads."""
+        status = self._obj["status"]
+        status.get("allocatable", status["capacity"])[name] = quantity
+        return self
+
     def obj(self) -> Obj:
         return copy.deepcopy(self._obj)
 
@@ -81,6 +88,70 @@ class PodBuilder:
         self._obj["spec"]["containers"][0].setdefault("resources", {})["claims"] = [
             {"name": claim_name}
         ]
+        return self
+
+    def uid(self, uid: str) -> Self:
+        self._obj["metadata"]["uid"] = uid
+        return self
+
+    def priority(self, priority: int) -> Self:
+        self._obj["spec"]["priority"] = priority
+        return self
+
+    def nominated(self, node_name: str) -> Self:
+        self._obj.setdefault("status", {})["nominatedNodeName"] = node_name
+        return self
+
+    def toleration(
+        self,
+        key: str = "",
+        value: str = "",
+        effect: str = "",
+        operator: str = "Equal",
+    ) -> Self:
+        toleration = {"key": key, "operator": operator, "value": value, "effect": effect}
+        self._obj["spec"].setdefault("tolerations", []).append(
+            {name: field for name, field in toleration.items() if field}
+        )
+        return self
+
+    def scheduling_gate(self, name: str) -> Self:
+        self._obj["spec"].setdefault("schedulingGates", []).append({"name": name})
+        return self
+
+    def container(self, name: str, **requests: str) -> Self:
+        """Another app container with these requests."""
+        container: Obj = {"name": name, "image": "registry.k8s.io/pause:3.10"}
+        if requests:
+            container["resources"] = {"requests": dict(requests)}
+        self._obj["spec"]["containers"].append(container)
+        return self
+
+    def init_container(self, name: str, *, sidecar: bool = False, **requests: str) -> Self:
+        """An init container; ``sidecar=True`` makes it restartable (restartPolicy Always)."""
+        container: Obj = {"name": name, "image": "registry.k8s.io/pause:3.10"}
+        if requests:
+            container["resources"] = {"requests": dict(requests)}
+        if sidecar:
+            container["restartPolicy"] = "Always"
+        self._obj["spec"].setdefault("initContainers", []).append(container)
+        return self
+
+    def overhead(self, **resources: str) -> Self:
+        self._obj["spec"]["overhead"] = dict(resources)
+        return self
+
+    def request(self, name: str, quantity: str) -> Self:
+        """One more request on the first container (for extended resource names)."""
+        container = self._obj["spec"]["containers"][0]
+        container.setdefault("resources", {}).setdefault("requests", {})[name] = quantity
+        return self
+
+    def host_port(self, port: int, protocol: str = "TCP", host_ip: str = "") -> Self:
+        entry: Obj = {"containerPort": port, "hostPort": port, "protocol": protocol}
+        if host_ip:
+            entry["hostIP"] = host_ip
+        self._obj["spec"]["containers"][0].setdefault("ports", []).append(entry)
         return self
 
     def obj(self) -> Obj:
