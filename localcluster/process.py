@@ -4,6 +4,10 @@ Invariants:
 - A child never outlives this process: it is started in its own session (so a
   terminal's Ctrl-C does not reach it out of order) with the parent-death
   signal set, so that even a SIGKILLed test run takes its children with it.
+- The kernel sends the parent-death signal when the *thread* that forked the
+  child exits, so every child is forked from one launcher thread that lives
+  as long as the process; a restart called from a short-lived worker thread
+  (``asyncio.to_thread``) must not kill the component it started.
 - ``stop`` is idempotent and escalates from SIGTERM to SIGKILL after a grace
   period; it always reaps the child.
 """
@@ -14,13 +18,27 @@ import ctypes
 import os
 import signal
 import subprocess
+import threading
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO
 
 _PR_SET_PDEATHSIG = 1
 # Resolved in the parent: the child may only make async-signal-safe calls.
 _LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+_launcher_lock = threading.Lock()
+_launcher: list[ThreadPoolExecutor] = []
+
+
+def _launcher_thread() -> ThreadPoolExecutor:
+    """The one long-lived thread that forks every component (see above)."""
+    with _launcher_lock:
+        if not _launcher:
+            _launcher.append(ThreadPoolExecutor(1, thread_name_prefix="component-launcher"))
+        return _launcher[0]
 
 
 def _die_with_parent() -> None:
@@ -49,13 +67,19 @@ class ComponentProcess:
         self._log = self.log_path.open("ab")
         self._log.write(f"--- starting: {' '.join(self.argv)}\n".encode())
         self._log.flush()
-        self._popen = subprocess.Popen(
-            self.argv,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=_die_with_parent,  # noqa: PLW1509 - only prctl, no locks taken
+        log = self._log
+        self._popen = (
+            _launcher_thread()
+            .submit(
+                subprocess.Popen,
+                self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=_die_with_parent,  # only prctl, no locks taken
+            )
+            .result()
         )
 
     def running(self) -> bool:

@@ -11,11 +11,13 @@ A failing test's report carries the tail of every component's log.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 from collections.abc import AsyncIterator, Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kubernetes_asyncio import client, config
@@ -73,6 +75,44 @@ async def namespace(kube: client.ApiClient) -> AsyncIterator[str]:
     await core.create_namespace({"metadata": {"name": name}})
     yield name
     await core.delete_namespace(name, propagation_policy="Background")
+
+
+class NodePool:
+    """Creates nodes for one test and deletes them all afterwards, so that
+    tests sharing the session's control plane never see each other's nodes."""
+
+    def __init__(self, core: client.CoreV1Api) -> None:
+        self._core = core
+        self.prefix = f"n{secrets.token_hex(3)}"
+        self.names: list[str] = []
+
+    async def create(self, node: dict[str, Any]) -> str:
+        name = f"{self.prefix}-{node['metadata']['name']}"
+        body = {**node, "metadata": {**node["metadata"], "name": name}}
+        body["metadata"]["labels"] = {
+            **node["metadata"].get("labels", {}),
+            "kubernetes.io/hostname": name,
+        }
+        await self._core.create_node(body)
+        self.names.append(name)
+        return name
+
+    async def delete(self, name: str) -> None:
+        await self._core.delete_node(name)
+        self.names.remove(name)
+
+    async def delete_all(self) -> None:
+        for name in list(self.names):
+            with contextlib.suppress(client.ApiException):
+                await self._core.delete_node(name)
+        self.names.clear()
+
+
+@pytest.fixture
+async def nodes(kube: client.ApiClient) -> AsyncIterator[NodePool]:
+    pool = NodePool(client.CoreV1Api(kube))
+    yield pool
+    await pool.delete_all()
 
 
 @pytest.hookimpl(wrapper=True)

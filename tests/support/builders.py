@@ -55,6 +55,14 @@ class NodeBuilder:
         status.get("allocatable", status["capacity"])[name] = quantity
         return self
 
+    def uid(self, uid: str) -> Self:
+        self._obj["metadata"]["uid"] = uid
+        return self
+
+    def resource_version(self, version: str) -> Self:
+        self._obj["metadata"]["resourceVersion"] = version
+        return self
+
     def obj(self) -> Obj:
         return copy.deepcopy(self._obj)
 
@@ -154,6 +162,22 @@ class PodBuilder:
         self._obj["spec"]["containers"][0].setdefault("ports", []).append(entry)
         return self
 
+    def label(self, key: str, value: str) -> Self:
+        self._obj["metadata"].setdefault("labels", {})[key] = value
+        return self
+
+    def resource_version(self, version: str) -> Self:
+        self._obj["metadata"]["resourceVersion"] = version
+        return self
+
+    def required_pod_affinity(self, topology_key: str, **match_labels: str) -> Self:
+        """A required pod-affinity term selecting pods with these labels."""
+        affinity = self._obj["spec"].setdefault("affinity", {}).setdefault("podAffinity", {})
+        affinity.setdefault("requiredDuringSchedulingIgnoredDuringExecution", []).append(
+            {"labelSelector": {"matchLabels": dict(match_labels)}, "topologyKey": topology_key}
+        )
+        return self
+
     def obj(self) -> Obj:
         return copy.deepcopy(self._obj)
 
@@ -164,3 +188,52 @@ def make_node(name: str) -> NodeBuilder:
 
 def make_pod(name: str, namespace: str = "default") -> PodBuilder:
     return PodBuilder(name, namespace)
+
+
+class LeaseBuilder:
+    """A coordination.k8s.io/v1 Lease, as a leader-election lock."""
+
+    def __init__(self, name: str, namespace: str) -> None:
+        self._obj: Obj = {
+            "apiVersion": "coordination.k8s.io/v1",
+            "kind": "Lease",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {},
+        }
+
+    def holder(self, identity: str, *, duration: int = 15) -> Self:
+        self._obj["spec"]["holderIdentity"] = identity
+        self._obj["spec"]["leaseDurationSeconds"] = duration
+        return self
+
+    def acquired(self, micro_time: str) -> Self:
+        self._obj["spec"]["acquireTime"] = micro_time
+        return self
+
+    def renewed(self, micro_time: str) -> Self:
+        self._obj["spec"]["renewTime"] = micro_time
+        return self
+
+    def transitions(self, count: int) -> Self:
+        self._obj["spec"]["leaseTransitions"] = count
+        return self
+
+    def spec_field(self, key: str, value: object) -> Self:
+        """Any other spec field (``strategy``, ``preferredHolder``)."""
+        self._obj["spec"][key] = value
+        return self
+
+    def label(self, key: str, value: str) -> Self:
+        self._obj["metadata"].setdefault("labels", {})[key] = value
+        return self
+
+    def resource_version(self, version: str) -> Self:
+        self._obj["metadata"]["resourceVersion"] = version
+        return self
+
+    def obj(self) -> Obj:
+        return copy.deepcopy(self._obj)
+
+
+def make_lease(name: str = "pyscheduler", namespace: str = "kube-system") -> LeaseBuilder:
+    return LeaseBuilder(name, namespace)

@@ -1,0 +1,167 @@
+"""NodeResourcesFit: PreFilter, Filter, PreScore and Score over node resources.
+
+The thin adapter over the pure ``fit`` (Filter) and ``scoring`` (Score)
+modules. PreFilter stores the pod's effective request (computed once by
+``parse_pod``: containers, init containers, sidecars, overhead) in CycleState;
+Filter rejects with every ``Insufficient <resource>`` / ``Too many pods``
+reason, as UnschedulableAndUnresolvable when some request exceeds the whole
+node. The scores are already in 0..100, so there is no NormalizeScore.
+
+Queueing: a rejected pod may fit after a pod on a node goes away or shrinks,
+or after a node is added or grows its allocatable; the hints check that the
+change concerns a resource the pod asks for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from plugins.node_resources_fit.args import NodeResourcesFitArgs
+from plugins.node_resources_fit.fit import (
+    any_requested_resource_decreased,
+    any_requested_resource_increased,
+    fits_request,
+    is_fit,
+)
+from plugins.node_resources_fit.scoring import build_scorer, pod_score_requests, score_node
+from scheduler.framework import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    CycleState,
+    EnqueueExtensions,
+    EventResource,
+    FilterPlugin,
+    Handle,
+    Node,
+    NodeInfo,
+    Pod,
+    PreFilterPlugin,
+    PreFilterResult,
+    PreScorePlugin,
+    QueueingHint,
+    Resource,
+    ScorePlugin,
+    StateKey,
+    Status,
+)
+
+NAME = "NodeResourcesFit"
+
+
+@dataclass(frozen=True, slots=True)
+class PreFilterState:
+    request: Resource
+
+    def clone(self) -> PreFilterState:
+        return self  # immutable
+
+
+@dataclass(frozen=True, slots=True)
+class PreScoreState:
+    # Aligned with the scoring strategy's resources.
+    pod_requests: tuple[int, ...]
+
+    def clone(self) -> PreScoreState:
+        return self  # immutable
+
+
+PRE_FILTER_KEY: StateKey[PreFilterState] = StateKey(f"PreFilter{NAME}")
+PRE_SCORE_KEY: StateKey[PreScoreState] = StateKey(f"PreScore{NAME}")
+
+
+class NodeResourcesFit(
+    PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions
+):
+    name = NAME
+
+    def __init__(self, args: NodeResourcesFitArgs) -> None:
+        self._ignored = frozenset(args.ignored_resources)
+        self._ignored_groups = frozenset(args.ignored_resource_groups)
+        self._resources = tuple(spec.name for spec in args.scoring_strategy.resources)
+        self._scorer = build_scorer(args.scoring_strategy)
+
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(
+                    EventResource.POD, ActionType.DELETE | ActionType.UPDATE_POD_SCALE_DOWN
+                ),
+                self.is_schedulable_after_pod_event,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(
+                    EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE
+                ),
+                self.is_schedulable_after_node_change,
+            ),
+        ]
+
+    def is_schedulable_after_pod_event(
+        self, pod: Pod, old: Pod | None, new: Pod | None
+    ) -> QueueingHint:
+        if new is None:
+            # Deleting a pod that neither ran nor was nominated anywhere frees nothing.
+            if old is None or (not old.node_name and not old.nominated_node_name):
+                return QueueingHint.QUEUE_SKIP
+            return QueueingHint.QUEUE
+        if new.uid == pod.uid:
+            return QueueingHint.QUEUE  # the waiting pod itself scaled down
+        if not new.node_name or old is None:
+            return QueueingHint.QUEUE_SKIP
+        if any_requested_resource_decreased(pod.requests, old.requests, new.requests):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def is_schedulable_after_node_change(
+        self, pod: Pod, old: Node | None, new: Node | None
+    ) -> QueueingHint:
+        if new is None or not is_fit(pod, new):
+            return QueueingHint.QUEUE_SKIP  # too small for the pod even when empty
+        if old is None:
+            return QueueingHint.QUEUE
+        if any_requested_resource_increased(pod.requests, old.allocatable, new.allocatable):
+            return QueueingHint.QUEUE
+        return QueueingHint.QUEUE_SKIP
+
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        state.write(PRE_FILTER_KEY, PreFilterState(pod.requests))
+        return None, None
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        pre_filter = state.get(PRE_FILTER_KEY)
+        if pre_filter is None:
+            return Status.as_error(f"reading {PRE_FILTER_KEY.name!r} from cycle state: not found")
+        insufficient = fits_request(
+            pre_filter.request, node_info, self._ignored, self._ignored_groups
+        )
+        if not insufficient:
+            return None
+        reasons = tuple(item.reason for item in insufficient)
+        if any(item.unresolvable for item in insufficient):
+            return Status.unresolvable(*reasons)
+        return Status.unschedulable(*reasons)
+
+    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
+        state.write(PRE_SCORE_KEY, PreScoreState(pod_score_requests(pod, self._resources)))
+        return None
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
+        pre_score = state.get(PRE_SCORE_KEY)
+        pod_requests = (
+            pre_score.pod_requests
+            if pre_score is not None
+            else pod_score_requests(pod, self._resources)
+        )
+        return score_node(self._scorer, self._resources, pod_requests, node_info), None
+
+
+def new(args: object, handle: Handle) -> NodeResourcesFit:
+    if args is None:
+        args = NodeResourcesFitArgs()
+    if not isinstance(args, NodeResourcesFitArgs):
+        raise TypeError(f"{NAME} wants NodeResourcesFitArgs, got {type(args).__name__}")
+    return NodeResourcesFit(args)

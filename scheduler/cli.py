@@ -1,0 +1,87 @@
+"""Command line: ``pyscheduler --config FILE [--kubeconfig FILE]``.
+
+Loads and validates the configuration first: a bad file stops start-up with a
+message naming the field and the problem (exit code 2), before any connection
+is made. Runs against ``--kubeconfig``, the config's
+``clientConnection.kubeconfig``, or the in-cluster service account.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+
+from scheduler.app import AppOptions, SchedulerApp, build_registry, resolve
+from scheduler.config import ConfigError, SchedulerConfiguration, load_config
+from scheduler.kube.client import KubeClient
+from scheduler.leaderelection import LeadershipLost
+from scheduler.logsetup import configure_logging
+
+log = logging.getLogger("pyscheduler")
+USER_AGENT = "pyscheduler"
+EXIT_CONFIG = 2
+EXIT_LOST_LEADERSHIP = 1
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="pyscheduler", description=__doc__)
+    parser.add_argument("--config", help="KubeSchedulerConfiguration YAML file")
+    parser.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster)")
+    parser.add_argument("--bind-address", default="0.0.0.0", help="address for /metrics, /healthz")
+    parser.add_argument("--port", type=int, default=10259, help="port for /metrics, /healthz")
+    parser.add_argument("--log-level", default="info")
+    parser.add_argument("--log-json", action="store_true", help="JSON lines on stderr")
+    parser.add_argument(
+        "--bind-grace-seconds",
+        type=float,
+        default=30.0,
+        help="on SIGTERM, how long in-flight binds may take before they are rolled back",
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    configure_logging(args.log_level, args.log_json)
+    try:
+        config = load_config(args.config)
+        resolve(config, build_registry())
+    except ConfigError as error:
+        print(f"pyscheduler: invalid configuration {args.config}:\n{error}", file=sys.stderr)
+        return EXIT_CONFIG
+    return asyncio.run(_run(config, args))
+
+
+async def _run(config: SchedulerConfiguration, args: argparse.Namespace) -> int:
+    connection = config.client_connection
+    client = await KubeClient.connect(
+        kubeconfig=args.kubeconfig or connection.kubeconfig or None,
+        qps=connection.qps,
+        burst=connection.burst,
+        user_agent=USER_AGENT,
+    )
+    options = AppOptions(
+        bind_address=args.bind_address,
+        port=args.port,
+        bind_grace_seconds=args.bind_grace_seconds,
+    )
+    app = SchedulerApp(config, client, options)
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, app.stop)
+    try:
+        await app.run()
+    except ExceptionGroup as group:
+        if group.subgroup(LeadershipLost) is None:
+            raise
+        log.error("lost leadership; exiting")
+        return EXIT_LOST_LEADERSHIP
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

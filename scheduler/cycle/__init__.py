@@ -1,0 +1,1 @@
+"""The scheduling cycle (synchronous) and the binding cycle (asynchronous)."""

@@ -1,0 +1,140 @@
+"""What users see about a pod: the PodScheduled condition, Events, and the
+per-attempt diagnosis kept for the debug endpoint.
+
+Condition patches are written by a background writer that coalesces by pod
+(only the newest message per pod is written), so a burst of failures never
+blocks the scheduling loop and binds are not starved by status writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from scheduler.framework.objects import Pod
+
+log = logging.getLogger(__name__)
+
+REASON_UNSCHEDULABLE = "Unschedulable"
+REASON_SCHEDULER_ERROR = "SchedulerError"
+EVENT_FAILED_SCHEDULING = "FailedScheduling"
+EVENT_SCHEDULED = "Scheduled"
+ACTION_SCHEDULING = "Scheduling"
+ACTION_BINDING = "Binding"
+TYPE_WARNING = "Warning"
+TYPE_NORMAL = "Normal"
+POD_SCHEDULED = "PodScheduled"
+
+PatchStatus = Callable[[str, str, Mapping[str, Any]], Awaitable[object]]
+
+
+def _rfc3339(unix: float) -> str:
+    moment = datetime.datetime.fromtimestamp(unix, tz=datetime.UTC).replace(microsecond=0)
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+def scheduled_condition_patch(
+    pod: Pod, reason: str, message: str, now: float, nominated_node: str | None
+) -> dict[str, Any] | None:
+    """The strategic-merge patch for ``status``, or None if nothing would change.
+
+    ``lastTransitionTime`` moves only when the condition's status flips, as in
+    upstream's ``UpdatePodCondition``. ``nominated_node`` None leaves
+    ``nominatedNodeName`` alone; "" clears it.
+    """
+    status = pod.raw.get("status") or {}
+    current = next(
+        (c for c in status.get("conditions") or () if c.get("type") == POD_SCHEDULED), None
+    )
+    transition = _rfc3339(now)
+    if current is not None and current.get("status") == "False":
+        transition = current.get("lastTransitionTime") or transition
+    condition: dict[str, Any] = {
+        "type": POD_SCHEDULED,
+        "status": "False",
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": transition,
+        "lastProbeTime": None,
+    }
+    if pod.generation:
+        condition["observedGeneration"] = pod.generation
+    patch: dict[str, Any] = {}
+    unchanged = (
+        current is not None
+        and current.get("status") == "False"
+        and current.get("reason") == reason
+        and current.get("message") == message
+    )
+    if not unchanged:
+        patch["conditions"] = [condition]
+    if nominated_node is not None and (status.get("nominatedNodeName") or "") != nominated_node:
+        patch["nominatedNodeName"] = nominated_node or None
+    return {"status": patch} if patch else None
+
+
+class StatusWriter:
+    """Writes pod status patches in the background, newest per pod wins."""
+
+    def __init__(self, patch: PatchStatus, retries: int = 3) -> None:
+        self._patch = patch
+        self._retries = retries
+        self._pending: dict[tuple[str, str], Mapping[str, Any]] = {}
+        self._wake = asyncio.Event()
+        self._closed = False
+        self.written = 0
+        self.failed = 0
+
+    def submit(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        self._pending[(namespace, name)] = patch
+        self._wake.set()
+
+    def pending(self) -> int:
+        return len(self._pending)
+
+    async def run(self) -> None:
+        """Write until closed and drained."""
+        while True:
+            if not self._pending:
+                if self._closed:
+                    return
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            key = next(iter(self._pending))
+            patch = self._pending.pop(key)
+            await self._write(key, patch)
+
+    def close(self) -> None:
+        self._closed = True
+        self._wake.set()
+
+    async def _write(self, key: tuple[str, str], patch: Mapping[str, Any]) -> None:
+        namespace, name = key
+        for attempt in range(self._retries):
+            try:
+                await self._patch(namespace, name, patch)
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:
+                status = getattr(error, "status", None)
+                if status == 404:  # the pod is gone: nothing to report on
+                    return
+                if attempt + 1 == self._retries or (status is not None and status < 500):
+                    self.failed += 1
+                    log.warning("cannot update status of pod %s/%s: %s", namespace, name, error)
+                    return
+                await asyncio.sleep(0.1 * 2**attempt)
+            else:
+                self.written += 1
+                return
+
+
+def truncate_note(note: str, limit: int = 1024) -> str:
+    encoded = note.encode()
+    if len(encoded) <= limit:
+        return note
+    return encoded[: limit - 4].decode(errors="ignore") + " ..."

@@ -1,0 +1,553 @@
+"""The scheduling loop: one pod at a time through the scheduling cycle, then
+an asynchronous binding cycle per pod.
+
+``schedule_one`` is synchronous from pop to Permit (no await: the snapshot
+and CycleState are private to the cycle, the cache and queue are touched only
+between awaits). Binding runs as a task, at most ``max_binding`` at once; the
+loop waits for a free slot before it pops the next pod.
+
+Invariants:
+- Every popped pod ends in exactly one of: bound (and confirmed later by the
+  informer), requeued through ``add_unschedulable_if_not_present``, or dropped
+  because it is gone, deleting, already assumed or no longer ours.
+- An assumed pod is forgotten (and its plugins unreserved) on every failure
+  after assume, so no node keeps phantom requests.
+- ``shutdown`` stops popping, then lets binding tasks finish until a
+  deadline; those still running are cancelled and roll back (unreserve,
+  forget), so no pod stays assumed but unbound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import random
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+from scheduler.cache.cache import Cache, CacheError
+from scheduler.cache.snapshot import Snapshot
+from scheduler.clock import Clock
+from scheduler.cycle.algorithm import Algorithm, ScheduleResult, SchedulingError
+from scheduler.cycle.reporting import (
+    ACTION_BINDING,
+    ACTION_SCHEDULING,
+    EVENT_FAILED_SCHEDULING,
+    EVENT_SCHEDULED,
+    REASON_SCHEDULER_ERROR,
+    REASON_UNSCHEDULABLE,
+    TYPE_NORMAL,
+    TYPE_WARNING,
+    StatusWriter,
+    scheduled_condition_patch,
+)
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.events import ASSIGNED_POD_DELETE
+from scheduler.framework.handle import EventRecorder
+from scheduler.framework.objects import Pod
+from scheduler.framework.status import Code, Status
+from scheduler.framework.types import (
+    Diagnosis,
+    FitError,
+    NodeToStatus,
+    NominatingInfo,
+    NominatingMode,
+    QueuedPodInfo,
+)
+from scheduler.metrics import AttemptResult
+from scheduler.runtime.framework import Framework
+
+log = logging.getLogger(__name__)
+
+PLUGIN_METRICS_SAMPLE_RATE = 0.1
+INVALID_POD_PLUGIN = "PodSpec"
+
+
+class SchedulingQueueLike(Protocol):
+    @property
+    def scheduling_cycle(self) -> int: ...
+
+    async def pop(self) -> QueuedPodInfo | None: ...
+
+    def done(self, uid: str) -> None: ...
+
+    def add_unschedulable_if_not_present(
+        self, pinfo: QueuedPodInfo, pod_scheduling_cycle: int
+    ) -> None: ...
+
+    def activate(self, pods: Any) -> None: ...
+
+    def move_all_to_active_or_backoff(
+        self,
+        event: Any,
+        old: object,
+        new: object,
+        pre_check: Callable[[Pod], bool] | None = None,
+    ) -> None: ...
+
+
+class AttemptMetrics(Protocol):
+    def attempt(self, result: AttemptResult, profile: str, seconds: float) -> None: ...
+
+    def algorithm(self, seconds: float) -> None: ...
+
+    def sli(self, attempts: int, seconds: float) -> None: ...
+
+    def pod_attempts(self, attempts: int) -> None: ...
+
+    def goroutines(self, operation: str, delta: int) -> None: ...
+
+
+class AttemptRecorder(Protocol):
+    def record(self, pod_key: str, attempt: dict[str, Any]) -> None: ...
+
+
+@dataclasses.dataclass(slots=True)
+class _Binding:
+    framework: Framework
+    state: CycleState
+    pinfo: QueuedPodInfo
+    assumed: Pod
+    host: str
+    started: float
+    cycle: int
+
+
+class Scheduler:
+    def __init__(
+        self,
+        *,
+        queue: SchedulingQueueLike,
+        cache: Cache,
+        frameworks: Mapping[str, Framework],
+        recorders: Mapping[str, EventRecorder],
+        status_writer: StatusWriter,
+        pod_lister: Callable[[str], Pod | None],
+        clock: Clock,
+        metrics: AttemptMetrics,
+        attempts: AttemptRecorder,
+        snapshot: Snapshot | None = None,
+        percentage_of_nodes_to_score: int = 0,
+        profile_percentages: Mapping[str, int | None] | None = None,
+        max_binding: int = 64,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._queue = queue
+        self._cache = cache
+        self._frameworks = frameworks
+        self._recorders = recorders
+        self._status = status_writer
+        self._pod_lister = pod_lister
+        self._clock = clock
+        self._metrics = metrics
+        self._attempts = attempts
+        self._profile_percentages = dict(profile_percentages or {})
+        self._rng = rng or random.Random()
+        self._algorithm = Algorithm(self._rng, percentage_of_nodes_to_score)
+        self._snapshot = snapshot if snapshot is not None else Snapshot()
+        self._slots = asyncio.Semaphore(max_binding)
+        self._binding_tasks: set[asyncio.Task[None]] = set()
+        self._stopping = False
+
+    # ------------------------------------------------------------------ loop
+    async def run(self) -> None:
+        """Pop and schedule until the queue closes or ``stop_popping``."""
+        while not self._stopping:
+            await self._slots.acquire()
+            pinfo = await self._queue.pop()
+            if pinfo is None or self._stopping:
+                self._slots.release()
+                if pinfo is not None:
+                    self._queue.done(pinfo.pod.uid)
+                return
+            spawned = False
+            try:
+                spawned = self.schedule_one(pinfo)
+            except Exception:  # a bug must cost one attempt, not the daemon or the pod
+                log.exception("scheduling cycle for %s crashed", pinfo.pod.key)
+                self._recover(pinfo)
+            finally:
+                if not spawned:
+                    self._slots.release()
+
+    def _recover(self, pinfo: QueuedPodInfo) -> None:
+        """After a crashed cycle: undo a half-done assume and requeue with backoff."""
+        stored = self._cache.get_pod(pinfo.pod.uid)
+        if stored is not None and self._cache.is_assumed(stored.uid):
+            self._forget(stored)
+        pinfo.unschedulable_plugins = set()
+        pinfo.pending_plugins = set()
+        try:
+            self._queue.add_unschedulable_if_not_present(pinfo, self._queue.scheduling_cycle)
+        except Exception:
+            log.exception("cannot requeue %s", pinfo.pod.key)
+            self._queue.done(pinfo.pod.uid)
+
+    def stop_popping(self) -> None:
+        self._stopping = True
+
+    async def drain(self, deadline_seconds: float) -> int:
+        """Wait for binding cycles up to the deadline, then cancel the rest
+        (each rolls back). Returns how many had to be cancelled."""
+        tasks = set(self._binding_tasks)
+        if not tasks:
+            return 0
+        _, pending = await asyncio.wait(tasks, timeout=deadline_seconds)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending)
+        return len(pending)
+
+    def binding_in_flight(self) -> int:
+        return len(self._binding_tasks)
+
+    # ------------------------------------------------------ scheduling cycle
+    def schedule_one(self, pinfo: QueuedPodInfo) -> bool:
+        """The synchronous scheduling cycle. Returns True when a binding task
+        was started (it then owns the binding slot)."""
+        pod = pinfo.pod
+        framework = self._frameworks.get(pod.scheduler_name)
+        if framework is None:
+            self._queue.done(pod.uid)
+            return False
+        if pod.deleting or self._cache.is_assumed(pod.uid):
+            self._queue.done(pod.uid)
+            return False
+        cycle = self._queue.scheduling_cycle
+        state = CycleState(record_plugin_metrics=self._rng.random() < PLUGIN_METRICS_SAMPLE_RATE)
+        started = self._clock.now()
+
+        if pod.parse_error:
+            invalid = Status.unresolvable(f"invalid pod: {pod.parse_error}")
+            diagnosis = Diagnosis(unschedulable_plugins={INVALID_POD_PLUGIN})
+            diagnosis.pre_filter_msg = invalid.message()
+            fit_error = FitError(pod, 1, diagnosis)
+            self._fail(framework, pinfo, fit_error, invalid, cycle=cycle, started=started)
+            return False
+        result = self._run_algorithm(framework, state, pinfo, cycle, started)
+        if result is None:
+            return False
+        host = result.suggested_host
+        assumed = dataclasses.replace(pod, node_name=host)
+        try:
+            self._cache.assume_pod(assumed)
+        except CacheError as error:
+            self._fail(framework, pinfo, None, Status.as_error(error), cycle=cycle, started=started)
+            return False
+
+        status = framework.run_reserve(state, assumed, host)
+        if status is not None:
+            framework.run_unreserve(state, assumed, host)
+            self._forget(assumed)
+            self._fail(
+                framework,
+                pinfo,
+                self._single_node_fit_error(pod, host, status),
+                status,
+                cycle=cycle,
+                started=started,
+            )
+            return False
+
+        status = framework.run_permit(state, assumed, host)
+        if status is not None and not status.is_wait():
+            framework.run_unreserve(state, assumed, host)
+            self._forget(assumed)
+            self._fail(
+                framework,
+                pinfo,
+                self._single_node_fit_error(pod, host, status),
+                status,
+                cycle=cycle,
+                started=started,
+            )
+            return False
+
+        self._activate(state)
+        self._record_success_attempt(pod, cycle, result)
+        binding = _Binding(framework, state, pinfo, assumed, host, started, cycle)
+        task = asyncio.get_running_loop().create_task(
+            self._binding_cycle(binding), name=f"bind {pod.key}"
+        )
+        self._binding_tasks.add(task)
+        self._metrics.goroutines("binding", 1)
+        task.add_done_callback(self._binding_done)
+        return True
+
+    def _run_algorithm(
+        self,
+        framework: Framework,
+        state: CycleState,
+        pinfo: QueuedPodInfo,
+        cycle: int,
+        started: float,
+    ) -> ScheduleResult | None:
+        """Find a host; on failure run PostFilter, report, requeue, return None."""
+        pod = pinfo.pod
+        algorithm_started = time.perf_counter()
+        self._cache.update_snapshot(self._snapshot)
+        percentage = self._profile_percentages.get(framework.profile_name)
+        try:
+            return self._algorithm.schedule_pod(framework, state, pod, self._snapshot, percentage)
+        except FitError as fit_error:
+            nominating = self._post_filter(framework, state, pod, fit_error)
+            rejection = Status.unschedulable(str(fit_error))
+            self._fail(
+                framework,
+                pinfo,
+                fit_error,
+                rejection,
+                cycle=cycle,
+                started=started,
+                nominating=nominating,
+            )
+        except SchedulingError as error:
+            self._fail(framework, pinfo, None, error.status, cycle=cycle, started=started)
+        finally:
+            self._metrics.algorithm(time.perf_counter() - algorithm_started)
+        return None
+
+    def _binding_done(self, task: asyncio.Task[None]) -> None:
+        self._binding_tasks.discard(task)
+        self._metrics.goroutines("binding", -1)
+        self._slots.release()
+        if not task.cancelled() and task.exception() is not None:
+            log.error("binding task %s crashed", task.get_name(), exc_info=task.exception())
+
+    def _post_filter(
+        self, framework: Framework, state: CycleState, pod: Pod, fit_error: FitError
+    ) -> NominatingInfo:
+        if not framework.has_post_filter_plugins() or fit_error.num_all_nodes == 0:
+            return NominatingInfo(mode=NominatingMode.OVERRIDE)
+        result, status = framework.run_post_filter(state, pod, fit_error.diagnosis.node_to_status)
+        if status.is_error():
+            log.warning("PostFilter failed for %s: %s", pod.key, status.message())
+        elif status.message():
+            fit_error.diagnosis.post_filter_msg = status.message()
+        if result is not None and result.nominating_info is not None:
+            return result.nominating_info
+        return NominatingInfo(mode=NominatingMode.OVERRIDE)
+
+    @staticmethod
+    def _single_node_fit_error(pod: Pod, host: str, status: Status) -> FitError | None:
+        if not status.is_rejected():
+            return None
+        diagnosis = Diagnosis(node_to_status=NodeToStatus(statuses={host: status}))
+        if status.plugin:
+            target = (
+                diagnosis.pending_plugins
+                if status.code is Code.PENDING
+                else diagnosis.unschedulable_plugins
+            )
+            target.add(status.plugin)
+        return FitError(pod, 1, diagnosis)
+
+    def _forget(self, assumed: Pod) -> bool:
+        try:
+            self._cache.forget_pod(assumed)
+        except CacheError as error:
+            log.error("cannot forget assumed pod %s: %s", assumed.key, error)
+            return False
+        return True
+
+    def _activate(self, state: CycleState) -> None:
+        if state.pods_to_activate:
+            pods = list(state.pods_to_activate.values())
+            state.pods_to_activate.clear()
+            self._queue.activate(pods)
+
+    # --------------------------------------------------------- binding cycle
+    async def _binding_cycle(self, binding: _Binding) -> None:
+        framework, state, assumed, host = (
+            binding.framework,
+            binding.state,
+            binding.assumed,
+            binding.host,
+        )
+        pod = binding.pinfo.pod
+        try:
+            status = await framework.wait_on_permit(assumed)
+            if status is not None:
+                self._binding_failed(
+                    binding, self._single_node_fit_error(pod, host, status), status
+                )
+                return
+            self._queue.done(pod.uid)
+            status = await framework.run_pre_bind(state, assumed, host)
+            if status is not None:
+                self._binding_failed(
+                    binding, self._single_node_fit_error(pod, host, status), status
+                )
+                return
+            status = await framework.run_bind(state, assumed, host)
+            if not status.is_success():
+                if status.is_skip():
+                    status = Status.as_error("no bind plugin bound the pod")
+                self._binding_failed(binding, None, status)
+                return
+        except asyncio.CancelledError:
+            # Shutdown: roll back so that no pod stays assumed but unbound.
+            framework.run_unreserve(state, assumed, host)
+            self._forget(assumed)
+            self._queue.done(pod.uid)
+            raise
+        self._bound(binding)
+
+    def _bound(self, binding: _Binding) -> None:
+        framework, pinfo, host = binding.framework, binding.pinfo, binding.host
+        pod = pinfo.pod
+        now = self._clock.now()
+        self._metrics.attempt(
+            AttemptResult.SCHEDULED, framework.profile_name, now - binding.started
+        )
+        self._metrics.pod_attempts(pinfo.attempts)
+        if pinfo.initial_attempt_timestamp is not None:
+            self._metrics.sli(pinfo.attempts, now - pinfo.initial_attempt_timestamp)
+        recorder = self._recorders.get(framework.profile_name)
+        if recorder is not None:
+            recorder.event(
+                pod.raw,
+                TYPE_NORMAL,
+                EVENT_SCHEDULED,
+                ACTION_BINDING,
+                f"Successfully assigned {pod.namespace}/{pod.name} to {host}",
+            )
+        framework.run_post_bind(binding.state, binding.assumed, host)
+        self._activate(binding.state)
+
+    def _binding_failed(
+        self, binding: _Binding, fit_error: FitError | None, status: Status
+    ) -> None:
+        framework, state, assumed, host = (
+            binding.framework,
+            binding.state,
+            binding.assumed,
+            binding.host,
+        )
+        framework.run_unreserve(state, assumed, host)
+        if self._forget(assumed):
+            # The assumed pod's resources are free again: that may help others.
+            uid = assumed.uid
+            exclude_self = status.is_rejected()
+            self._queue.move_all_to_active_or_backoff(
+                ASSIGNED_POD_DELETE,
+                assumed,
+                None,
+                (lambda pod: pod.uid != uid) if exclude_self else None,
+            )
+        self._fail(
+            framework,
+            binding.pinfo,
+            fit_error,
+            status,
+            cycle=binding.cycle,
+            started=binding.started,
+        )
+
+    # --------------------------------------------------------------- failure
+    def _fail(
+        self,
+        framework: Framework,
+        pinfo: QueuedPodInfo,
+        fit_error: FitError | None,
+        status: Status,
+        *,
+        cycle: int,
+        started: float,
+        nominating: NominatingInfo | None = None,
+    ) -> None:
+        """Upstream ``handleSchedulingFailure``: count, requeue, tell the user."""
+        pod = pinfo.pod
+        rejected = fit_error is not None or status.is_rejected()
+        reason = REASON_UNSCHEDULABLE if rejected else REASON_SCHEDULER_ERROR
+        result = AttemptResult.UNSCHEDULABLE if rejected else AttemptResult.ERROR
+        self._metrics.attempt(result, framework.profile_name, self._clock.now() - started)
+        message = str(fit_error) if fit_error is not None else status.message()
+        if fit_error is not None:
+            pinfo.unschedulable_plugins = set(fit_error.diagnosis.unschedulable_plugins)
+            pinfo.pending_plugins = set(fit_error.diagnosis.pending_plugins)
+        else:
+            pinfo.unschedulable_plugins = set()
+            pinfo.pending_plugins = set()
+        self._record_failed_attempt(pod, cycle, reason, message, fit_error)
+
+        fresh = self._pod_lister(pod.key)
+        if fresh is None or fresh.uid != pod.uid:
+            self._queue.done(pod.uid)
+            return
+        if fresh.node_name:
+            self._queue.done(pod.uid)
+            return
+        pinfo.pod = fresh
+        self._queue.add_unschedulable_if_not_present(pinfo, cycle)
+
+        recorder = self._recorders.get(framework.profile_name)
+        if recorder is not None:
+            recorder.event(
+                fresh.raw, TYPE_WARNING, EVENT_FAILED_SCHEDULING, ACTION_SCHEDULING, message
+            )
+        nominated: str | None = None
+        if nominating is not None and nominating.mode == NominatingMode.OVERRIDE:
+            nominated = nominating.node_name
+        elif nominating is None:
+            nominated = ""  # clearNominatedNode
+        patch = scheduled_condition_patch(fresh, reason, message, self._clock.wall(), nominated)
+        if patch is not None:
+            self._status.submit(fresh.namespace, fresh.name, patch)
+        log.info(
+            "pod %s is unschedulable: %s" if rejected else "error scheduling pod %s: %s",
+            pod.key,
+            message,
+        )
+
+    # ----------------------------------------------------------- diagnostics
+    def _record_failed_attempt(
+        self, pod: Pod, cycle: int, reason: str, message: str, fit_error: FitError | None
+    ) -> None:
+        nodes: dict[str, Any] = {}
+        if fit_error is not None:
+            for name, node_status in fit_error.diagnosis.node_to_status.statuses.items():
+                nodes[name] = {
+                    "plugin": node_status.plugin,
+                    "code": node_status.code.label,
+                    "reasons": list(node_status.reasons),
+                }
+        self._attempts.record(
+            pod.key,
+            {
+                "cycle": cycle,
+                "time": self._clock.wall(),
+                "result": reason,
+                "message": message,
+                "nodes": nodes,
+            },
+        )
+
+    def _record_success_attempt(self, pod: Pod, cycle: int, result: ScheduleResult) -> None:
+        top = sorted(result.scores, key=lambda s: s.total, reverse=True)[:3]
+        self._attempts.record(
+            pod.key,
+            {
+                "cycle": cycle,
+                "time": self._clock.wall(),
+                "result": "Scheduled",
+                "node": result.suggested_host,
+                "evaluatedNodes": result.evaluated_nodes,
+                "feasibleNodes": result.feasible_nodes,
+                "nodes": {
+                    name: {"plugin": s.plugin, "code": s.code.label, "reasons": list(s.reasons)}
+                    for name, s in result.diagnosis.node_to_status.statuses.items()
+                },
+                "topScores": [
+                    {
+                        "node": s.name,
+                        "total": s.total,
+                        "plugins": {w.plugin: w.score for w in s.scores},
+                    }
+                    for s in top
+                ],
+            },
+        )

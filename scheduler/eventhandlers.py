@@ -1,0 +1,195 @@
+"""Informer events -> cache and queue (upstream ``eventhandlers.go``).
+
+Every pod in the cluster feeds the cache once it is assigned to a node,
+whoever scheduled it; only unassigned pods whose ``schedulerName`` is one of
+our profiles enter the queue. Node changes are classified into the upstream
+action types so that queueing hints see exactly what changed.
+
+Runs synchronously in the informer's delivery path: parse once, update the
+cache, tell the queue. Never awaits, never mutates the raw objects.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Collection, Mapping
+from typing import Any, Protocol
+
+from scheduler.cache.cache import Cache
+from scheduler.framework.events import (
+    ASSIGNED_POD_DELETE,
+    NODE_ADD,
+    ActionType,
+    ClusterEvent,
+    Resource,
+)
+from scheduler.framework.objects import Node, Pod, parse_node, parse_pod
+
+log = logging.getLogger(__name__)
+
+Raw = Mapping[str, Any]
+
+
+class QueueEvents(Protocol):
+    def add(self, pod: Pod) -> None: ...
+
+    def update(self, old: Pod, new: Pod) -> None: ...
+
+    def delete(self, pod: Pod) -> None: ...
+
+    def move_all_to_active_or_backoff(
+        self,
+        event: ClusterEvent,
+        old: object,
+        new: object,
+        pre_check: Callable[[Pod], bool] | None = None,
+    ) -> None: ...
+
+    def assigned_pod_added(self, pod: Pod) -> None: ...
+
+    def assigned_pod_updated(self, old: Pod, new: Pod) -> None: ...
+
+
+class EventTimer(Protocol):
+    def event_handling(self, event: str, seconds: float) -> None: ...
+
+
+def node_update_action(old: Node, new: Node) -> ActionType:
+    """Which parts of a node changed, as upstream's node update sub-events."""
+    action = ActionType.NONE
+    if old.allocatable != new.allocatable:
+        action |= ActionType.UPDATE_NODE_ALLOCATABLE
+    if old.labels != new.labels:
+        action |= ActionType.UPDATE_NODE_LABEL
+    if old.taints != new.taints or old.unschedulable != new.unschedulable:
+        action |= ActionType.UPDATE_NODE_TAINT
+    old_status, new_status = old.raw.get("status") or {}, new.raw.get("status") or {}
+    if _conditions(old_status) != _conditions(new_status):
+        action |= ActionType.UPDATE_NODE_CONDITION
+    old_meta, new_meta = old.raw.get("metadata") or {}, new.raw.get("metadata") or {}
+    if (old_meta.get("annotations") or {}) != (new_meta.get("annotations") or {}):
+        action |= ActionType.UPDATE_NODE_ANNOTATION
+    return action
+
+
+_NODE_UPDATE_BITS = (
+    ActionType.UPDATE_NODE_ALLOCATABLE,
+    ActionType.UPDATE_NODE_LABEL,
+    ActionType.UPDATE_NODE_TAINT,
+    ActionType.UPDATE_NODE_CONDITION,
+    ActionType.UPDATE_NODE_ANNOTATION,
+)
+
+
+def _conditions(status: Raw) -> dict[str, str]:
+    return {c.get("type", ""): c.get("status", "") for c in status.get("conditions") or ()}
+
+
+class EventHandlers:
+    def __init__(
+        self,
+        cache: Cache,
+        queue: QueueEvents,
+        scheduler_names: Collection[str],
+        on_pod_deleted: Callable[[Pod], None] | None = None,
+        timer: EventTimer | None = None,
+    ) -> None:
+        self._cache = cache
+        self._queue = queue
+        self._ours = frozenset(scheduler_names)
+        self._on_pod_deleted = on_pod_deleted
+        self._timer = timer
+
+    def _responsible(self, pod: Pod) -> bool:
+        return pod.scheduler_name in self._ours and not pod.terminal
+
+    def _timed(self, event: str, started: float) -> None:
+        if self._timer is not None:
+            self._timer.event_handling(event, time.perf_counter() - started)
+
+    # ------------------------------------------------------------------ pods
+    def pod_added(self, raw: Raw) -> None:
+        started = time.perf_counter()
+        pod = parse_pod(raw)
+        if pod.assigned:
+            self._cache.add_pod(pod)
+            if not pod.terminal:
+                self._queue.assigned_pod_added(pod)
+            self._timed("AssignedPodAdd", started)
+        elif self._responsible(pod):
+            self._queue.add(pod)
+            self._timed("UnscheduledPodAdd", started)
+
+    def pod_updated(self, old_raw: Raw, new_raw: Raw) -> None:
+        started = time.perf_counter()
+        old, new = parse_pod(old_raw), parse_pod(new_raw)
+        if new.assigned:
+            if not old.assigned:
+                # Bound (by us or by someone else): it leaves the queue for good.
+                self._queue.delete(old)
+            if new.terminal:
+                self._cache.remove_pod(new)
+                if not old.terminal:
+                    self._queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, old, None)
+            elif not old.assigned:
+                self._cache.add_pod(new)
+                self._queue.assigned_pod_added(new)
+            else:
+                self._cache.update_pod(new)
+                self._queue.assigned_pod_updated(old, new)
+            self._timed("AssignedPodUpdate", started)
+            return
+        if self._responsible(new):
+            if self._responsible(old):
+                self._queue.update(old, new)
+            else:
+                self._queue.add(new)
+        elif self._responsible(old):
+            self._queue.delete(old)
+        self._timed("UnscheduledPodUpdate", started)
+
+    def pod_deleted(self, raw: Raw) -> None:
+        started = time.perf_counter()
+        pod = parse_pod(raw)
+        if pod.assigned:
+            self._cache.remove_pod(pod)
+            self._queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, pod, None)
+            self._timed("AssignedPodDelete", started)
+        else:
+            self._queue.delete(pod)
+            self._timed("UnscheduledPodDelete", started)
+        if self._on_pod_deleted is not None:
+            self._on_pod_deleted(pod)
+
+    # ----------------------------------------------------------------- nodes
+    def node_added(self, raw: Raw) -> None:
+        started = time.perf_counter()
+        node = parse_node(raw)
+        if node.parse_error:
+            log.warning(
+                "node %s: %s; treating it as having nothing allocatable",
+                node.name,
+                node.parse_error,
+            )
+        self._cache.add_node(node)
+        self._queue.move_all_to_active_or_backoff(NODE_ADD, None, node)
+        self._timed("NodeAdd", started)
+
+    def node_updated(self, old_raw: Raw, new_raw: Raw) -> None:
+        started = time.perf_counter()
+        old, new = parse_node(old_raw), parse_node(new_raw)
+        self._cache.update_node(new)
+        action = node_update_action(old, new)
+        for bit in _NODE_UPDATE_BITS:  # one event per kind of change, as upstream
+            if action & bit:
+                self._queue.move_all_to_active_or_backoff(
+                    ClusterEvent(Resource.NODE, bit), old, new
+                )
+        self._timed("NodeUpdate", started)
+
+    def node_deleted(self, raw: Raw) -> None:
+        started = time.perf_counter()
+        node = parse_node(raw)
+        self._cache.remove_node(node.name)
+        self._timed("NodeDelete", started)

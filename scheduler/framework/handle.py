@@ -1,0 +1,103 @@
+"""The Handle: what the framework offers to plugins, as protocols.
+
+Plugins depend on these protocols only, never on the scheduler's concrete
+cache, queue or client; the composition root supplies the implementations.
+Everything synchronous here is safe inside the scheduling cycle; the
+coroutines (API writes) belong to PreBind/Bind or background tasks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Protocol
+
+from scheduler.clock import Clock
+from scheduler.framework.nodeinfo import NodeInfo
+from scheduler.framework.objects import Pod
+
+RawObject = Mapping[str, Any]
+
+
+class SnapshotLister(Protocol):
+    """The current cycle's immutable snapshot. Valid only inside the scheduling
+    cycle (PreFilter through Permit)."""
+
+    def node_infos(self) -> Sequence[NodeInfo]: ...
+
+    def get(self, node_name: str) -> NodeInfo | None: ...
+
+    def have_pods_with_affinity(self) -> Sequence[NodeInfo]: ...
+
+
+class ObjectStore(Protocol):
+    """Read access to one informer's store of raw API objects."""
+
+    def get(self, key: str) -> RawObject | None:
+        """By ``namespace/name`` (namespaced) or ``name`` (cluster-scoped)."""
+
+    def list(self) -> Iterable[RawObject]: ...
+
+
+class InformerAccess(Protocol):
+    def store(self, resource: str) -> ObjectStore:
+        """The shared store for a resource such as ``resourceclaims`` or ``nodes``;
+        one watch per resource in the process, however many ask for it."""
+
+    def on_change(
+        self, resource: str, handler: Callable[[RawObject | None, RawObject | None], None]
+    ) -> None:
+        """Call ``handler(old, new)`` for every change to the resource."""
+
+
+class EventRecorder(Protocol):
+    def event(self, regarding: RawObject, type_: str, reason: str, action: str, note: str) -> None:
+        """Queue a Kubernetes Event (never blocks; written in the background)."""
+
+
+class ApiWriter(Protocol):
+    """The API writes a plugin may make, from PreBind/Bind or background tasks."""
+
+    async def bind(self, pod: Pod, node_name: str) -> None:
+        """POST pods/binding; raises ``ApiError`` on failure."""
+
+    async def request(
+        self, method: str, path: str, body: Any = None, content_type: str | None = None
+    ) -> Any:
+        """Any API call by path, returning the decoded JSON body; raises ``ApiError``."""
+
+
+class WaitingPod(Protocol):
+    @property
+    def pod(self) -> Pod: ...
+
+    def pending_plugins(self) -> Sequence[str]: ...
+
+    def allow(self, plugin: str) -> None: ...
+
+    def reject(self, plugin: str, message: str) -> None: ...
+
+
+class Handle(Protocol):
+    @property
+    def profile_name(self) -> str: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    def snapshot(self) -> SnapshotLister: ...
+
+    @property
+    def informers(self) -> InformerAccess: ...
+
+    @property
+    def events(self) -> EventRecorder: ...
+
+    @property
+    def api(self) -> ApiWriter: ...
+
+    def activate(self, pods: Iterable[Pod]) -> None:
+        """Move these pods from backoff or unschedulable to activeQ."""
+
+    def waiting_pod(self, uid: str) -> WaitingPod | None: ...
+
+    def waiting_pods(self) -> Sequence[WaitingPod]: ...

@@ -1,0 +1,213 @@
+"""Pods and nodes as the scheduler sees them: parsed once, then immutable.
+
+The informer hands over the raw JSON dict of an API object; ``parse_pod`` and
+``parse_node`` derive everything the hot path needs (requests, tolerations,
+ports, ...) once per object version. The raw dict is kept for plugins that need
+other fields and must never be mutated: copy before changing anything.
+
+A pod whose spec cannot be interpreted (a malformed quantity, say) is still
+returned, with ``parse_error`` set, so that the scheduler can tell the user
+what is wrong instead of losing or crashing on the pod.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from scheduler.framework.quantity import QuantityError
+from scheduler.framework.resource import ZERO, Resource, pod_requests
+
+Raw = Mapping[str, Any]
+_EMPTY: Mapping[str, Any] = {}
+
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str
+    effect: str
+
+    def describe(self) -> str:
+        """The upstream rendering used in messages: ``{key: value}``."""
+        return f"{{{self.key}: {self.value}}}"
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str
+    operator: str
+    value: str
+    effect: str
+
+    def tolerates(self, taint: Taint) -> bool:
+        """Upstream ``ToleratesTaint``: effect, key and operator rules."""
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        if self.operator == "Exists":
+            return True
+        if self.operator in ("", "Equal"):
+            return self.value == taint.value
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class HostPort:
+    ip: str
+    protocol: str
+    port: int
+
+
+@dataclass(frozen=True, slots=True)
+class Pod:
+    raw: Raw
+    uid: str
+    namespace: str
+    name: str
+    scheduler_name: str
+    node_name: str
+    nominated_node_name: str
+    priority: int
+    phase: str
+    deleting: bool
+    labels: Mapping[str, str]
+    node_selector: Mapping[str, str]
+    affinity: Raw | None
+    tolerations: tuple[Toleration, ...]
+    host_ports: tuple[HostPort, ...]
+    scheduling_gates: tuple[str, ...]
+    requests: Resource
+    non_zero_requests: Resource
+    resource_version: str
+    generation: int
+    parse_error: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in TERMINAL_PHASES
+
+    @property
+    def assigned(self) -> bool:
+        return bool(self.node_name)
+
+    @property
+    def spec(self) -> Raw:
+        spec: Raw = self.raw.get("spec") or _EMPTY
+        return spec
+
+    def has_required_affinity(self) -> bool:
+        """Pod (anti-)affinity terms that matter to other pods' placement."""
+        affinity = self.affinity or _EMPTY
+        return bool(affinity.get("podAffinity") or affinity.get("podAntiAffinity"))
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    raw: Raw
+    name: str
+    uid: str
+    labels: Mapping[str, str]
+    taints: tuple[Taint, ...]
+    unschedulable: bool
+    allocatable: Resource
+    resource_version: str
+    parse_error: str = ""
+
+
+def _tolerations(spec: Raw) -> tuple[Toleration, ...]:
+    return tuple(
+        Toleration(
+            key=item.get("key") or "",
+            operator=item.get("operator") or "Equal",
+            value=item.get("value") or "",
+            effect=item.get("effect") or "",
+        )
+        for item in spec.get("tolerations") or ()
+    )
+
+
+def _host_ports(spec: Raw) -> tuple[HostPort, ...]:
+    ports = []
+    for container in (*(spec.get("initContainers") or ()), *(spec.get("containers") or ())):
+        for port in container.get("ports") or ():
+            host_port = port.get("hostPort") or 0
+            if host_port > 0:
+                ports.append(
+                    HostPort(
+                        ip=port.get("hostIP") or "0.0.0.0",
+                        protocol=port.get("protocol") or "TCP",
+                        port=int(host_port),
+                    )
+                )
+    return tuple(ports)
+
+
+def parse_pod(raw: Raw) -> Pod:
+    metadata = raw.get("metadata") or _EMPTY
+    spec = raw.get("spec") or _EMPTY
+    status = raw.get("status") or _EMPTY
+    parse_error = ""
+    try:
+        requests = pod_requests(spec)
+        non_zero = pod_requests(spec, non_zero=True)
+    except (QuantityError, TypeError, AttributeError) as error:
+        requests = non_zero = ZERO
+        parse_error = f"invalid resource requests: {error}"
+    return Pod(
+        raw=raw,
+        uid=metadata.get("uid") or "",
+        namespace=metadata.get("namespace") or "",
+        name=metadata.get("name") or "",
+        scheduler_name=spec.get("schedulerName") or "default-scheduler",
+        node_name=spec.get("nodeName") or "",
+        nominated_node_name=status.get("nominatedNodeName") or "",
+        priority=int(spec.get("priority") or 0),
+        phase=status.get("phase") or "",
+        deleting=bool(metadata.get("deletionTimestamp")),
+        labels=metadata.get("labels") or _EMPTY,
+        node_selector=spec.get("nodeSelector") or _EMPTY,
+        affinity=spec.get("affinity"),
+        tolerations=_tolerations(spec),
+        host_ports=_host_ports(spec),
+        scheduling_gates=tuple(g.get("name", "") for g in spec.get("schedulingGates") or ()),
+        requests=requests,
+        non_zero_requests=non_zero,
+        resource_version=metadata.get("resourceVersion") or "",
+        generation=int(metadata.get("generation") or 0),
+        parse_error=parse_error,
+    )
+
+
+def parse_node(raw: Raw) -> Node:
+    metadata = raw.get("metadata") or _EMPTY
+    spec = raw.get("spec") or _EMPTY
+    status = raw.get("status") or _EMPTY
+    parse_error = ""
+    try:
+        allocatable = Resource.from_list(status.get("allocatable") or status.get("capacity"))
+    except (QuantityError, TypeError, AttributeError) as error:
+        allocatable = ZERO
+        parse_error = f"invalid allocatable: {error}"
+    return Node(
+        raw=raw,
+        name=metadata.get("name") or "",
+        uid=metadata.get("uid") or "",
+        labels=metadata.get("labels") or _EMPTY,
+        taints=tuple(
+            Taint(key=t.get("key") or "", value=t.get("value") or "", effect=t.get("effect") or "")
+            for t in spec.get("taints") or ()
+        ),
+        unschedulable=bool(spec.get("unschedulable")),
+        allocatable=allocatable,
+        resource_version=metadata.get("resourceVersion") or "",
+        parse_error=parse_error,
+    )

@@ -1,0 +1,64 @@
+"""Kubernetes resource quantities ("100m", "1Gi", "2e3", "0.5") as integers.
+
+CPU is counted in millicores and everything else in whole units, rounding up
+fractional values the way the API server's ``Quantity.MilliValue`` and
+``Quantity.Value`` do. Parsing is strict: a malformed quantity raises
+``QuantityError`` naming the text, never returns a guess.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import ROUND_CEILING, Decimal, InvalidOperation
+from functools import lru_cache
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {
+    "n": Decimal("1e-9"),
+    "u": Decimal("1e-6"),
+    "m": Decimal("1e-3"),
+    "": Decimal(1),
+    "k": Decimal("1e3"),
+    "M": Decimal("1e6"),
+    "G": Decimal("1e9"),
+    "T": Decimal("1e12"),
+    "P": Decimal("1e15"),
+    "E": Decimal("1e18"),
+}
+_PATTERN = re.compile(
+    r"^(?P<number>[+-]?(?:\d+\.?\d*|\.\d+))(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$"
+)
+
+
+class QuantityError(ValueError):
+    """A string is not a valid Kubernetes quantity."""
+
+
+@lru_cache(maxsize=4096)
+def parse_quantity(text: str) -> Decimal:
+    """The exact value of a quantity string, in base units."""
+    match = _PATTERN.match(text.strip()) if isinstance(text, str) else None
+    if match is None:
+        raise QuantityError(f"invalid quantity {text!r}")
+    try:
+        number = Decimal(match["number"])
+    except InvalidOperation as error:  # pragma: no cover - the pattern prevents it
+        raise QuantityError(f"invalid quantity {text!r}") from error
+    suffix = match["suffix"] or ""
+    if suffix in _BINARY:
+        return number * _BINARY[suffix]
+    if suffix in _DECIMAL:
+        return number * _DECIMAL[suffix]
+    return number * (Decimal(10) ** int(suffix[1:]))
+
+
+def to_milli(text: str | int | float) -> int:
+    """Millis of a quantity, rounded up (cpu: "100m" -> 100, "1" -> 1000)."""
+    value = parse_quantity(str(text)) * 1000
+    return int(value.to_integral_value(rounding=ROUND_CEILING))
+
+
+def to_units(text: str | int | float) -> int:
+    """Whole units of a quantity, rounded up (memory: "1Ki" -> 1024)."""
+    value = parse_quantity(str(text))
+    return int(value.to_integral_value(rounding=ROUND_CEILING))

@@ -1,0 +1,187 @@
+"""Resource vectors and the upstream pod-request rule.
+
+``Resource`` is an immutable vector: cpu in millicores, memory and
+ephemeral-storage in bytes, the pod count, and any other (extended, hugepages)
+resource by name. ``pod_requests`` applies kube-scheduler's rule:
+
+    max(sum(app containers) + sum(sidecars),
+        max over init containers of (init + sidecars started before it))
+    + pod overhead
+
+with pod-level ``spec.resources.requests`` taking precedence for cpu and
+memory when set. ``non_zero=True`` counts a container without a cpu or memory
+request as 100m / 200Mi, which upstream uses for scoring only, never for fit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler.framework.quantity import to_milli, to_units
+
+CPU = "cpu"
+MEMORY = "memory"
+EPHEMERAL_STORAGE = "ephemeral-storage"
+PODS = "pods"
+DEFAULT_MILLI_CPU_REQUEST = 100
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
+
+_EMPTY: Mapping[str, int] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    milli_cpu: int = 0
+    memory: int = 0
+    ephemeral_storage: int = 0
+    allowed_pods: int = 0
+    scalar: Mapping[str, int] = field(default_factory=dict)
+
+    @staticmethod
+    def from_list(resources: Mapping[str, Any] | None) -> Resource:
+        """From an API resource list such as ``{"cpu": "2", "memory": "1Gi"}``.
+
+        Raises ``QuantityError`` for a malformed value.
+        """
+        if not resources:
+            return ZERO
+        milli_cpu = memory = storage = pods = 0
+        scalar: dict[str, int] = {}
+        for name, value in resources.items():
+            if name == CPU:
+                milli_cpu = to_milli(value)
+            elif name == MEMORY:
+                memory = to_units(value)
+            elif name == EPHEMERAL_STORAGE:
+                storage = to_units(value)
+            elif name == PODS:
+                pods = to_units(value)
+            else:
+                scalar[name] = to_units(value)
+        return Resource(milli_cpu, memory, storage, pods, scalar)
+
+    def get(self, name: str) -> int:
+        if name == CPU:
+            return self.milli_cpu
+        if name == MEMORY:
+            return self.memory
+        if name == EPHEMERAL_STORAGE:
+            return self.ephemeral_storage
+        if name == PODS:
+            return self.allowed_pods
+        return self.scalar.get(name, 0)
+
+    def names(self) -> Iterable[str]:
+        """Names of the non-zero entries, cpu/memory/storage first."""
+        if self.milli_cpu:
+            yield CPU
+        if self.memory:
+            yield MEMORY
+        if self.ephemeral_storage:
+            yield EPHEMERAL_STORAGE
+        for name, value in self.scalar.items():
+            if value:
+                yield name
+
+    def __add__(self, other: Resource) -> Resource:
+        if other is ZERO:
+            return self
+        if self is ZERO:
+            return other
+        return Resource(
+            self.milli_cpu + other.milli_cpu,
+            self.memory + other.memory,
+            self.ephemeral_storage + other.ephemeral_storage,
+            self.allowed_pods + other.allowed_pods,
+            _merge(self.scalar, other.scalar, lambda a, b: a + b),
+        )
+
+    def __sub__(self, other: Resource) -> Resource:
+        if other is ZERO:
+            return self
+        return Resource(
+            self.milli_cpu - other.milli_cpu,
+            self.memory - other.memory,
+            self.ephemeral_storage - other.ephemeral_storage,
+            self.allowed_pods - other.allowed_pods,
+            _merge(self.scalar, other.scalar, lambda a, b: a - b),
+        )
+
+    def max(self, other: Resource) -> Resource:
+        return Resource(
+            max(self.milli_cpu, other.milli_cpu),
+            max(self.memory, other.memory),
+            max(self.ephemeral_storage, other.ephemeral_storage),
+            max(self.allowed_pods, other.allowed_pods),
+            _merge(self.scalar, other.scalar, max),
+        )
+
+    def is_zero(self) -> bool:
+        return not (
+            self.milli_cpu
+            or self.memory
+            or self.ephemeral_storage
+            or self.allowed_pods
+            or any(self.scalar.values())
+        )
+
+
+def _merge(left: Mapping[str, int], right: Mapping[str, int], combine: Any) -> Mapping[str, int]:
+    if not right:
+        return left
+    if not left:
+        return {name: combine(0, value) for name, value in right.items()}
+    merged = dict(left)
+    for name, value in right.items():
+        merged[name] = combine(merged.get(name, 0), value)
+    return merged
+
+
+ZERO = Resource()
+
+
+def _container_requests(container: Mapping[str, Any], non_zero: bool) -> Resource:
+    requests = (container.get("resources") or {}).get("requests") or _EMPTY
+    resource = Resource.from_list(requests)
+    if non_zero and (CPU not in requests or MEMORY not in requests):
+        resource = Resource(
+            resource.milli_cpu if CPU in requests else DEFAULT_MILLI_CPU_REQUEST,
+            resource.memory if MEMORY in requests else DEFAULT_MEMORY_REQUEST,
+            resource.ephemeral_storage,
+            resource.allowed_pods,
+            resource.scalar,
+        )
+    return resource
+
+
+def pod_requests(spec: Mapping[str, Any], *, non_zero: bool = False) -> Resource:
+    """The pod's effective request, by the upstream rule (module docstring)."""
+    total = ZERO
+    for container in spec.get("containers") or ():
+        total = total + _container_requests(container, non_zero)
+    sidecars = ZERO
+    init_peak = ZERO
+    for container in spec.get("initContainers") or ():
+        request = _container_requests(container, non_zero)
+        if container.get("restartPolicy") == "Always":
+            sidecars = sidecars + request
+            init_peak = init_peak.max(sidecars)
+        else:
+            init_peak = init_peak.max(request + sidecars)
+    total = (total + sidecars).max(init_peak)
+    pod_level = ((spec.get("resources") or {}).get("requests")) or _EMPTY
+    if CPU in pod_level or MEMORY in pod_level:
+        level = Resource.from_list({k: v for k, v in pod_level.items() if k in (CPU, MEMORY)})
+        total = Resource(
+            level.milli_cpu if CPU in pod_level else total.milli_cpu,
+            level.memory if MEMORY in pod_level else total.memory,
+            total.ephemeral_storage,
+            total.allowed_pods,
+            total.scalar,
+        )
+    overhead = spec.get("overhead")
+    if overhead:
+        total = total + Resource.from_list(overhead)
+    return total

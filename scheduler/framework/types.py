@@ -1,0 +1,157 @@
+"""Plain data passed between the queue, the cycles and the plugins."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from scheduler.framework.events import ClusterEvent
+from scheduler.framework.objects import Pod
+from scheduler.framework.status import Status
+
+MIN_NODE_SCORE = 0
+MAX_NODE_SCORE = 100
+MAX_PERMIT_TIMEOUT_SECONDS = 15 * 60.0
+
+
+@dataclass(slots=True)
+class QueuedPodInfo:
+    """A pod in the scheduling queue with its queueing bookkeeping.
+
+    Owned by the queue; the scheduling loop gets it from ``pop`` and hands it
+    back through ``done``/``add_unschedulable``.
+    """
+
+    pod: Pod
+    timestamp: float
+    attempts: int = 0
+    initial_attempt_timestamp: float | None = None
+    unschedulable_count: int = 0
+    consecutive_errors_count: int = 0
+    backoff_expiration: float | None = None
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    pending_plugins: set[str] = field(default_factory=set)
+    gating_plugin: str = ""
+    gating_plugin_events: tuple[ClusterEvent, ...] = ()
+    was_flushed_from_unschedulable: bool = False
+
+    @property
+    def key(self) -> str:
+        return self.pod.key
+
+
+@dataclass(slots=True)
+class NodeScore:
+    name: str
+    score: int
+
+
+@dataclass(frozen=True, slots=True)
+class PreFilterResult:
+    """``node_names`` None means all nodes; a set narrows the candidates."""
+
+    node_names: frozenset[str] | None = None
+
+    def all_nodes(self) -> bool:
+        return self.node_names is None
+
+    def merge(self, other: PreFilterResult | None) -> PreFilterResult:
+        if other is None or other.node_names is None:
+            return self
+        if self.node_names is None:
+            return other
+        return PreFilterResult(self.node_names & other.node_names)
+
+
+class NominatingMode:
+    NOOP = "Noop"
+    OVERRIDE = "Override"
+
+
+@dataclass(frozen=True, slots=True)
+class NominatingInfo:
+    node_name: str = ""
+    mode: str = NominatingMode.NOOP
+
+
+@dataclass(frozen=True, slots=True)
+class PostFilterResult:
+    nominating_info: NominatingInfo | None = None
+
+
+@dataclass(slots=True)
+class NodeToStatus:
+    """Per-node rejection statuses; nodes not listed have ``absent``."""
+
+    statuses: dict[str, Status] = field(default_factory=dict)
+    absent: Status = field(default_factory=Status.unresolvable)
+
+    def get(self, name: str) -> Status:
+        return self.statuses.get(name, self.absent)
+
+    def nodes_for_code(self, all_node_names: list[str], code: int) -> list[str]:
+        return [name for name in all_node_names if self.get(name).code == code]
+
+
+@dataclass(slots=True)
+class Diagnosis:
+    node_to_status: NodeToStatus = field(default_factory=NodeToStatus)
+    unschedulable_plugins: set[str] = field(default_factory=set)
+    pending_plugins: set[str] = field(default_factory=set)
+    pre_filter_msg: str = ""
+    post_filter_msg: str = ""
+
+
+class FitError(Exception):
+    """No node fits the pod; ``str()`` is the upstream user-facing message."""
+
+    def __init__(self, pod: Pod, num_all_nodes: int, diagnosis: Diagnosis) -> None:
+        super().__init__()
+        self.pod = pod
+        self.num_all_nodes = num_all_nodes
+        self.diagnosis = diagnosis
+
+    def __str__(self) -> str:
+        return fit_error_message(self.num_all_nodes, self.diagnosis)
+
+
+def reason_histogram(num_all_nodes: int, node_to_status: NodeToStatus) -> str:
+    counts: dict[str, int] = {}
+    for status in node_to_status.statuses.values():
+        for reason in status.reasons:
+            counts[reason] = counts.get(reason, 0) + 1
+    absent = num_all_nodes - len(node_to_status.statuses)
+    if absent > 0:
+        for reason in node_to_status.absent.reasons:
+            counts[reason] = counts.get(reason, 0) + absent
+    return ", ".join(sorted(f"{count} {reason}" for reason, count in counts.items()))
+
+
+def fit_error_message(num_all_nodes: int, diagnosis: Diagnosis) -> str:
+    """``0/<N> nodes are available: <prefilter or histogram>. <postfilter>``."""
+    message = f"0/{num_all_nodes} nodes are available:"
+    if diagnosis.pre_filter_msg:
+        message += f" {diagnosis.pre_filter_msg}."
+    else:
+        histogram = reason_histogram(num_all_nodes, diagnosis.node_to_status)
+        if histogram:
+            message += f" {histogram}."
+    if diagnosis.post_filter_msg:
+        message += f" {diagnosis.post_filter_msg}"
+    return message
+
+
+@dataclass(frozen=True, slots=True)
+class WeightedScore:
+    plugin: str
+    score: int
+
+
+@dataclass(frozen=True, slots=True)
+class NodePluginScores:
+    name: str
+    scores: tuple[WeightedScore, ...]
+    total: int
+
+
+Labels = Mapping[str, str]

@@ -1,0 +1,359 @@
+"""``KubeClient``: the one async client of the process, raw JSON over aiohttp.
+
+Why not kubernetes_asyncio's generated APIs: model (de)serialisation is the
+dominant cost on hot paths, and the generated ``create_namespaced_pod_binding``
+raises after a successful bind (it parses the ``Status`` reply as a
+``V1Binding``). Here every response is decoded with orjson into plain dicts and
+success is decided by the real HTTP status alone. kubernetes_asyncio is used
+only to load the kubeconfig or in-cluster configuration (``connection.py``).
+
+Contract:
+- Failures raise ``ApiError`` (an answer outside 2xx) or ``TransportError``
+  (no answer); nothing is retried inside the client: callers decide.
+- Writes and ``request()`` pass the priority rate limiter (``ratelimit.py``);
+  lists and watches do not (see there for why).
+- Every non-watch request has a total timeout (``request_timeout``). A watch
+  has a connect timeout and a silence timeout: no complete line for
+  ``timeout_seconds + watch_margin`` raises ``WatchTimeout``, so a hung
+  connection (kubernetes_asyncio #360) cannot stall an informer forever.
+- A watch is an async generator holding one HTTP response; consumers close it
+  (``contextlib.aclosing``) to release the connection promptly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncGenerator, Mapping
+from typing import Any
+
+import aiohttp
+
+from scheduler.clock import Clock, RealClock
+from scheduler.kube.connection import Connection, load_connection
+from scheduler.kube.errors import TransportError, WatchTimeout
+from scheduler.kube.ratelimit import Priority, RateLimiter
+from scheduler.kube.resources import EVENTS, PODS, ResourceType
+from scheduler.kube.wire import (
+    JSON,
+    MERGE_PATCH,
+    STRATEGIC_MERGE_PATCH,
+    LineSplitter,
+    binding_body,
+    decode_json,
+    encode_json,
+    error_from_response,
+    list_query,
+    parse_watch_line,
+    watch_query,
+)
+
+log = logging.getLogger(__name__)
+
+DEFAULT_REQUEST_TIMEOUT = 30.0
+DEFAULT_CONNECT_TIMEOUT = 10.0
+DEFAULT_WATCH_MARGIN = 30.0
+# Watch events with large objects exceed aiohttp's 64 KiB default buffer.
+_READ_BUFSIZE = 2**21
+_TRANSPORT_ERRORS = (aiohttp.ClientError, TimeoutError, OSError)
+
+
+class KubeClient:
+    """Create with ``await KubeClient.connect(...)``; ``await close()`` at shutdown."""
+
+    def __init__(
+        self,
+        connection: Connection,
+        session: aiohttp.ClientSession,
+        limiter: RateLimiter,
+        *,
+        user_agent: str,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        watch_margin: float = DEFAULT_WATCH_MARGIN,
+    ) -> None:
+        self._connection = connection
+        self._session = session
+        self._limiter = limiter
+        self._user_agent = user_agent
+        self._timeout = aiohttp.ClientTimeout(total=request_timeout, sock_connect=connect_timeout)
+        self._watch_timeout = aiohttp.ClientTimeout(
+            total=None, connect=connect_timeout, sock_connect=connect_timeout
+        )
+        self._watch_open_timeout = request_timeout
+        self._watch_margin = watch_margin
+
+    @classmethod
+    async def connect(
+        cls,
+        *,
+        kubeconfig: str | None,
+        qps: float,
+        burst: int,
+        user_agent: str,
+        context: str | None = None,
+        clock: Clock | None = None,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        watch_margin: float = DEFAULT_WATCH_MARGIN,
+        max_connections: int = 100,
+    ) -> KubeClient:
+        """From the kubeconfig at ``kubeconfig``, else the in-cluster service account.
+        ``qps``/``burst`` are the clientConnection settings (``qps <= 0``: unlimited)."""
+        return cls.open(
+            await load_connection(kubeconfig, context),
+            qps=qps,
+            burst=burst,
+            user_agent=user_agent,
+            clock=clock,
+            request_timeout=request_timeout,
+            connect_timeout=connect_timeout,
+            watch_margin=watch_margin,
+            max_connections=max_connections,
+        )
+
+    @classmethod
+    def open(
+        cls,
+        connection: Connection,
+        *,
+        qps: float,
+        burst: int,
+        user_agent: str,
+        clock: Clock | None = None,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        watch_margin: float = DEFAULT_WATCH_MARGIN,
+        max_connections: int = 100,
+    ) -> KubeClient:
+        """For an already resolved ``Connection``; must run inside the event loop."""
+        connector = aiohttp.TCPConnector(limit=max_connections, ssl=connection.ssl_context or False)
+        session = aiohttp.ClientSession(
+            connector=connector, read_bufsize=_READ_BUFSIZE, raise_for_status=False
+        )
+        limiter = RateLimiter(qps, burst, clock or RealClock())
+        return cls(
+            connection,
+            session,
+            limiter,
+            user_agent=user_agent,
+            request_timeout=request_timeout,
+            connect_timeout=connect_timeout,
+            watch_margin=watch_margin,
+        )
+
+    @property
+    def limiter(self) -> RateLimiter:
+        return self._limiter
+
+    async def close(self) -> None:
+        self._limiter.close()
+        await self._session.close()
+
+    # ------------------------------------------------------------------ reads
+    async def list(
+        self,
+        resource: ResourceType,
+        *,
+        resource_version: str | None = None,
+        limit: int = 500,
+        continue_: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        namespace: str | None = None,
+    ) -> dict[str, Any]:
+        """One page of a list, as the raw ``<Kind>List`` JSON."""
+        query = list_query(
+            resource_version=resource_version,
+            limit=limit,
+            continue_=continue_,
+            label_selector=label_selector,
+            field_selector=field_selector,
+        )
+        result = await self._call("GET", resource.collection_path(namespace), query=query)
+        if not isinstance(result, dict):
+            raise TransportError(f"list {resource.group_resource}: not a list object")
+        return result
+
+    async def watch(
+        self,
+        resource: ResourceType,
+        *,
+        resource_version: str,
+        timeout_seconds: int,
+        allow_bookmarks: bool = True,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        namespace: str | None = None,
+    ) -> AsyncGenerator[dict[str, Any], None]:
+        """Raw watch events ``{"type", "object"}`` until the server ends the
+        stream (after ``timeout_seconds``). ``ERROR`` events are yielded as they
+        come; an error answer to the request itself raises ``ApiError``."""
+        query = watch_query(
+            resource_version=resource_version,
+            timeout_seconds=timeout_seconds,
+            allow_bookmarks=allow_bookmarks,
+            label_selector=label_selector,
+            field_selector=field_selector,
+        )
+        path = resource.collection_path(namespace)
+        silence = timeout_seconds + self._watch_margin
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(self._watch_open_timeout):
+                response = await self._session.request(
+                    "GET",
+                    self._url(path),
+                    params=query,
+                    headers=await self._headers(None),
+                    timeout=self._watch_timeout,
+                    **self._request_extras(),
+                )
+        except _TRANSPORT_ERRORS as err:
+            raise TransportError(f"watch {path}: {err!r}") from err
+        async with response:
+            if response.status != 200:
+                body = await self._read_body(response, path)
+                raise error_from_response(response.status, body)
+            splitter = LineSplitter()
+            last_line = loop.time()
+            while True:
+                try:
+                    async with asyncio.timeout_at(last_line + silence) as deadline:
+                        chunk = await response.content.readany()
+                except TimeoutError as err:
+                    if deadline.expired():
+                        raise WatchTimeout(f"watch {path}: silent for {silence:.0f}s") from err
+                    raise TransportError(f"watch {path}: {err!r}") from err
+                except _TRANSPORT_ERRORS as err:
+                    raise TransportError(f"watch {path}: {err!r}") from err
+                if not chunk:
+                    return
+                lines = splitter.feed(chunk)
+                if lines:
+                    last_line = loop.time()
+                for line in lines:
+                    yield parse_watch_line(line)
+
+    # ----------------------------------------------------------------- writes
+    async def bind(self, pod_namespace: str, pod_name: str, pod_uid: str, node_name: str) -> None:
+        """POST pods/binding. Returns on any 2xx; raises ``ApiError`` otherwise
+        (409 if the pod is already bound or its uid changed)."""
+        await self._call(
+            "POST",
+            PODS.object_path(pod_name, pod_namespace, "binding"),
+            body=binding_body(pod_namespace, pod_name, pod_uid, node_name),
+            priority=Priority.CRITICAL,
+        )
+
+    async def patch_pod_status(
+        self, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """Strategic merge patch on pods/status; returns the updated pod."""
+        result = await self._call(
+            "PATCH",
+            PODS.object_path(name, namespace, "status"),
+            body=patch,
+            content_type=STRATEGIC_MERGE_PATCH,
+            priority=Priority.NORMAL,
+        )
+        return result if isinstance(result, dict) else {}
+
+    async def create_event(self, namespace: str, event: Mapping[str, Any]) -> None:
+        """POST an events.k8s.io/v1 Event."""
+        await self._call(
+            "POST", EVENTS.collection_path(namespace), body=event, priority=Priority.LOW
+        )
+
+    async def patch_event(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        """Merge-patch an events.k8s.io/v1 Event (series count and lastObservedTime)."""
+        await self._call(
+            "PATCH",
+            EVENTS.object_path(name, namespace),
+            body=patch,
+            content_type=MERGE_PATCH,
+            priority=Priority.LOW,
+        )
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        content_type: str | None = None,
+        *,
+        query: Mapping[str, str] | None = None,
+        priority: Priority = Priority.CRITICAL,
+    ) -> Any:
+        """Any API call by path (``/apis/resource.k8s.io/v1/...``), returning the
+        decoded JSON body (None if empty). PATCH defaults to a JSON merge patch.
+        The default priority is CRITICAL because plugins call this from PreBind,
+        which a binding cycle waits on; pass a lower one for background work."""
+        method = method.upper()
+        if content_type is None and body is not None:
+            content_type = MERGE_PATCH if method == "PATCH" else JSON
+        return await self._call(
+            method, path, query=query, body=body, content_type=content_type, priority=priority
+        )
+
+    # --------------------------------------------------------------- plumbing
+    async def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str | None = None,
+        priority: Priority | None = None,
+    ) -> Any:
+        if priority is not None:
+            await self._limiter.acquire(priority)
+        data = encode_json(body) if body is not None else None
+        if data is not None and content_type is None:
+            content_type = JSON
+        headers = await self._headers(content_type)
+        try:
+            async with self._session.request(
+                method,
+                self._url(path),
+                params=query,
+                data=data,
+                headers=headers,
+                timeout=self._timeout,
+                **self._request_extras(),
+            ) as response:
+                status = response.status
+                payload = await response.read()
+        except _TRANSPORT_ERRORS as err:
+            raise TransportError(f"{method} {path}: {err!r}") from err
+        if not 200 <= status < 300:
+            raise error_from_response(status, payload)
+        return decode_json(payload)
+
+    async def _read_body(self, response: aiohttp.ClientResponse, path: str) -> bytes:
+        try:
+            async with asyncio.timeout(self._watch_open_timeout):
+                return await response.read()
+        except _TRANSPORT_ERRORS as err:
+            raise TransportError(f"watch {path}: {err!r}") from err
+
+    def _url(self, path: str) -> str:
+        return f"{self._connection.host}{path}"
+
+    async def _headers(self, content_type: str | None) -> dict[str, str]:
+        headers = {"Accept": JSON, "User-Agent": self._user_agent}
+        authorization = await self._connection.authorization()
+        if authorization:
+            headers["Authorization"] = authorization
+        if content_type:
+            headers["Content-Type"] = content_type
+        return headers
+
+    def _request_extras(self) -> dict[str, Any]:
+        extras: dict[str, Any] = {}
+        if self._connection.tls_server_name:
+            extras["server_hostname"] = self._connection.tls_server_name
+        if self._connection.proxy:
+            extras["proxy"] = self._connection.proxy
+        return extras

@@ -1,0 +1,312 @@
+"""The ``scheduler_*`` Prometheus metrics, with upstream names, types, labels and buckets.
+
+``SchedulerMetrics(registry)`` creates every metric and registers them, as one
+collector, on the registry passed in; nothing touches the global default
+registry, so two instances (two tests, two schedulers) never collide.
+
+Invariants:
+- Exposed names are exactly upstream's. prometheus_client appends ``_total`` to
+  counters, so counters are constructed without it.
+- prometheus_client also emits a ``<name>_created`` series per counter and
+  histogram child; upstream has none, so the collector drops those samples.
+- Label values come from the enums below or from enums the framework owns
+  (``Code.label``, ``ExtensionPoint``); callers never retype them.
+- Recording is synchronous and cheap: safe inside the scheduling cycle.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Sequence
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.metrics import MetricWrapperBase
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
+
+from scheduler.framework.interfaces import ExtensionPoint
+from scheduler.framework.status import Code
+
+
+class AttemptResult(enum.StrEnum):
+    """``result`` of ``scheduler_schedule_attempts_total`` and the attempt duration."""
+
+    SCHEDULED = "scheduled"
+    UNSCHEDULABLE = "unschedulable"
+    ERROR = "error"
+
+
+class QueueName(enum.StrEnum):
+    """``queue`` of ``scheduler_pending_pods`` and ``scheduler_queue_incoming_pods_total``."""
+
+    ACTIVE = "active"
+    BACKOFF = "backoff"
+    UNSCHEDULABLE = "unschedulable"
+    GATED = "gated"
+
+
+class CacheType(enum.StrEnum):
+    """``type`` of ``scheduler_cache_size``."""
+
+    ASSUMED_PODS = "assumed_pods"
+    PODS = "pods"
+    NODES = "nodes"
+
+
+class HintResult(enum.StrEnum):
+    """``hint`` of ``scheduler_queueing_hint_execution_duration_seconds``."""
+
+    QUEUE = "Queue"
+    QUEUE_SKIP = "QueueSkip"
+    ERROR = "Error"
+
+
+class Operation(enum.StrEnum):
+    """``operation`` of ``scheduler_goroutines`` besides the extension point names
+    (``ExtensionPoint.FILTER``/``SCORE``) used for parallel node evaluation."""
+
+    BINDING = "binding"
+    PRIORITIZING_EXTENDER = "prioritizing_extender"
+
+
+SLI_ATTEMPTS_CAP = 15
+
+
+def exponential_buckets(start: float, factor: float, count: int) -> tuple[float, ...]:
+    """Prometheus ``ExponentialBuckets``: ``count`` upper bounds from ``start``."""
+    if start <= 0 or factor <= 1 or count < 1:
+        raise ValueError(f"invalid exponential buckets ({start}, {factor}, {count})")
+    return tuple(start * factor**i for i in range(count))
+
+
+def attempts_label(attempts: int) -> str:
+    """The SLI ``attempts`` label: ``"1"`` .. ``"14"``, then ``"15+"``."""
+    if attempts >= SLI_ATTEMPTS_CAP:
+        return f"{SLI_ATTEMPTS_CAP}+"
+    return str(attempts)
+
+
+class _WithoutCreated(Collector):
+    """Exposes the wrapped metrics minus prometheus_client's ``_created`` samples."""
+
+    def __init__(self, metrics: Sequence[MetricWrapperBase]) -> None:
+        self._metrics = tuple(metrics)
+
+    def describe(self) -> Iterable[Metric]:
+        for metric in self._metrics:
+            yield from metric.describe()
+
+    def collect(self) -> Iterable[Metric]:
+        for metric in self._metrics:
+            for family in metric.collect():
+                family.samples = [s for s in family.samples if not s.name.endswith("_created")]
+                yield family
+
+
+class SchedulerMetrics:
+    """Every ``scheduler_*`` metric, registered on ``registry``, with typed recorders.
+
+    Also satisfies the queue's metrics protocol (``incoming``, ``pending``,
+    ``unschedulable_plugin``, ``hint``, ``inflight_events``).
+    """
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        def counter(name: str, doc: str, labels: Sequence[str] = ()) -> Counter:
+            return Counter(name, doc, labels, registry=None)
+
+        def gauge(name: str, doc: str, labels: Sequence[str]) -> Gauge:
+            return Gauge(name, doc, labels, registry=None)
+
+        def histogram(
+            name: str, doc: str, labels: Sequence[str], buckets: tuple[float, ...]
+        ) -> Histogram:
+            return Histogram(name, doc, labels, registry=None, buckets=buckets)
+
+        attempt_buckets = exponential_buckets(0.001, 2, 15)
+        fine_buckets = exponential_buckets(0.0001, 2, 12)
+        plugin_buckets = exponential_buckets(0.00001, 1.5, 20)
+
+        self._schedule_attempts = counter(
+            "scheduler_schedule_attempts",
+            "Number of attempts to schedule pods, by the result.",
+            ("result", "profile"),
+        )
+        self._attempt_duration = histogram(
+            "scheduler_scheduling_attempt_duration_seconds",
+            "Scheduling attempt latency in seconds (scheduling algorithm + binding).",
+            ("result", "profile"),
+            attempt_buckets,
+        )
+        self._algorithm_duration = histogram(
+            "scheduler_scheduling_algorithm_duration_seconds",
+            "Scheduling algorithm latency in seconds.",
+            (),
+            attempt_buckets,
+        )
+        self._sli_duration = histogram(
+            "scheduler_pod_scheduling_sli_duration_seconds",
+            "E2e latency for a pod being scheduled, from the time the pod enters the "
+            "scheduling queue, possibly over several attempts.",
+            ("attempts",),
+            exponential_buckets(0.01, 2, 20),
+        )
+        self._pod_attempts = histogram(
+            "scheduler_pod_scheduling_attempts",
+            "Number of attempts to successfully schedule a pod.",
+            (),
+            exponential_buckets(1, 2, 5),
+        )
+        self._pending_pods = gauge(
+            "scheduler_pending_pods", "Number of pending pods, by the queue type.", ("queue",)
+        )
+        self._incoming_pods = counter(
+            "scheduler_queue_incoming_pods",
+            "Number of pods added to scheduling queues by event and queue type.",
+            ("queue", "event"),
+        )
+        self._unschedulable_pods = gauge(
+            "scheduler_unschedulable_pods",
+            "The number of unschedulable pods broken down by plugin name.",
+            ("plugin", "profile"),
+        )
+        self._extension_point_duration = histogram(
+            "scheduler_framework_extension_point_duration_seconds",
+            "Latency for running all plugins of a specific extension point.",
+            ("extension_point", "status", "profile"),
+            exponential_buckets(0.0001, 2, 12),
+        )
+        self._plugin_execution_duration = histogram(
+            "scheduler_plugin_execution_duration_seconds",
+            "Duration for running a plugin at a specific extension point.",
+            ("plugin", "extension_point", "status"),
+            plugin_buckets,
+        )
+        self._plugin_evaluation = counter(
+            "scheduler_plugin_evaluation",
+            "Number of attempts to schedule pods by each plugin and extension point.",
+            ("plugin", "extension_point", "profile"),
+        )
+        self._permit_wait_duration = histogram(
+            "scheduler_permit_wait_duration_seconds",
+            "Duration of waiting on permit.",
+            ("result",),
+            attempt_buckets,
+        )
+        self._cache_size = gauge(
+            "scheduler_cache_size",
+            "Number of nodes, pods, and assumed (bound) pods in the scheduler cache.",
+            ("type",),
+        )
+        self._goroutines = gauge(
+            "scheduler_goroutines",
+            "Number of running tasks split by the work they do such as binding.",
+            ("operation",),
+        )
+        self._event_handling_duration = histogram(
+            "scheduler_event_handling_duration_seconds",
+            "Event handling latency in seconds.",
+            ("event",),
+            fine_buckets,
+        )
+        self._hint_duration = histogram(
+            "scheduler_queueing_hint_execution_duration_seconds",
+            "Duration for running a queueing hint function of a plugin.",
+            ("plugin", "event", "hint"),
+            plugin_buckets,
+        )
+        self._inflight_events = gauge(
+            "scheduler_inflight_events",
+            "Number of events currently tracked in the scheduling queue.",
+            ("event",),
+        )
+        self._scheduled_after_flush = counter(
+            "scheduler_pod_scheduled_after_flush",
+            "Number of pods that were successfully scheduled after being flushed from "
+            "unschedulablePods due to timeout.",
+        )
+        self._preemption_attempts = counter(
+            "scheduler_preemption_attempts", "Total preemption attempts in the cluster till now."
+        )
+        self._preemption_victims = histogram(
+            "scheduler_preemption_victims",
+            "Number of selected preemption victims.",
+            (),
+            exponential_buckets(1, 2, 7),
+        )
+        registry.register(
+            _WithoutCreated(
+                [value for value in vars(self).values() if isinstance(value, MetricWrapperBase)]
+            )
+        )
+
+    # ------------------------------------------------------------ attempts
+    def attempt(self, result: AttemptResult, profile: str, seconds: float) -> None:
+        """An attempt ended (upstream ``PodScheduled``, ``PodUnschedulable``...)."""
+        self._schedule_attempts.labels(result.value, profile).inc()
+        self._attempt_duration.labels(result.value, profile).observe(seconds)
+
+    def algorithm(self, seconds: float) -> None:
+        self._algorithm_duration.observe(seconds)
+
+    def sli(self, attempts: int, seconds: float) -> None:
+        """A pod was bound ``seconds`` after its first attempt, on attempt ``attempts``."""
+        self._sli_duration.labels(attempts_label(attempts)).observe(seconds)
+
+    def pod_attempts(self, attempts: int) -> None:
+        """A pod was bound after ``attempts`` attempts."""
+        self._pod_attempts.observe(attempts)
+
+    def scheduled_after_flush(self) -> None:
+        self._scheduled_after_flush.inc()
+
+    # --------------------------------------------------------------- queue
+    def incoming(self, queue: str, event: str) -> None:
+        self._incoming_pods.labels(queue, event).inc()
+
+    def pending(self, queue: str, count: int) -> None:
+        self._pending_pods.labels(queue).set(count)
+
+    def unschedulable_plugin(self, plugin: str, profile: str, delta: int) -> None:
+        self._unschedulable_pods.labels(plugin, profile).inc(delta)
+
+    def hint(self, plugin: str, event: str, hint: str, seconds: float) -> None:
+        self._hint_duration.labels(plugin, event, hint).observe(seconds)
+
+    def inflight_events(self, event: str, delta: int) -> None:
+        self._inflight_events.labels(event).inc(delta)
+
+    # ----------------------------------------------------------- framework
+    def extension_point(
+        self, point: ExtensionPoint, status: Code, profile: str, seconds: float
+    ) -> None:
+        self._extension_point_duration.labels(point.value, status.label, profile).observe(seconds)
+
+    def plugin_execution(
+        self, plugin: str, point: ExtensionPoint, status: Code, seconds: float
+    ) -> None:
+        self._plugin_execution_duration.labels(plugin, point.value, status.label).observe(seconds)
+
+    def plugin_evaluation(self, plugin: str, point: ExtensionPoint, profile: str) -> None:
+        self._plugin_evaluation.labels(plugin, point.value, profile).inc()
+
+    def permit_wait(self, status: Code, seconds: float) -> None:
+        self._permit_wait_duration.labels(status.label).observe(seconds)
+
+    # ---------------------------------------------------------- preemption
+    def preemption_attempt(self) -> None:
+        self._preemption_attempts.inc()
+
+    def preemption_victims(self, count: int) -> None:
+        self._preemption_victims.observe(count)
+
+    # ------------------------------------------------------ housekeeping
+    def cache_size(self, kind: CacheType, count: int) -> None:
+        self._cache_size.labels(kind.value).set(count)
+
+    def goroutines(self, operation: str, delta: int) -> None:
+        """Running tasks doing ``operation`` (an ``Operation`` or an ``ExtensionPoint``)."""
+        self._goroutines.labels(operation).inc(delta)
+
+    def event_handling(self, event: str, seconds: float) -> None:
+        """An informer event handler for ``event`` (a ``ClusterEvent.label``) took ``seconds``."""
+        self._event_handling_duration.labels(event).observe(seconds)

@@ -1,0 +1,1 @@
+"""Runs the plugins of each extension point with upstream semantics."""

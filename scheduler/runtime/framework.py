@@ -1,0 +1,566 @@
+"""Runs the plugins of one profile at each extension point, upstream-style.
+
+One ``Framework`` per profile. Every ``run_*`` method applies kube-scheduler's
+semantics for its point (order, short-circuiting, Skip sets, status codes,
+error wrapping, score range checks, weights) and records
+``scheduler_framework_extension_point_duration_seconds``; individual plugin
+durations are recorded only for cycles sampled for plugin metrics.
+
+Synchronous except ``wait_on_permit``, ``run_pre_bind`` and ``run_bind``,
+which belong to the binding cycle.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.events import ClusterEventWithHint
+from scheduler.framework.interfaces import (
+    BindPlugin,
+    EnqueueExtensions,
+    ExtensionPoint,
+    FilterPlugin,
+    PermitPlugin,
+    Plugin,
+    PostBindPlugin,
+    PostFilterPlugin,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreScorePlugin,
+    QueueSortPlugin,
+    ReservePlugin,
+    ScorePlugin,
+)
+from scheduler.framework.nodeinfo import NodeInfo
+from scheduler.framework.objects import Pod
+from scheduler.framework.status import Code, Status
+from scheduler.framework.types import (
+    MAX_NODE_SCORE,
+    MAX_PERMIT_TIMEOUT_SECONDS,
+    MIN_NODE_SCORE,
+    NodePluginScores,
+    NodeScore,
+    NodeToStatus,
+    PostFilterResult,
+    PreFilterResult,
+    QueuedPodInfo,
+    WeightedScore,
+)
+from scheduler.runtime.waiting import WaitingPodImpl, WaitingPods
+
+
+class FrameworkMetrics(Protocol):
+    def extension_point(
+        self, point: ExtensionPoint, status: Code, profile: str, seconds: float
+    ) -> None: ...
+
+    def plugin_execution(
+        self, plugin: str, point: ExtensionPoint, status: Code, seconds: float
+    ) -> None: ...
+
+
+class _NoMetrics:
+    def extension_point(
+        self, point: ExtensionPoint, status: Code, profile: str, seconds: float
+    ) -> None:
+        return None
+
+    def plugin_execution(
+        self, plugin: str, point: ExtensionPoint, status: Code, seconds: float
+    ) -> None:
+        return None
+
+
+def _code(status: Status | None) -> Code:
+    return Code.SUCCESS if status is None else status.code
+
+
+class Framework:
+    """Plugins of one profile, instantiated, grouped by extension point."""
+
+    def __init__(
+        self,
+        profile_name: str,
+        plugins_by_point: Mapping[ExtensionPoint, Sequence[Plugin]],
+        score_weights: Mapping[str, int],
+        waiting_pods: WaitingPods,
+        metrics: FrameworkMetrics | None = None,
+    ) -> None:
+        self.profile_name = profile_name
+        self._metrics: FrameworkMetrics = metrics or _NoMetrics()
+        self._waiting = waiting_pods
+
+        def at(point: ExtensionPoint) -> list[Plugin]:
+            return list(plugins_by_point.get(point, ()))
+
+        self.pre_enqueue: list[PreEnqueuePlugin] = at(ExtensionPoint.PRE_ENQUEUE)  # type: ignore[assignment]
+        sorts: list[QueueSortPlugin] = at(ExtensionPoint.QUEUE_SORT)  # type: ignore[assignment]
+        self.queue_sort = sorts[0] if sorts else None
+        self.pre_filter: list[PreFilterPlugin] = at(ExtensionPoint.PRE_FILTER)  # type: ignore[assignment]
+        self.filter: list[FilterPlugin] = at(ExtensionPoint.FILTER)  # type: ignore[assignment]
+        self.post_filter: list[PostFilterPlugin] = at(ExtensionPoint.POST_FILTER)  # type: ignore[assignment]
+        self.pre_score: list[PreScorePlugin] = at(ExtensionPoint.PRE_SCORE)  # type: ignore[assignment]
+        self.score: list[ScorePlugin] = at(ExtensionPoint.SCORE)  # type: ignore[assignment]
+        self.reserve: list[ReservePlugin] = at(ExtensionPoint.RESERVE)  # type: ignore[assignment]
+        self.permit: list[PermitPlugin] = at(ExtensionPoint.PERMIT)  # type: ignore[assignment]
+        self.pre_bind: list[PreBindPlugin] = at(ExtensionPoint.PRE_BIND)  # type: ignore[assignment]
+        self.bind: list[BindPlugin] = at(ExtensionPoint.BIND)  # type: ignore[assignment]
+        self.post_bind: list[PostBindPlugin] = at(ExtensionPoint.POST_BIND)  # type: ignore[assignment]
+        self.weights = {
+            plugin.name: max(1, score_weights.get(plugin.name, 1)) for plugin in self.score
+        }
+        self.plugins: dict[str, Plugin] = {}
+        for group in plugins_by_point.values():
+            for plugin in group:
+                self.plugins[plugin.name] = plugin
+
+    # ------------------------------------------------------------- metadata
+    def has_filter_plugins(self) -> bool:
+        return bool(self.filter)
+
+    def has_score_plugins(self) -> bool:
+        return bool(self.score)
+
+    def has_post_filter_plugins(self) -> bool:
+        return bool(self.post_filter)
+
+    def events_to_register(self) -> dict[str, list[ClusterEventWithHint]]:
+        """Registered events of every plugin that can reject pods. A rejecting
+        plugin without EnqueueExtensions is left out, which the queue reads as
+        "every event may help"."""
+        result: dict[str, list[ClusterEventWithHint]] = {}
+        rejecting = (*self.pre_enqueue, *self.pre_filter, *self.filter, *self.reserve, *self.permit)
+        for plugin in rejecting:
+            if plugin.name in result or not isinstance(plugin, EnqueueExtensions):
+                continue
+            if isinstance(plugin, EnqueueExtensions):
+                result[plugin.name] = list(plugin.events_to_register())
+        return result
+
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        assert self.queue_sort is not None
+        return self.queue_sort.less(a, b)
+
+    # ---------------------------------------------------------- measurement
+    def _observe(self, point: ExtensionPoint, status: Status | None, started: float) -> None:
+        self._metrics.extension_point(
+            point, _code(status), self.profile_name, time.perf_counter() - started
+        )
+
+    def _plugin(
+        self,
+        state: CycleState,
+        plugin: str,
+        point: ExtensionPoint,
+        status: Status | None,
+        started: float,
+    ) -> None:
+        if state.record_plugin_metrics:
+            self._metrics.plugin_execution(
+                plugin, point, _code(status), time.perf_counter() - started
+            )
+
+    # ------------------------------------------------------------ PreFilter
+    def run_pre_filter(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None, set[str]]:
+        """Returns the merged node narrowing, the status, and the plugins that
+        narrowed the node set."""
+        started = time.perf_counter()
+        result: PreFilterResult | None = None
+        narrowing: set[str] = set()
+        rejection: Status | None = None
+        for plugin in self.pre_filter:
+            begun = time.perf_counter()
+            try:
+                plugin_result, status = plugin.pre_filter(state, pod, nodes)
+            except Exception as error:  # a plugin bug is an Error, not a crash
+                plugin_result, status = None, Status.as_error(error)
+            self._plugin(state, plugin.name, ExtensionPoint.PRE_FILTER, status, begun)
+            code = _code(status)
+            if code is Code.SKIP:
+                state.skip_filter_plugins.add(plugin.name)
+                continue
+            if code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                assert status is not None
+                final = status.with_plugin(plugin.name)
+                self._observe(ExtensionPoint.PRE_FILTER, final, started)
+                return None, final, narrowing
+            if code in (Code.UNSCHEDULABLE, Code.PENDING):
+                assert status is not None
+                if rejection is None:
+                    rejection = status.with_plugin(plugin.name)
+                continue
+            if code is not Code.SUCCESS:
+                assert status is not None
+                final = Status.as_error(
+                    f'running PreFilter plugin "{plugin.name}": {status.message()}'
+                ).with_plugin(plugin.name)
+                self._observe(ExtensionPoint.PRE_FILTER, final, started)
+                return None, final, narrowing
+            if plugin_result is not None and not plugin_result.all_nodes():
+                narrowing.add(plugin.name)
+                result = plugin_result if result is None else result.merge(plugin_result)
+                if result.node_names is not None and not result.node_names:
+                    names = sorted(narrowing)
+                    message = (
+                        f"node(s) didn't satisfy plugin {names[0]}"
+                        if len(names) == 1
+                        else f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously"
+                    )
+                    final = Status.unresolvable(message)
+                    self._observe(ExtensionPoint.PRE_FILTER, final, started)
+                    return None, final, narrowing
+        self._observe(ExtensionPoint.PRE_FILTER, rejection, started)
+        return result, rejection, narrowing
+
+    def run_pre_filter_add_pod(
+        self, state: CycleState, pod: Pod, pod_to_add: Pod, node_info: NodeInfo
+    ) -> Status | None:
+        for plugin in self.pre_filter:
+            if plugin.name in state.skip_filter_plugins:
+                continue
+            extensions = plugin.pre_filter_extensions()
+            if extensions is None:
+                continue
+            status = extensions.add_pod(state, pod, pod_to_add, node_info)
+            if _code(status) is not Code.SUCCESS:
+                assert status is not None
+                return Status.as_error(
+                    f'running AddPod on PreFilter plugin "{plugin.name}": {status.message()}'
+                )
+        return None
+
+    def run_pre_filter_remove_pod(
+        self, state: CycleState, pod: Pod, pod_to_remove: Pod, node_info: NodeInfo
+    ) -> Status | None:
+        for plugin in self.pre_filter:
+            if plugin.name in state.skip_filter_plugins:
+                continue
+            extensions = plugin.pre_filter_extensions()
+            if extensions is None:
+                continue
+            status = extensions.remove_pod(state, pod, pod_to_remove, node_info)
+            if _code(status) is not Code.SUCCESS:
+                assert status is not None
+                return Status.as_error(
+                    f'running RemovePod on PreFilter plugin "{plugin.name}": {status.message()}'
+                )
+        return None
+
+    # --------------------------------------------------------------- Filter
+    def run_filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        """Stop at the first non-success; non-rejections become Errors.
+        (Timed per cycle by the caller, as upstream.)"""
+        skip = state.skip_filter_plugins
+        record = state.record_plugin_metrics
+        for plugin in self.filter:
+            if skip and plugin.name in skip:
+                continue
+            begun = time.perf_counter() if record else 0.0
+            try:
+                status = plugin.filter(state, pod, node_info)
+            except Exception as error:
+                status = Status.as_error(error)
+            if record:
+                self._plugin(state, plugin.name, ExtensionPoint.FILTER, status, begun)
+            if status is not None and status.code is not Code.SUCCESS:
+                if status.is_rejected():
+                    return status.with_plugin(plugin.name)
+                return Status.as_error(
+                    f'running "{plugin.name}" filter plugin: {status.message()}'
+                ).with_plugin(plugin.name)
+        return None
+
+    def observe_filter(self, status: Status | None, started: float) -> None:
+        self._observe(ExtensionPoint.FILTER, status, started)
+
+    # ----------------------------------------------------------- PostFilter
+    def run_post_filter(
+        self, state: CycleState, pod: Pod, filtered: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status]:
+        started = time.perf_counter()
+        reasons: list[str] = []
+        first_rejector = ""
+        result: PostFilterResult | None = None
+        for plugin in self.post_filter:
+            begun = time.perf_counter()
+            try:
+                plugin_result, status = plugin.post_filter(state, pod, filtered)
+            except Exception as error:
+                plugin_result, status = None, Status.as_error(error)
+            self._plugin(state, plugin.name, ExtensionPoint.POST_FILTER, status, begun)
+            code = _code(status)
+            if code is Code.SUCCESS:
+                final = Status.success()
+                self._observe(ExtensionPoint.POST_FILTER, final, started)
+                return plugin_result, final
+            assert status is not None
+            if code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                final = status.with_plugin(plugin.name)
+                self._observe(ExtensionPoint.POST_FILTER, final, started)
+                return plugin_result, final
+            if not status.is_rejected():
+                final = Status.as_error(
+                    f'running PostFilter plugin "{plugin.name}": {status.message()}'
+                ).with_plugin(plugin.name)
+                self._observe(ExtensionPoint.POST_FILTER, final, started)
+                return None, final
+            reasons.extend(status.reasons)
+            first_rejector = first_rejector or plugin.name
+            if plugin_result is not None and plugin_result.nominating_info is not None:
+                result = plugin_result
+        final = Status.unschedulable(*reasons).with_plugin(first_rejector)
+        self._observe(ExtensionPoint.POST_FILTER, final, started)
+        return result, final
+
+    # ---------------------------------------------------- PreScore / Score
+    def run_pre_score(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> Status | None:
+        started = time.perf_counter()
+        for plugin in self.pre_score:
+            begun = time.perf_counter()
+            try:
+                status = plugin.pre_score(state, pod, nodes)
+            except Exception as error:
+                status = Status.as_error(error)
+            self._plugin(state, plugin.name, ExtensionPoint.PRE_SCORE, status, begun)
+            code = _code(status)
+            if code is Code.SKIP:
+                state.skip_score_plugins.add(plugin.name)
+            elif code is not Code.SUCCESS:
+                assert status is not None
+                final = Status.as_error(
+                    f'running PreScore plugin "{plugin.name}": {status.message()}'
+                ).with_plugin(plugin.name)
+                self._observe(ExtensionPoint.PRE_SCORE, final, started)
+                return final
+        self._observe(ExtensionPoint.PRE_SCORE, None, started)
+        return None
+
+    def run_score(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[list[NodePluginScores], Status | None]:
+        started = time.perf_counter()
+        plugins = [p for p in self.score if p.name not in state.skip_score_plugins]
+        per_plugin: list[list[NodeScore]] = []
+        for plugin in plugins:
+            begun = time.perf_counter()
+            scores: list[NodeScore] = []
+            for node_info in nodes:
+                try:
+                    value, status = plugin.score(state, pod, node_info)
+                except Exception as error:
+                    value, status = 0, Status.as_error(error)
+                if status is not None and status.code is not Code.SUCCESS:
+                    final = Status.as_error(
+                        f'running Score plugin "{plugin.name}": {status.message()}'
+                    ).with_plugin(plugin.name)
+                    self._observe(ExtensionPoint.SCORE, final, started)
+                    return [], final
+                scores.append(NodeScore(node_info.name, value))
+            self._plugin(state, plugin.name, ExtensionPoint.SCORE, None, begun)
+            extensions = plugin.score_extensions()
+            if extensions is not None:
+                begun = time.perf_counter()
+                try:
+                    status = extensions.normalize_score(state, pod, scores)
+                except Exception as error:
+                    status = Status.as_error(error)
+                self._plugin(state, plugin.name, ExtensionPoint.NORMALIZE_SCORE, status, begun)
+                if status is not None and status.code is not Code.SUCCESS:
+                    final = Status.as_error(
+                        f'running Normalize on Score plugin "{plugin.name}": {status.message()}'
+                    ).with_plugin(plugin.name)
+                    self._observe(ExtensionPoint.SCORE, final, started)
+                    return [], final
+            per_plugin.append(scores)
+        result: list[NodePluginScores] = []
+        for index, node_info in enumerate(nodes):
+            weighted: list[WeightedScore] = []
+            total = 0
+            for plugin, scores in zip(plugins, per_plugin, strict=True):
+                value = scores[index].score
+                if not MIN_NODE_SCORE <= value <= MAX_NODE_SCORE:
+                    final = Status.as_error(
+                        f'plugin "{plugin.name}" returns an invalid score {value}, it should '
+                        f"in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+                    )
+                    self._observe(ExtensionPoint.SCORE, final, started)
+                    return [], final
+                value *= self.weights[plugin.name]
+                weighted.append(WeightedScore(plugin.name, value))
+                total += value
+            result.append(NodePluginScores(node_info.name, tuple(weighted), total))
+        self._observe(ExtensionPoint.SCORE, None, started)
+        return result, None
+
+    # -------------------------------------------------------------- Reserve
+    def run_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        started = time.perf_counter()
+        for plugin in self.reserve:
+            begun = time.perf_counter()
+            try:
+                status = plugin.reserve(state, pod, node_name)
+            except Exception as error:
+                status = Status.as_error(error)
+            self._plugin(state, plugin.name, ExtensionPoint.RESERVE, status, begun)
+            if status is not None and status.code is not Code.SUCCESS:
+                final = (
+                    status.with_plugin(plugin.name)
+                    if status.is_rejected()
+                    else Status.as_error(
+                        f'running Reserve plugin "{plugin.name}": {status.message()}'
+                    ).with_plugin(plugin.name)
+                )
+                self._observe(ExtensionPoint.RESERVE, final, started)
+                return final
+        self._observe(ExtensionPoint.RESERVE, None, started)
+        return None
+
+    def run_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        started = time.perf_counter()
+        for plugin in reversed(self.reserve):
+            begun = time.perf_counter()
+            try:
+                plugin.unreserve(state, pod, node_name)
+            except Exception:  # Unreserve must not stop the others
+                self._plugin(
+                    state, plugin.name, ExtensionPoint.UNRESERVE, Status.as_error(""), begun
+                )
+                continue
+            self._plugin(state, plugin.name, ExtensionPoint.UNRESERVE, None, begun)
+        self._observe(ExtensionPoint.UNRESERVE, None, started)
+
+    # --------------------------------------------------------------- Permit
+    def run_permit(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        started = time.perf_counter()
+        timeouts: dict[str, float] = {}
+        for plugin in self.permit:
+            begun = time.perf_counter()
+            try:
+                status, timeout = plugin.permit(state, pod, node_name)
+            except Exception as error:
+                status, timeout = Status.as_error(error), 0.0
+            self._plugin(state, plugin.name, ExtensionPoint.PERMIT, status, begun)
+            code = _code(status)
+            if code is Code.SUCCESS:
+                continue
+            assert status is not None
+            if status.is_rejected():
+                final = status.with_plugin(plugin.name)
+                self._observe(ExtensionPoint.PERMIT, final, started)
+                return final
+            if code is Code.WAIT:
+                timeouts[plugin.name] = min(max(timeout, 0.0), MAX_PERMIT_TIMEOUT_SECONDS)
+                continue
+            final = Status.as_error(
+                f'running Permit plugin "{plugin.name}": {status.message()}'
+            ).with_plugin(plugin.name)
+            self._observe(ExtensionPoint.PERMIT, final, started)
+            return final
+        if timeouts:
+            self._waiting.add(WaitingPodImpl(pod, timeouts))
+            final = Status.wait()
+            self._observe(ExtensionPoint.PERMIT, final, started)
+            return final
+        self._observe(ExtensionPoint.PERMIT, None, started)
+        return None
+
+    async def wait_on_permit(self, pod: Pod) -> Status | None:
+        waiting = self._waiting.get(pod.uid)
+        if waiting is None:
+            return None
+        try:
+            status = await waiting.wait()
+        finally:
+            self._waiting.remove(pod.uid)
+        return None if status.is_success() else status
+
+    # ----------------------------------------------------------- PreBind...
+    def run_pre_bind_pre_flights(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        """Success if some PreBind plugin will do work, Skip if none will."""
+        any_work = False
+        for plugin in self.pre_bind:
+            try:
+                status = plugin.pre_bind_pre_flight(state, pod, node_name)
+            except Exception as error:
+                status = Status.as_error(error)
+            code = _code(status)
+            if code is Code.SKIP:
+                state.skip_pre_bind_plugins.add(plugin.name)
+            elif code is Code.SUCCESS:
+                any_work = True
+            else:
+                assert status is not None
+                return Status.as_error(
+                    f'running PreBindPreFlight "{plugin.name}": {status.message()}'
+                ).with_plugin(plugin.name)
+        return Status.success() if any_work else Status.skip()
+
+    async def run_pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        started = time.perf_counter()
+        for plugin in self.pre_bind:
+            if plugin.name in state.skip_pre_bind_plugins:
+                continue
+            begun = time.perf_counter()
+            try:
+                status = await plugin.pre_bind(state, pod, node_name)
+            except Exception as error:
+                status = Status.as_error(error)
+            self._plugin(state, plugin.name, ExtensionPoint.PRE_BIND, status, begun)
+            if status is not None and status.code is not Code.SUCCESS:
+                final = (
+                    status.with_plugin(plugin.name)
+                    if status.is_rejected()
+                    else Status.as_error(
+                        f'running PreBind plugin "{plugin.name}": {status.message()}'
+                    ).with_plugin(plugin.name)
+                )
+                self._observe(ExtensionPoint.PRE_BIND, final, started)
+                return final
+        self._observe(ExtensionPoint.PRE_BIND, None, started)
+        return None
+
+    async def run_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
+        started = time.perf_counter()
+        final = Status.skip()
+        for plugin in self.bind:
+            begun = time.perf_counter()
+            try:
+                status = await plugin.bind(state, pod, node_name)
+            except Exception as error:
+                status = Status.as_error(error)
+            self._plugin(state, plugin.name, ExtensionPoint.BIND, status, begun)
+            code = _code(status)
+            if code is Code.SKIP:
+                continue
+            if code is Code.SUCCESS:
+                final = Status.success()
+            else:
+                assert status is not None
+                final = Status.as_error(
+                    f'running Bind plugin "{plugin.name}": {status.message()}'
+                ).with_plugin(plugin.name)
+            break
+        self._observe(ExtensionPoint.BIND, final, started)
+        return final
+
+    def run_post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        started = time.perf_counter()
+        for plugin in self.post_bind:
+            begun = time.perf_counter()
+            try:
+                plugin.post_bind(state, pod, node_name)
+            except Exception:  # informational only
+                self._plugin(
+                    state, plugin.name, ExtensionPoint.POST_BIND, Status.as_error(""), begun
+                )
+                continue
+            self._plugin(state, plugin.name, ExtensionPoint.POST_BIND, None, begun)
+        self._observe(ExtensionPoint.POST_BIND, None, started)

@@ -1,0 +1,303 @@
+"""The scheduler daemon on a real API server: what it binds, what it leaves
+alone, what users see when a pod waits, and that nothing is lost or
+overcommitted under load and faults."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import aiohttp
+import orjson
+from kubernetes_asyncio import client
+
+from tests.integration.conftest import Cluster, NodePool
+from tests.support.builders import make_node, make_pod
+from tests.support.kubeapi import (
+    condition,
+    create_all,
+    list_pods,
+    overcommitted_nodes,
+    read_json,
+    read_pod,
+)
+from tests.support.scheduler import running_scheduler, unique_scheduler_name
+from tests.support.wait import eventually
+
+
+async def _bound(core: client.CoreV1Api, namespace: str) -> dict[str, str]:
+    return {
+        p["metadata"]["name"]: p["spec"].get("nodeName", "")
+        for p in await list_pods(core, namespace)
+    }
+
+
+async def _all_bound(core: client.CoreV1Api, namespace: str, count: int) -> dict[str, str] | None:
+    bound = await _bound(core, namespace)
+    placed = {name: node for name, node in bound.items() if node}
+    return placed if len(placed) >= count else None
+
+
+async def _nodes_json(core: client.CoreV1Api, names: list[str]) -> list[dict[str, Any]]:
+    listed = await read_json(await core.list_node(_preload_content=False))
+    return [n for n in listed["items"] if n["metadata"]["name"] in names]
+
+
+async def _events(kube: client.ApiClient, namespace: str, pod: str) -> list[dict[str, Any]]:
+    events = client.EventsV1Api(kube)
+    listed = await read_json(await events.list_namespaced_event(namespace, _preload_content=False))
+    return [e for e in listed["items"] if e["regarding"]["name"] == pod]
+
+
+async def test_binds_pods_of_its_scheduler_name_and_leaves_others_alone(
+    control_plane: Cluster, kube: client.ApiClient, namespace: str, nodes: NodePool
+) -> None:
+    core = client.CoreV1Api(kube)
+    name = unique_scheduler_name()
+    for index in range(2):
+        await nodes.create(make_node(f"w{index}").obj())
+    async with running_scheduler(control_plane.kubeconfig, name) as app:
+        for index in range(3):
+            pod = make_pod(f"ours-{index}", namespace).scheduler(name).requests(cpu="100m")
+            await core.create_namespaced_pod(namespace, pod.obj())
+        for index in range(2):
+            pod = make_pod(f"theirs-{index}", namespace).scheduler("someone-else")
+            await core.create_namespaced_pod(namespace, pod.obj())
+
+        placed = await eventually(
+            lambda: _all_bound(core, namespace, 3), what="our three pods bound"
+        )
+        assert set(placed) == {"ours-0", "ours-1", "ours-2"}
+        assert set(placed.values()) <= set(nodes.names)
+        bound = await _bound(core, namespace)
+        assert bound["theirs-0"] == bound["theirs-1"] == ""
+        for other in ("theirs-0", "theirs-1"):
+            assert app.queue.get(f"{namespace}/{other}") is None
+            assert app.attempt_log.attempts(namespace, other) is None
+        scheduled = await _events(kube, namespace, "ours-0")
+        assert [(e["reason"], e["reportingController"]) for e in scheduled] == [("Scheduled", name)]
+
+
+async def test_unschedulable_pod_is_told_why_then_binds_soon_after_a_node_is_added(
+    control_plane: Cluster, kube: client.ApiClient, namespace: str, nodes: NodePool
+) -> None:
+    core = client.CoreV1Api(kube)
+    name = unique_scheduler_name()
+    await nodes.create(make_node("small-a").capacity(cpu="1", memory="4Gi", pods="10").obj())
+    await nodes.create(make_node("small-b").capacity(cpu="1", memory="4Gi", pods="10").obj())
+    await nodes.create(
+        make_node("tainted")
+        .capacity(cpu="8", memory="8Gi", pods="10")
+        .taint("dedicated", "x")
+        .obj()
+    )
+    expected = "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu."
+    async with running_scheduler(control_plane.kubeconfig, name) as app:
+        pod = make_pod("waiting", namespace).scheduler(name).requests(cpu="2")
+        await core.create_namespaced_pod(namespace, pod.obj())
+
+        async def told() -> dict[str, Any] | None:
+            found = condition(await read_pod(core, namespace, "waiting"), "PodScheduled")
+            return found if found and found.get("message") else None
+
+        scheduled = await eventually(told, what="PodScheduled condition written")
+        assert (scheduled["status"], scheduled["reason"], scheduled["message"]) == (
+            "False",
+            "Unschedulable",
+            expected,
+        )
+
+        async def warned() -> list[dict[str, Any]]:
+            return [
+                e
+                for e in await _events(kube, namespace, "waiting")
+                if e["reason"] == "FailedScheduling"
+            ]
+
+        (event,) = await eventually(warned, what="FailedScheduling event")
+        assert (event["type"], event["note"], event["reportingController"]) == (
+            "Warning",
+            expected,
+            name,
+        )
+        assert event["action"] == "Scheduling"
+
+        big = await nodes.create(make_node("big").capacity(cpu="4", memory="8Gi", pods="10").obj())
+        placed = await eventually(
+            lambda: _all_bound(core, namespace, 1),
+            timeout=20,
+            what="pod bound after a fitting node is added (no 5-minute flush)",
+        )
+        assert placed == {"waiting": big}
+        moved = app.metrics_registry.get_sample_value(
+            "scheduler_queue_incoming_pods_total",
+            {"queue": "backoff", "event": "NodeAdd"},
+        ) or app.metrics_registry.get_sample_value(
+            "scheduler_queue_incoming_pods_total",
+            {"queue": "active", "event": "NodeAdd"},
+        )
+        assert moved == 1.0, "the NodeAdd queueing hint moved the pod"
+
+
+async def test_pods_bound_by_others_use_up_node_capacity(
+    control_plane: Cluster, kube: client.ApiClient, namespace: str, nodes: NodePool
+) -> None:
+    core = client.CoreV1Api(kube)
+    name = unique_scheduler_name()
+    node = await nodes.create(make_node("only").capacity(cpu="2", memory="4Gi", pods="10").obj())
+    hog = make_pod("placed-by-hand", namespace).node(node).requests(cpu="1500m")
+    await core.create_namespaced_pod(namespace, hog.obj())
+    async with running_scheduler(control_plane.kubeconfig, name):
+        pod = make_pod("ours", namespace).scheduler(name).requests(cpu="1")
+        await core.create_namespaced_pod(namespace, pod.obj())
+
+        async def rejected() -> str | None:
+            found = condition(await read_pod(core, namespace, "ours"), "PodScheduled")
+            return found.get("message") if found else None
+
+        message = await eventually(rejected, what="pod rejected for lack of cpu")
+        assert message == "0/1 nodes are available: 1 Insufficient cpu."
+
+        await core.delete_namespaced_pod("placed-by-hand", namespace, grace_period_seconds=0)
+        placed = await eventually(
+            lambda: _all_bound(core, namespace, 1), timeout=20, what="bound once capacity freed"
+        )
+        assert placed == {"ours": node}
+
+
+async def test_deleted_pending_pod_leaves_the_queue(
+    control_plane: Cluster, kube: client.ApiClient, namespace: str, nodes: NodePool
+) -> None:
+    core = client.CoreV1Api(kube)
+    name = unique_scheduler_name()
+    await nodes.create(make_node("tiny").capacity(cpu="1", memory="1Gi", pods="10").obj())
+    async with running_scheduler(control_plane.kubeconfig, name) as app:
+        pod = make_pod("doomed", namespace).scheduler(name).requests(cpu="4")
+        await core.create_namespaced_pod(namespace, pod.obj())
+        key = f"{namespace}/doomed"
+
+        async def queued() -> str | None:
+            found = app.queue.get(key)
+            return found[0] if found else None
+
+        assert await eventually(queued, what="pod waiting in the queue") == "unschedulable"
+        await core.delete_namespaced_pod("doomed", namespace, grace_period_seconds=0)
+
+        async def gone() -> bool:
+            return app.queue.get(key) is None and len(app.queue) == 0
+
+        await eventually(gone, what="deleted pod removed from the queue")
+
+
+async def test_200_pods_on_20_nodes_are_all_bound_without_overcommit(
+    control_plane: Cluster, kube: client.ApiClient, namespace: str, nodes: NodePool
+) -> None:
+    core = client.CoreV1Api(kube)
+    name = unique_scheduler_name()
+    for index in range(20):
+        await nodes.create(make_node(f"m{index}").capacity(cpu="4", memory="8Gi", pods="110").obj())
+    async with running_scheduler(control_plane.kubeconfig, name):
+        # 200 x 400m = 80 cpu = exactly the 20 nodes' capacity: a tight pack.
+        pods = [
+            make_pod(f"p{index:03d}", namespace)
+            .scheduler(name)
+            .requests(cpu="400m", memory="256Mi")
+            .obj()
+            for index in range(200)
+        ]
+        await create_all(lambda body: core.create_namespaced_pod(namespace, body), pods)
+        await eventually(
+            lambda: _all_bound(core, namespace, 200), timeout=120, what="all 200 pods bound"
+        )
+    all_pods = await list_pods(core, namespace)
+    assert overcommitted_nodes(await _nodes_json(core, nodes.names), all_pods) == {}
+
+
+async def test_apiserver_restart_mid_run_loses_no_pod(
+    control_plane: Cluster, kube: client.ApiClient, namespace: str, nodes: NodePool
+) -> None:
+    plane = control_plane.require_plane()
+    core = client.CoreV1Api(kube)
+    name = unique_scheduler_name()
+    for index in range(5):
+        await nodes.create(make_node(f"r{index}").capacity(cpu="4", memory="8Gi", pods="110").obj())
+    async with running_scheduler(control_plane.kubeconfig, name):
+        first = [
+            make_pod(f"before-{i:02d}", namespace).scheduler(name).requests(cpu="100m").obj()
+            for i in range(40)
+        ]
+        await create_all(lambda body: core.create_namespaced_pod(namespace, body), first)
+        await eventually(lambda: _all_bound(core, namespace, 10), what="some pods bound")
+        await asyncio.to_thread(plane.restart_apiserver)
+        second = [
+            make_pod(f"after-{i:02d}", namespace).scheduler(name).requests(cpu="100m").obj()
+            for i in range(30)
+        ]
+        await create_all(lambda body: core.create_namespaced_pod(namespace, body), second)
+        await eventually(
+            lambda: _all_bound(core, namespace, 70), timeout=90, what="every pod bound"
+        )
+    all_pods = await list_pods(core, namespace)
+    assert overcommitted_nodes(await _nodes_json(core, nodes.names), all_pods) == {}
+
+
+async def test_stop_mid_burst_leaves_no_pod_assumed_but_unbound(
+    control_plane: Cluster, kube: client.ApiClient, namespace: str, nodes: NodePool
+) -> None:
+    core = client.CoreV1Api(kube)
+    name = unique_scheduler_name()
+    for index in range(4):
+        await nodes.create(make_node(f"s{index}").capacity(cpu="8", memory="8Gi", pods="110").obj())
+    pods = [
+        make_pod(f"burst-{i:03d}", namespace).scheduler(name).requests(cpu="100m").obj()
+        for i in range(150)
+    ]
+    async with running_scheduler(control_plane.kubeconfig, name, bind_grace=5) as app:
+        await create_all(lambda body: core.create_namespaced_pod(namespace, body), pods)
+        await eventually(lambda: _all_bound(core, namespace, 20), what="burst under way")
+    # The app has shut down (the same path SIGTERM takes). Every pod it still
+    # counts as assumed must really be bound to that node in the API: binds
+    # either completed or were rolled back (forgotten).
+    bound = await _bound(core, namespace)
+    for pod in app.cache.assumed_pods():
+        assert bound[pod.name] == pod.node_name, f"{pod.key} assumed but not bound"
+    assert app.scheduler.binding_in_flight() == 0
+    # A fresh scheduler picks up whatever was left, and nothing is overcommitted.
+    async with running_scheduler(control_plane.kubeconfig, name):
+        await eventually(
+            lambda: _all_bound(core, namespace, 150), timeout=90, what="the rest bound"
+        )
+    all_pods = await list_pods(core, namespace)
+    assert overcommitted_nodes(await _nodes_json(core, nodes.names), all_pods) == {}
+
+
+async def test_ops_endpoints_report_readiness_metrics_and_pod_diagnosis(
+    control_plane: Cluster, kube: client.ApiClient, namespace: str, nodes: NodePool
+) -> None:
+    core = client.CoreV1Api(kube)
+    name = unique_scheduler_name()
+    await nodes.create(make_node("one").capacity(cpu="1", memory="1Gi", pods="10").obj())
+    async with running_scheduler(control_plane.kubeconfig, name) as app:
+        pod = make_pod("too-big", namespace).scheduler(name).requests(cpu="3")
+        await core.create_namespaced_pod(namespace, pod.obj())
+
+        async def diagnosed() -> list[dict[str, Any]] | None:
+            return app.attempt_log.attempts(namespace, "too-big")
+
+        await eventually(diagnosed, what="attempt recorded")
+        base = f"http://127.0.0.1:{app.server.bound_port}"
+        async with aiohttp.ClientSession() as session:
+            async with session.get(f"{base}/readyz") as response:
+                assert (response.status, await response.text()) == (200, "ok")
+            async with session.get(f"{base}/metrics") as response:
+                text = await response.text()
+            assert (
+                f'scheduler_schedule_attempts_total{{profile="{name}",result="unschedulable"}}'
+                in text
+            )
+            async with session.get(f"{base}/debug/pods/{namespace}/too-big") as response:
+                body = orjson.loads(await response.read())
+        attempt = body["attempts"][-1]
+        assert attempt["result"] == "Unschedulable"
+        verdict = next(iter(attempt["nodes"].values()))
+        assert (verdict["plugin"], verdict["reasons"]) == ("NodeResourcesFit", ["Insufficient cpu"])

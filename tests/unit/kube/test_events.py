@@ -1,0 +1,271 @@
+"""Event writing: note truncation, event bodies, series aggregation, buffer and retries."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from scheduler.framework.handle import EventRecorder
+from scheduler.kube.errors import ApiError, TransportError
+from scheduler.kube.events import EventSink, EventType, micro_time, truncate_note
+from scheduler.kube.eventseries import CreateEvent, EventKey, PatchSeries, SeriesCache
+from tests.support.builders import make_node, make_pod
+from tests.support.wait import eventually
+
+WALL0 = 1_800_000_000.0
+
+
+@dataclass
+class FakeClock:
+    t: float = 100.0
+    offset: float = WALL0 - 100.0
+
+    def now(self) -> float:
+        return self.t
+
+    def wall(self) -> float:
+        return self.t + self.offset
+
+    def advance(self, seconds: float) -> None:
+        self.t += seconds
+
+
+@dataclass
+class FakeWriter:
+    """Records writes; ``failures`` are raised, one per call, before succeeding."""
+
+    creates: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    patches: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+    failures: list[Exception] = field(default_factory=list)
+    patch_failures: list[Exception] = field(default_factory=list)
+
+    async def create_event(self, namespace: str, event: Mapping[str, Any]) -> None:
+        if self.failures:
+            raise self.failures.pop(0)
+        self.creates.append((namespace, dict(event)))
+
+    async def patch_event(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        if self.patch_failures:
+            raise self.patch_failures.pop(0)
+        self.patches.append((namespace, name, dict(patch)))
+
+
+async def no_sleep(seconds: float) -> None:
+    return None
+
+
+def make_sink(writer: FakeWriter, clock: FakeClock, **kwargs: Any) -> EventSink:
+    return EventSink(writer, hostname="host-a", clock=clock, sleep=no_sleep, **kwargs)
+
+
+POD = make_pod("p1", "ns1").uid("u1").resource_version("7").obj()
+
+
+# ----------------------------------------------------------------- pure parts
+@pytest.mark.parametrize(
+    ("note", "expected"),
+    [
+        pytest.param("short", "short", id="short note kept"),
+        pytest.param("x" * 1024, "x" * 1024, id="exactly 1024 bytes kept"),
+        pytest.param("x" * 1025, "x" * 1020 + " ...", id="1025 bytes cut to 1020 and ellipsis"),
+        pytest.param("é" * 600, "é" * 510 + " ...", id="multibyte cut at byte 1020"),
+        pytest.param("a" + "é" * 600, "a" + "é" * 509 + " ...", id="never splits a character"),
+    ],
+)
+def test_truncate_note(note: str, expected: str) -> None:
+    result = truncate_note(note)
+    assert result == expected
+    assert len(result.encode()) <= 1024
+
+
+def test_micro_time_is_rfc3339_with_microseconds() -> None:
+    assert micro_time(1_700_000_000.25) == "2023-11-14T22:13:20.250000Z"
+
+
+def _key(note: str = "n") -> EventKey:
+    return EventKey(("v1", "Pod", "ns", "p", "u", "1"), "Warning", "R", "A", note, "sched")
+
+
+def _body(name: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "ns"}}
+
+
+@dataclass(frozen=True)
+class Seen:
+    at: float
+    note: str = "n"
+
+
+@pytest.mark.parametrize(
+    ("observations", "expected"),
+    [
+        pytest.param([Seen(0)], ["create e0"], id="first occurrence is created"),
+        pytest.param(
+            [Seen(0), Seen(1)], ["create e0", "patch e0 x2"], id="second starts a series at once"
+        ),
+        pytest.param(
+            [Seen(0), Seen(1), Seen(2), Seen(3)],
+            ["create e0", "patch e0 x2", "-", "-"],
+            id="later repeats only count",
+        ),
+        pytest.param(
+            [Seen(0), Seen(1000)], ["create e0", "create e1"], id="after the window: a new event"
+        ),
+        pytest.param(
+            [Seen(0), Seen(1, note="other")],
+            ["create e0", "create e1"],
+            id="a different note is a different event",
+        ),
+    ],
+)
+def test_series_cache_observe(observations: list[Seen], expected: list[str]) -> None:
+    cache = SeriesCache(window=360, refresh=60)
+    got = []
+    for i, seen in enumerate(observations):
+        action = cache.observe(_key(seen.note), "ns", _body(f"e{i}"), seen.at, WALL0 + seen.at)
+        match action:
+            case CreateEvent(body=body):
+                got.append(f"create {body['metadata']['name']}")
+            case PatchSeries(name=name, count=count):
+                got.append(f"patch {name} x{count}")
+            case None:
+                got.append("-")
+    assert got == expected
+
+
+def test_series_cache_writes_pending_counts_when_due_and_forgets_idle_series() -> None:
+    cache = SeriesCache(window=360, refresh=60)
+    for at in (0, 1, 2, 3):
+        cache.observe(_key(), "ns", _body("e"), at, WALL0 + at)
+    assert cache.next_due_in(3) == pytest.approx(58)
+    assert cache.due(30) == []
+    [patch] = cache.due(61)
+    assert (patch.count, patch.last_observed_wall) == (4, WALL0 + 3)
+    assert cache.next_due_in(61) is None
+    cache.observe(_key(), "ns", _body("e"), 100, WALL0 + 100)
+    [final] = cache.due(500)  # idle past the window: last count written, then forgotten
+    assert final.count == 5
+    assert len(cache) == 0
+
+
+# ------------------------------------------------------------------- the sink
+async def test_event_body_follows_events_k8s_io_v1() -> None:
+    writer, clock = FakeWriter(), FakeClock()
+    sink = make_sink(writer, clock)
+    recorder: EventRecorder = sink.recorder("my-scheduler")
+    recorder.event(
+        POD, EventType.WARNING, "FailedScheduling", "Scheduling", "0/3 nodes are available"
+    )
+    await sink.drain()
+    [(namespace, body)] = writer.creates
+    assert namespace == "ns1"
+    assert body["metadata"]["name"].startswith("p1.")
+    assert body == {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": body["metadata"]["name"], "namespace": "ns1"},
+        "eventTime": micro_time(WALL0),
+        "reportingController": "my-scheduler",
+        "reportingInstance": "my-scheduler-host-a",
+        "action": "Scheduling",
+        "reason": "FailedScheduling",
+        "type": "Warning",
+        "note": "0/3 nodes are available",
+        "regarding": {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "name": "p1",
+            "namespace": "ns1",
+            "uid": "u1",
+            "resourceVersion": "7",
+        },
+    }
+
+
+async def test_cluster_scoped_object_events_go_to_default_namespace() -> None:
+    writer, clock = FakeWriter(), FakeClock()
+    sink = make_sink(writer, clock)
+    sink.recorder("s").event(make_node("n1").obj(), EventType.NORMAL, "R", "A", "note")
+    await sink.drain()
+    [(namespace, body)] = writer.creates
+    assert namespace == "default"
+    assert body["regarding"]["kind"] == "Node"
+
+
+async def test_repeated_events_become_a_series_instead_of_duplicates() -> None:
+    writer, clock = FakeWriter(), FakeClock()
+    sink = make_sink(writer, clock, series_refresh=60)
+    recorder = sink.recorder("s")
+    for _ in range(5):
+        recorder.event(POD, EventType.WARNING, "FailedScheduling", "Scheduling", "same")
+        clock.advance(1)
+    await sink.drain()
+    assert len(writer.creates) == 1
+    name = writer.creates[0][1]["metadata"]["name"]
+    assert [(p[1], p[2]["series"]["count"]) for p in writer.patches] == [(name, 2)]
+    clock.advance(60)
+    await sink.drain()
+    assert writer.patches[-1][2] == {
+        "series": {"count": 5, "lastObservedTime": micro_time(WALL0 + 4)}
+    }
+
+
+async def test_full_buffer_drops_and_counts() -> None:
+    writer, clock = FakeWriter(), FakeClock()
+    sink = make_sink(writer, clock, capacity=2)
+    recorder = sink.recorder("s")
+    for i in range(5):
+        recorder.event(POD, EventType.NORMAL, "R", "A", f"note {i}")
+    assert (sink.queued(), sink.dropped) == (2, 3)
+    await sink.drain()
+    assert [body["note"] for _, body in writer.creates] == ["note 0", "note 1"]
+
+
+@pytest.mark.parametrize(
+    ("failures", "written", "failed", "creates"),
+    [
+        pytest.param([TransportError("reset")], 1, 0, 1, id="retried after no answer"),
+        pytest.param([ApiError(503, "ServiceUnavailable", "")] * 2, 1, 0, 1, id="retried on 5xx"),
+        pytest.param([ApiError(503, "ServiceUnavailable", "")] * 3, 0, 1, 0, id="gives up"),
+        pytest.param([ApiError(403, "Forbidden", "")], 0, 1, 0, id="not retried on 403"),
+    ],
+)
+async def test_write_retries_only_retriable_failures(
+    failures: list[Exception], written: int, failed: int, creates: int
+) -> None:
+    writer, clock = FakeWriter(failures=list(failures)), FakeClock()
+    sink = make_sink(writer, clock, max_attempts=3)
+    sink.recorder("s").event(POD, EventType.NORMAL, "R", "A", "n")
+    await sink.drain()
+    assert (sink.written, sink.failed, len(writer.creates)) == (written, failed, creates)
+
+
+async def test_series_of_an_expired_event_is_created_again() -> None:
+    writer, clock = FakeWriter(patch_failures=[ApiError(404, "NotFound", "")]), FakeClock()
+    sink = make_sink(writer, clock)
+    recorder = sink.recorder("s")
+    recorder.event(POD, EventType.NORMAL, "R", "A", "n")
+    recorder.event(POD, EventType.NORMAL, "R", "A", "n")
+    await sink.drain()
+    assert len(writer.creates) == 2
+    assert writer.creates[1][1]["series"]["count"] == 2
+    assert writer.creates[1][1]["metadata"] == writer.creates[0][1]["metadata"]
+
+
+async def test_run_writes_in_the_background_until_cancelled() -> None:
+    writer, clock = FakeWriter(), FakeClock()
+    sink = make_sink(writer, clock)
+    task = asyncio.create_task(sink.run())
+    sink.recorder("s").event(POD, EventType.NORMAL, "Scheduled", "Binding", "ok")
+
+    async def written() -> int:
+        return len(writer.creates)
+
+    await eventually(written, timeout=5, what="event written")
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task

@@ -1,0 +1,393 @@
+"""SchedulerMetrics: the exposition matches upstream names, types, labels and buckets."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+from prometheus_client import REGISTRY, CollectorRegistry, generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.samples import Sample
+
+from scheduler.framework.interfaces import ExtensionPoint
+from scheduler.framework.status import Code
+from scheduler.metrics import (
+    AttemptResult,
+    CacheType,
+    HintResult,
+    Operation,
+    QueueName,
+    SchedulerMetrics,
+    attempts_label,
+    exponential_buckets,
+)
+
+PROFILE = "default-scheduler"
+Record = Callable[[SchedulerMetrics], None]
+
+
+def exp(start: float, factor: float, count: int) -> list[float]:
+    """Bucket bounds as exposed, including +Inf."""
+    return [start * factor**i for i in range(count)] + [float("inf")]
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str
+    type: str
+    labels: frozenset[str]
+    buckets: list[float] | None
+    record: Record
+
+
+def spec(
+    name: str,
+    kind: str,
+    labels: tuple[str, ...],
+    record: Record,
+    buckets: list[float] | None = None,
+) -> Spec:
+    return Spec(name, kind, frozenset(labels), buckets, record)
+
+
+SPECS = [
+    spec(
+        "scheduler_schedule_attempts_total",
+        "counter",
+        ("result", "profile"),
+        lambda m: m.attempt(AttemptResult.SCHEDULED, PROFILE, 0.01),
+    ),
+    spec(
+        "scheduler_scheduling_attempt_duration_seconds",
+        "histogram",
+        ("result", "profile"),
+        lambda m: m.attempt(AttemptResult.ERROR, PROFILE, 0.01),
+        exp(0.001, 2, 15),
+    ),
+    spec(
+        "scheduler_scheduling_algorithm_duration_seconds",
+        "histogram",
+        (),
+        lambda m: m.algorithm(0.002),
+        exp(0.001, 2, 15),
+    ),
+    spec(
+        "scheduler_pod_scheduling_sli_duration_seconds",
+        "histogram",
+        ("attempts",),
+        lambda m: m.sli(3, 1.5),
+        exp(0.01, 2, 20),
+    ),
+    spec(
+        "scheduler_pod_scheduling_attempts",
+        "histogram",
+        (),
+        lambda m: m.pod_attempts(2),
+        exp(1, 2, 5),
+    ),
+    spec(
+        "scheduler_pending_pods",
+        "gauge",
+        ("queue",),
+        lambda m: m.pending(QueueName.ACTIVE, 3),
+    ),
+    spec(
+        "scheduler_queue_incoming_pods_total",
+        "counter",
+        ("queue", "event"),
+        lambda m: m.incoming(QueueName.BACKOFF, "NodeAdd"),
+    ),
+    spec(
+        "scheduler_unschedulable_pods",
+        "gauge",
+        ("plugin", "profile"),
+        lambda m: m.unschedulable_plugin("NodeResourcesFit", PROFILE, 1),
+    ),
+    spec(
+        "scheduler_framework_extension_point_duration_seconds",
+        "histogram",
+        ("extension_point", "status", "profile"),
+        lambda m: m.extension_point(ExtensionPoint.FILTER, Code.SUCCESS, PROFILE, 0.001),
+        exp(0.0001, 2, 12),
+    ),
+    spec(
+        "scheduler_plugin_execution_duration_seconds",
+        "histogram",
+        ("plugin", "extension_point", "status"),
+        lambda m: m.plugin_execution("TaintToleration", ExtensionPoint.SCORE, Code.SUCCESS, 1e-4),
+        exp(0.00001, 1.5, 20),
+    ),
+    spec(
+        "scheduler_plugin_evaluation_total",
+        "counter",
+        ("plugin", "extension_point", "profile"),
+        lambda m: m.plugin_evaluation("NodeAffinity", ExtensionPoint.PRE_FILTER, PROFILE),
+    ),
+    spec(
+        "scheduler_permit_wait_duration_seconds",
+        "histogram",
+        ("result",),
+        lambda m: m.permit_wait(Code.SUCCESS, 0.5),
+        exp(0.001, 2, 15),
+    ),
+    spec(
+        "scheduler_cache_size",
+        "gauge",
+        ("type",),
+        lambda m: m.cache_size(CacheType.NODES, 5),
+    ),
+    spec(
+        "scheduler_goroutines",
+        "gauge",
+        ("operation",),
+        lambda m: m.goroutines(Operation.BINDING, 1),
+    ),
+    spec(
+        "scheduler_event_handling_duration_seconds",
+        "histogram",
+        ("event",),
+        lambda m: m.event_handling("NodeAdd", 0.0002),
+        exp(0.0001, 2, 12),
+    ),
+    spec(
+        "scheduler_queueing_hint_execution_duration_seconds",
+        "histogram",
+        ("plugin", "event", "hint"),
+        lambda m: m.hint("NodeAffinity", "NodeAdd", HintResult.QUEUE, 0.00002),
+        exp(0.00001, 1.5, 20),
+    ),
+    spec(
+        "scheduler_inflight_events",
+        "gauge",
+        ("event",),
+        lambda m: m.inflight_events("PodPopped", 1),
+    ),
+    spec(
+        "scheduler_pod_scheduled_after_flush_total",
+        "counter",
+        (),
+        lambda m: m.scheduled_after_flush(),
+    ),
+    spec(
+        "scheduler_preemption_attempts_total",
+        "counter",
+        (),
+        lambda m: m.preemption_attempt(),
+    ),
+    spec(
+        "scheduler_preemption_victims",
+        "histogram",
+        (),
+        lambda m: m.preemption_victims(2),
+        exp(1, 2, 7),
+    ),
+]
+METRICS = [pytest.param(s, id=s.name) for s in SPECS]
+
+
+def exposition(registry: CollectorRegistry) -> str:
+    return generate_latest(registry).decode()
+
+
+def declared_types(text: str) -> dict[str, str]:
+    """``# TYPE name type`` lines: the names exactly as exposed."""
+    types = {}
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            _, _, name, kind = line.split(" ")
+            types[name] = kind
+    return types
+
+
+def samples_of(text: str, name: str) -> list[Sample]:
+    own = {name, f"{name}_bucket", f"{name}_sum", f"{name}_count"}
+    return [
+        sample
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name in own
+    ]
+
+
+@pytest.fixture
+def registry() -> CollectorRegistry:
+    return CollectorRegistry()
+
+
+@pytest.fixture
+def metrics(registry: CollectorRegistry) -> SchedulerMetrics:
+    return SchedulerMetrics(registry)
+
+
+def test_exposes_exactly_the_upstream_metric_names(
+    registry: CollectorRegistry, metrics: SchedulerMetrics
+) -> None:
+    for each in SPECS:
+        each.record(metrics)
+
+    types = declared_types(exposition(registry))
+
+    assert types == {each.name: each.type for each in SPECS}
+
+
+@pytest.mark.parametrize("expected", METRICS)
+def test_metric_has_upstream_type_labels_and_buckets(
+    registry: CollectorRegistry, metrics: SchedulerMetrics, expected: Spec
+) -> None:
+    expected.record(metrics)
+    text = exposition(registry)
+
+    samples = samples_of(text, expected.name)
+
+    assert declared_types(text)[expected.name] == expected.type
+    assert samples, f"no samples for {expected.name}"
+    assert {frozenset(s.labels) - {"le"} for s in samples} == {expected.labels}
+    if expected.buckets is not None:
+        bounds = [float(s.labels["le"]) for s in samples if s.name.endswith("_bucket")]
+        assert bounds == pytest.approx(expected.buckets)
+
+
+def test_registers_on_the_registry_passed_in_only() -> None:
+    first, second = CollectorRegistry(), CollectorRegistry()
+    SchedulerMetrics(first).preemption_attempt()
+    SchedulerMetrics(second)
+
+    assert first.get_sample_value("scheduler_preemption_attempts_total") == 1.0
+    assert second.get_sample_value("scheduler_preemption_attempts_total") == 0.0
+    assert REGISTRY.get_sample_value("scheduler_preemption_attempts_total") is None
+
+
+def test_exposes_no_created_series(registry: CollectorRegistry, metrics: SchedulerMetrics) -> None:
+    metrics.attempt(AttemptResult.SCHEDULED, PROFILE, 0.1)
+    metrics.preemption_victims(1)
+
+    assert "_created" not in exposition(registry)
+
+
+@pytest.mark.parametrize(
+    ("attempts", "label"),
+    [
+        pytest.param(1, "1", id="first attempt"),
+        pytest.param(14, "14", id="last exact count"),
+        pytest.param(15, "15+", id="cap"),
+        pytest.param(40, "15+", id="beyond cap"),
+    ],
+)
+def test_sli_attempts_label(
+    registry: CollectorRegistry, metrics: SchedulerMetrics, attempts: int, label: str
+) -> None:
+    metrics.sli(attempts, 2.0)
+
+    assert attempts_label(attempts) == label
+    assert (
+        registry.get_sample_value(
+            "scheduler_pod_scheduling_sli_duration_seconds_count", {"attempts": label}
+        )
+        == 1.0
+    )
+
+
+@dataclass(frozen=True)
+class Expect:
+    sample: str
+    labels: dict[str, str]
+    value: float
+
+
+@pytest.mark.parametrize(
+    ("record", "expect"),
+    [
+        pytest.param(
+            lambda m: [m.incoming(QueueName.ACTIVE, "PodAdd") for _ in range(2)],
+            Expect(
+                "scheduler_queue_incoming_pods_total", {"queue": "active", "event": "PodAdd"}, 2
+            ),
+            id="incoming counts",
+        ),
+        pytest.param(
+            lambda m: [m.pending(QueueName.GATED, n) for n in (4, 1)],
+            Expect("scheduler_pending_pods", {"queue": "gated"}, 1),
+            id="pending is set, not added",
+        ),
+        pytest.param(
+            lambda m: [m.unschedulable_plugin("NodeAffinity", PROFILE, d) for d in (1, 1, -1)],
+            Expect(
+                "scheduler_unschedulable_pods", {"plugin": "NodeAffinity", "profile": PROFILE}, 1
+            ),
+            id="unschedulable plugin moves by delta",
+        ),
+        pytest.param(
+            lambda m: [m.inflight_events("NodeAdd", d) for d in (1, 1, 1, -2)],
+            Expect("scheduler_inflight_events", {"event": "NodeAdd"}, 1),
+            id="inflight events move by delta",
+        ),
+        pytest.param(
+            lambda m: m.hint("NodeAffinity", "NodeAdd", HintResult.QUEUE_SKIP, 0.001),
+            Expect(
+                "scheduler_queueing_hint_execution_duration_seconds_count",
+                {"plugin": "NodeAffinity", "event": "NodeAdd", "hint": "QueueSkip"},
+                1,
+            ),
+            id="hint duration",
+        ),
+        pytest.param(
+            lambda m: m.extension_point(
+                ExtensionPoint.PRE_FILTER, Code.UNSCHEDULABLE_AND_UNRESOLVABLE, PROFILE, 0.01
+            ),
+            Expect(
+                "scheduler_framework_extension_point_duration_seconds_count",
+                {
+                    "extension_point": "PreFilter",
+                    "status": "UnschedulableAndUnresolvable",
+                    "profile": PROFILE,
+                },
+                1,
+            ),
+            id="extension point uses upstream code spelling",
+        ),
+        pytest.param(
+            lambda m: m.attempt(AttemptResult.UNSCHEDULABLE, PROFILE, 0.2),
+            Expect(
+                "scheduler_schedule_attempts_total",
+                {"result": "unschedulable", "profile": PROFILE},
+                1,
+            ),
+            id="attempt result",
+        ),
+        pytest.param(
+            lambda m: m.permit_wait(Code.UNSCHEDULABLE, 3),
+            Expect("scheduler_permit_wait_duration_seconds_sum", {"result": "Unschedulable"}, 3),
+            id="permit wait by status code",
+        ),
+        pytest.param(
+            lambda m: [m.goroutines(ExtensionPoint.FILTER, d) for d in (1, 1, -1)],
+            Expect("scheduler_goroutines", {"operation": "Filter"}, 1),
+            id="goroutines by operation",
+        ),
+        pytest.param(
+            lambda m: m.cache_size(CacheType.ASSUMED_PODS, 7),
+            Expect("scheduler_cache_size", {"type": "assumed_pods"}, 7),
+            id="cache size",
+        ),
+    ],
+)
+def test_recording(
+    registry: CollectorRegistry, metrics: SchedulerMetrics, record: Record, expect: Expect
+) -> None:
+    record(metrics)
+
+    assert registry.get_sample_value(expect.sample, expect.labels) == expect.value
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param((0.0, 2.0, 3), id="zero start"),
+        pytest.param((1.0, 1.0, 3), id="factor one"),
+        pytest.param((1.0, 2.0, 0), id="no buckets"),
+    ],
+)
+def test_exponential_buckets_rejects(args: tuple[float, float, int]) -> None:
+    with pytest.raises(ValueError, match="invalid exponential buckets"):
+        exponential_buckets(*args)
