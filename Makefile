@@ -29,6 +29,9 @@ unit: venv
 integration: venv controlplane
 	$(BIN)/pytest tests/integration
 
+demo: venv controlplane
+	PYTHONPATH=. $(BIN)/python examples/demo.py
+
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .

@@ -63,6 +63,7 @@ from scheduler.server import OpsServer
 log = logging.getLogger(__name__)
 
 CACHE_METRICS_PERIOD_SECONDS = 1.0
+NON_TERMINAL_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,9 @@ class SchedulerApp:
         registry = registry or build_registry()
         profiles = resolve(config, registry)
         self.informer_factory = InformerFactory(client, clock=self.clock)
-        pods = self.informer_factory.informer(PODS)
+        # Terminal pods hold no resources: leave them out, as upstream does. A
+        # pod that turns terminal leaves the watch as a delete.
+        pods = self.informer_factory.informer(PODS, field_selector=NON_TERMINAL_PODS)
         nodes = self.informer_factory.informer(NODES)
         informer_access = FactoryInformerAccess(self.informer_factory)
         self.event_sink = EventSink(client, hostname=socket.gethostname(), clock=self.clock)
@@ -226,6 +229,9 @@ class SchedulerApp:
                 ApiLeaseClient(client.request),
                 self.clock,
             )
+        if self.elector is not None:
+            elector = self.elector
+            self.metrics.leader_election(election.resource_name, lambda: elector.is_leader)
         health = scheduler_health(
             shutting_down=lambda: self._shutting_down,
             handlers_synced=lambda: self._synced,

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from scheduler.app import AppOptions, SchedulerApp, build_registry, resolve
 from scheduler.config import ConfigError, SchedulerConfiguration, load_config
 from scheduler.kube.client import KubeClient
+from scheduler.kube.connection import ConfigError as ConnectionConfigError
 from scheduler.leaderelection import LeadershipLost
 from scheduler.logsetup import configure_logging
 
@@ -51,9 +52,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = load_config(args.config)
         resolve(config, build_registry())
     except ConfigError as error:
-        print(f"pyscheduler: invalid configuration {args.config}:\n{error}", file=sys.stderr)
+        problems = "\n".join(f"  {problem}" for problem in error.problems)
+        where = args.config or "(built-in defaults)"
+        print(f"pyscheduler: invalid configuration {where}:\n{problems}", file=sys.stderr)
         return EXIT_CONFIG
-    return asyncio.run(_run(config, args))
+    try:
+        return asyncio.run(_run(config, args))
+    except ConnectionConfigError as error:
+        print(f"pyscheduler: cannot reach the cluster: {error}", file=sys.stderr)
+        return EXIT_CONFIG
 
 
 async def _run(config: SchedulerConfiguration, args: argparse.Namespace) -> int:
@@ -69,7 +76,11 @@ async def _run(config: SchedulerConfiguration, args: argparse.Namespace) -> int:
         port=args.port,
         bind_grace_seconds=args.bind_grace_seconds,
     )
-    app = SchedulerApp(config, client, options)
+    try:
+        app = SchedulerApp(config, client, options)
+    except BaseException:
+        await client.close()
+        raise
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, app.stop)

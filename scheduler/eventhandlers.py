@@ -125,7 +125,7 @@ class EventHandlers:
         started = time.perf_counter()
         old, new = parse_pod(old_raw), parse_pod(new_raw)
         if new.assigned:
-            if not old.assigned:
+            if not old.assigned and old.scheduler_name in self._ours:
                 # Bound (by us or by someone else): it leaves the queue for good.
                 self._queue.delete(old)
             if new.terminal:
@@ -156,7 +156,7 @@ class EventHandlers:
             self._cache.remove_pod(pod)
             self._queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, pod, None)
             self._timed("AssignedPodDelete", started)
-        else:
+        elif pod.scheduler_name in self._ours:
             self._queue.delete(pod)
             self._timed("UnscheduledPodDelete", started)
         if self._on_pod_deleted is not None:

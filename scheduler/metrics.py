@@ -16,13 +16,16 @@ Invariants:
 
 from __future__ import annotations
 
+import bisect
 import enum
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.metrics import MetricWrapperBase
-from prometheus_client.metrics_core import Metric
+from prometheus_client.metrics_core import HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 from scheduler.framework.interfaces import ExtensionPoint
 from scheduler.framework.status import Code
@@ -103,6 +106,54 @@ class _WithoutCreated(Collector):
                 yield family
 
 
+def _go_float(value: float) -> str:
+    """How prometheus_client renders a bucket bound (``le``)."""
+    rendered: str = floatToGoString(value)  # type: ignore[no-untyped-call]
+    return rendered
+
+
+class BatchHistogram(Collector):
+    """A labelled histogram that takes observations in batches.
+
+    ``scheduler_plugin_execution_duration_seconds`` gets one observation per
+    plugin per node in sampled cycles: thousands per cycle. prometheus_client
+    takes a lock and walks the buckets per observation; this keeps plain
+    bucket counts per label set, bisects, and builds the family on collect.
+    Single-threaded by design (the event loop), like the rest of the engine.
+    """
+
+    def __init__(
+        self, name: str, doc: str, labels: Sequence[str], buckets: Sequence[float]
+    ) -> None:
+        self._name = name
+        self._doc = doc
+        self._labels = tuple(labels)
+        self._bounds = tuple(buckets)
+        self._les = [_go_float(bound) for bound in self._bounds] + ["+Inf"]
+        self._series: dict[tuple[str, ...], list[float]] = {}  # counts..., sum
+
+    def observe(self, labels: tuple[str, ...], value: float) -> None:
+        series = self._series.get(labels)
+        if series is None:
+            series = self._series[labels] = [0.0] * (len(self._bounds) + 2)
+        series[bisect.bisect_left(self._bounds, value)] += 1
+        series[-1] += value
+
+    def describe(self) -> Iterable[Metric]:
+        yield HistogramMetricFamily(self._name, self._doc, labels=self._labels)
+
+    def collect(self) -> Iterable[Metric]:
+        family = HistogramMetricFamily(self._name, self._doc, labels=self._labels)
+        for labels, series in self._series.items():
+            cumulative = 0.0
+            buckets = []
+            for le, count in zip(self._les, series[:-1], strict=True):
+                cumulative += count
+                buckets.append((le, cumulative))
+            family.add_metric(list(labels), buckets, sum_value=series[-1])
+        yield family
+
+
 class SchedulerMetrics:
     """Every ``scheduler_*`` metric, registered on ``registry``, with typed recorders.
 
@@ -175,7 +226,7 @@ class SchedulerMetrics:
             ("extension_point", "status", "profile"),
             exponential_buckets(0.0001, 2, 12),
         )
-        self._plugin_execution_duration = histogram(
+        self._plugin_execution_duration = BatchHistogram(
             "scheduler_plugin_execution_duration_seconds",
             "Duration for running a plugin at a specific extension point.",
             ("plugin", "extension_point", "status"),
@@ -233,17 +284,35 @@ class SchedulerMetrics:
             (),
             exponential_buckets(1, 2, 7),
         )
+        self._leader = gauge(
+            "leader_election_master_status",
+            "Gauge of if the reporting system is master of the relevant lease, "
+            "0 indicates backup, 1 indicates master. 'name' is the string used "
+            "to identify the lease.",
+            ("name",),
+        )
         registry.register(
             _WithoutCreated(
                 [value for value in vars(self).values() if isinstance(value, MetricWrapperBase)]
             )
         )
+        registry.register(self._plugin_execution_duration)
+        # Labelled children by (metric, labels): ``labels()`` costs a lock and
+        # several lookups, too much for per-plugin calls on the hot path.
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
+
+    def _child(self, metric: MetricWrapperBase, *labels: str) -> Any:
+        key = (id(metric), labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
 
     # ------------------------------------------------------------ attempts
     def attempt(self, result: AttemptResult, profile: str, seconds: float) -> None:
         """An attempt ended (upstream ``PodScheduled``, ``PodUnschedulable``...)."""
-        self._schedule_attempts.labels(result.value, profile).inc()
-        self._attempt_duration.labels(result.value, profile).observe(seconds)
+        self._child(self._schedule_attempts, result.value, profile).inc()
+        self._child(self._attempt_duration, result.value, profile).observe(seconds)
 
     def algorithm(self, seconds: float) -> None:
         self._algorithm_duration.observe(seconds)
@@ -261,7 +330,7 @@ class SchedulerMetrics:
 
     # --------------------------------------------------------------- queue
     def incoming(self, queue: str, event: str) -> None:
-        self._incoming_pods.labels(queue, event).inc()
+        self._child(self._incoming_pods, queue, event).inc()
 
     def pending(self, queue: str, count: int) -> None:
         self._pending_pods.labels(queue).set(count)
@@ -270,7 +339,7 @@ class SchedulerMetrics:
         self._unschedulable_pods.labels(plugin, profile).inc(delta)
 
     def hint(self, plugin: str, event: str, hint: str, seconds: float) -> None:
-        self._hint_duration.labels(plugin, event, hint).observe(seconds)
+        self._child(self._hint_duration, plugin, event, hint).observe(seconds)
 
     def inflight_events(self, event: str, delta: int) -> None:
         self._inflight_events.labels(event).inc(delta)
@@ -279,15 +348,23 @@ class SchedulerMetrics:
     def extension_point(
         self, point: ExtensionPoint, status: Code, profile: str, seconds: float
     ) -> None:
-        self._extension_point_duration.labels(point.value, status.label, profile).observe(seconds)
+        self._child(self._extension_point_duration, point.value, status.label, profile).observe(
+            seconds
+        )
 
     def plugin_execution(
         self, plugin: str, point: ExtensionPoint, status: Code, seconds: float
     ) -> None:
-        self._plugin_execution_duration.labels(plugin, point.value, status.label).observe(seconds)
+        self._plugin_execution_duration.observe((plugin, point.value, status.label), seconds)
+
+    def plugin_executions(self, samples: Iterable[tuple[str, ExtensionPoint, Code, float]]) -> None:
+        """Many ``plugin_execution`` observations at once (a sampled cycle's)."""
+        observe = self._plugin_execution_duration.observe
+        for plugin, point, status, seconds in samples:
+            observe((plugin, point.value, status.label), seconds)
 
     def plugin_evaluation(self, plugin: str, point: ExtensionPoint, profile: str) -> None:
-        self._plugin_evaluation.labels(plugin, point.value, profile).inc()
+        self._child(self._plugin_evaluation, plugin, point.value, profile).inc()
 
     def permit_wait(self, status: Code, seconds: float) -> None:
         self._permit_wait_duration.labels(status.label).observe(seconds)
@@ -299,14 +376,18 @@ class SchedulerMetrics:
     def preemption_victims(self, count: int) -> None:
         self._preemption_victims.observe(count)
 
+    def leader_election(self, lease: str, is_leader: Callable[[], bool]) -> None:
+        """``leader_election_master_status{name}``, read from ``is_leader`` on scrape."""
+        self._leader.labels(lease).set_function(lambda: 1.0 if is_leader() else 0.0)
+
     # ------------------------------------------------------ housekeeping
     def cache_size(self, kind: CacheType, count: int) -> None:
         self._cache_size.labels(kind.value).set(count)
 
     def goroutines(self, operation: str, delta: int) -> None:
         """Running tasks doing ``operation`` (an ``Operation`` or an ``ExtensionPoint``)."""
-        self._goroutines.labels(operation).inc(delta)
+        self._child(self._goroutines, operation).inc(delta)
 
     def event_handling(self, event: str, seconds: float) -> None:
         """An informer event handler for ``event`` (a ``ClusterEvent.label``) took ``seconds``."""
-        self._event_handling_duration.labels(event).observe(seconds)
+        self._child(self._event_handling_duration, event).observe(seconds)

@@ -18,7 +18,7 @@ import re
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from plugins.node_resources_fit.fit import CPU, MEMORY
+from scheduler.framework import CPU, MEMORY
 
 MIN_WEIGHT = 1
 MAX_WEIGHT = 100

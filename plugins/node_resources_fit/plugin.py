@@ -26,6 +26,8 @@ from plugins.node_resources_fit.fit import (
 )
 from plugins.node_resources_fit.scoring import build_scorer, pod_score_requests, score_node
 from scheduler.framework import (
+    CPU,
+    MEMORY,
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
@@ -81,6 +83,8 @@ class NodeResourcesFit(
         self._ignored_groups = frozenset(args.ignored_resource_groups)
         self._resources = tuple(spec.name for spec in args.scoring_strategy.resources)
         self._scorer = build_scorer(args.scoring_strategy)
+        # The default resources get a direct path: Score runs per node per cycle.
+        self._cpu_memory_only = self._resources == (CPU, MEMORY)
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [
@@ -156,6 +160,17 @@ class NodeResourcesFit(
             if pre_score is not None
             else pod_score_requests(pod, self._resources)
         )
+        if self._cpu_memory_only:
+            # Same as score_node for (cpu, memory): a resource with no
+            # allocatable is left out of the mean.
+            allocatable = node_info.allocatable
+            used = node_info.non_zero_requested
+            cpu, memory = allocatable.milli_cpu, allocatable.memory
+            requested = (
+                used.milli_cpu + pod_requests[0] if cpu else 0,
+                used.memory + pod_requests[1] if memory else 0,
+            )
+            return self._scorer(requested, (cpu, memory)), None
         return score_node(self._scorer, self._resources, pod_requests, node_info), None
 
 

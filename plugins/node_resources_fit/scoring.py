@@ -26,8 +26,8 @@ from plugins.node_resources_fit.args import (
     ScoringStrategy,
     ScoringStrategyType,
 )
-from plugins.node_resources_fit.fit import CPU, EPHEMERAL_STORAGE, MEMORY, is_scalar_resource_name
-from scheduler.framework import MAX_NODE_SCORE, NodeInfo, Pod
+from plugins.node_resources_fit.fit import is_scalar_resource_name
+from scheduler.framework import CPU, EPHEMERAL_STORAGE, MAX_NODE_SCORE, MEMORY, NodeInfo, Pod
 
 # scorer(requested, allocatable) -> node score, both lists aligned with the
 # configured resources; allocatable 0 marks a resource left out.

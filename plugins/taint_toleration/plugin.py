@@ -97,9 +97,10 @@ class TaintToleration(
         return QueueingHint.QUEUE_SKIP
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        if node_info.node is None:
+        node = node_info.node
+        if node is None:
             return Status.as_error("node not found")
-        if find_untolerated_taint(node_info.node.taints, pod.tolerations) is None:
+        if not node.taints or find_untolerated_taint(node.taints, pod.tolerations) is None:
             return None
         return Status.unresolvable(REASON_UNTOLERATED)
 
@@ -111,11 +112,12 @@ class TaintToleration(
         pre_score = state.get(PRE_SCORE_KEY)
         if pre_score is None:
             return 0, Status.as_error(f"reading {PRE_SCORE_KEY.name!r} from cycle state: not found")
-        if node_info.node is None:
+        node = node_info.node
+        if node is None:
             return 0, Status.as_error("node not found")
-        return count_untolerated_prefer_no_schedule(
-            node_info.node.taints, pre_score.tolerations
-        ), None
+        if not node.taints:
+            return 0, None
+        return count_untolerated_prefer_no_schedule(node.taints, pre_score.tolerations), None
 
     def score_extensions(self) -> ScoreExtensions:
         return self

@@ -65,25 +65,17 @@ class Cache:
 
     # ----------------------------------------------------------------- nodes
     def add_node(self, node: Node) -> None:
+        """A new node, or a new version of a known one (a relist may deliver
+        either as an add)."""
         info = self._touch(node.name)
         became_visible = info.node is None
         info.node = node
-        self._tree.add(node.name, node.labels)
-        if became_visible:
+        moved = self._tree.add(node.name, node.labels)
+        if became_visible or moved:  # the snapshot's node order changes
             self._structure_generation = self._generation
 
     def update_node(self, node: Node) -> None:
-        previous = self._nodes.get(node.name)
-        zone_changed = previous is None or previous.node is None
-        if previous is not None and previous.node is not None:
-            zone_changed = previous.node.labels.get(
-                "topology.kubernetes.io/zone"
-            ) != node.labels.get("topology.kubernetes.io/zone") or previous.node.labels.get(
-                "topology.kubernetes.io/region"
-            ) != node.labels.get("topology.kubernetes.io/region")
         self.add_node(node)
-        if zone_changed:
-            self._structure_generation = self._generation
 
     def remove_node(self, name: str) -> None:
         info = self._nodes.get(name)

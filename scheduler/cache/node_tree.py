@@ -24,13 +24,16 @@ class NodeTree:
         self._zones: dict[str, list[str]] = {}
         self._zone_of: dict[str, str] = {}
 
-    def add(self, name: str, labels: Mapping[str, str]) -> None:
+    def add(self, name: str, labels: Mapping[str, str]) -> bool:
+        """Add the node, or move it to the end of its new zone if its zone
+        changed. Returns whether the order changed."""
         zone = zone_key(labels)
         if self._zone_of.get(name) == zone:
-            return
+            return False
         self.remove(name)
         self._zones.setdefault(zone, []).append(name)
         self._zone_of[name] = zone
+        return True
 
     def remove(self, name: str) -> None:
         zone = self._zone_of.pop(name, None)

@@ -11,6 +11,7 @@ first, not the semantics.
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from collections.abc import Sequence
@@ -22,10 +23,23 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.nodeinfo import NodeInfo
 from scheduler.framework.objects import Pod
 from scheduler.framework.status import Code, Status
-from scheduler.framework.types import Diagnosis, FitError, NodePluginScores, NodeToStatus
+from scheduler.framework.types import Diagnosis, FitError, NodeToStatus, ScoreTable
 from scheduler.runtime.framework import Framework
 
+log = logging.getLogger(__name__)
+
 NO_NODES_AVAILABLE = "no nodes available to schedule pods"
+
+
+class NoNodesAvailableError(FitError):
+    """The snapshot has no node at all (upstream ``ErrNoNodesAvailable``): a
+    rejection without plugins whose message is just ``NO_NODES_AVAILABLE``."""
+
+    def __init__(self, pod: Pod) -> None:
+        super().__init__(pod, 0, Diagnosis(pre_filter_msg=NO_NODES_AVAILABLE))
+
+    def __str__(self) -> str:
+        return NO_NODES_AVAILABLE
 
 
 class SchedulingError(Exception):
@@ -41,7 +55,7 @@ class ScheduleResult:
     suggested_host: str
     evaluated_nodes: int
     feasible_nodes: int
-    scores: list[NodePluginScores] = field(default_factory=list)
+    scores: ScoreTable | None = None
     diagnosis: Diagnosis = field(default_factory=Diagnosis)
 
 
@@ -64,8 +78,7 @@ class Algorithm:
         """Raises FitError (no fit) or SchedulingError (an Error status)."""
         all_nodes = snapshot.node_info_list
         if not all_nodes:
-            diagnosis = Diagnosis(pre_filter_msg=NO_NODES_AVAILABLE)
-            raise FitError(pod, 0, diagnosis)
+            raise NoNodesAvailableError(pod)
         feasible, diagnosis = self._find_nodes_that_fit(
             framework,
             state,
@@ -92,35 +105,35 @@ class Algorithm:
         percentage: int,
     ) -> tuple[list[NodeInfo], Diagnosis]:
         all_nodes = snapshot.node_info_list
-        diagnosis = Diagnosis()
         result, status, narrowing = framework.run_pre_filter(state, pod, all_nodes)
+        # As upstream, the plugins that narrowed the node set count as rejectors:
+        # an event they registered for may widen the set.
+        diagnosis = Diagnosis(unschedulable_plugins=set(narrowing))
         if status is not None and status.code is not Code.SUCCESS:
             if not status.is_rejected():
                 raise SchedulingError(status)
             diagnosis.node_to_status = NodeToStatus(absent=status)
             diagnosis.pre_filter_msg = status.message()
-            if status.plugin:
-                if status.code is Code.PENDING:
-                    diagnosis.pending_plugins.add(status.plugin)
-                else:
-                    diagnosis.unschedulable_plugins.add(status.plugin)
+            _add_plugin_status(diagnosis, status)
             return [], diagnosis
 
         if pod.nominated_node_name:
-            node_info = snapshot.get(pod.nominated_node_name)
-            if node_info is not None and (
-                result is None or result.node_names is None or node_info.name in result.node_names
-            ):
-                nominated_status = framework.run_filter(state, pod, node_info)
-                if nominated_status is None:
-                    return [node_info], diagnosis
-                if nominated_status.is_error():
-                    raise SchedulingError(nominated_status)
+            nominated = self._evaluate_nominated_node(framework, state, pod, snapshot, diagnosis)
+            if nominated is not None:
+                return [nominated], diagnosis
 
         candidates: Sequence[NodeInfo] = all_nodes
         if result is not None and result.node_names is not None:
+            # In snapshot order, so that the rotating start index means the same
+            # thing in every cycle (a set's order is arbitrary).
+            known = snapshot.node_info_map
+            positions = snapshot.positions
             candidates = [
-                snapshot.node_info_map[n] for n in result.node_names if n in snapshot.node_info_map
+                known[name]
+                for name in sorted(
+                    (name for name in result.node_names if name in known),
+                    key=lambda name: positions.get(name, 0),
+                )
             ]
             names = sorted(narrowing)
             diagnosis.node_to_status.absent = Status.unresolvable(
@@ -138,6 +151,35 @@ class Algorithm:
             diagnosis=diagnosis,
         )
         return feasible, diagnosis
+
+    def _evaluate_nominated_node(
+        self,
+        framework: Framework,
+        state: CycleState,
+        pod: Pod,
+        snapshot: Snapshot,
+        diagnosis: Diagnosis,
+    ) -> NodeInfo | None:
+        """The node a preemption freed for this pod, if it fits now. Its
+        rejection is recorded like any node's; an Error only costs the
+        shortcut (upstream logs it and searches all nodes)."""
+        node_info = snapshot.get(pod.nominated_node_name)
+        if node_info is None:
+            return None
+        status = framework.run_filter(state, pod, node_info)
+        if status is None:
+            return node_info
+        if status.is_error():
+            log.warning(
+                "evaluation failed on nominated node %s for pod %s: %s",
+                node_info.name,
+                pod.key,
+                status.message(),
+            )
+            return None
+        diagnosis.node_to_status.statuses[node_info.name] = status
+        _add_plugin_status(diagnosis, status)
+        return None
 
     def _find_nodes_that_pass_filters(
         self,
@@ -157,19 +199,19 @@ class Algorithm:
         if not framework.has_score_plugins():
             to_find = 1
         start = self.next_start_node_index % count
+        statuses = diagnosis.node_to_status.statuses
         if not framework.has_filter_plugins():
             taken = [nodes[(start + i) % count] for i in range(min(to_find, count))]
-            self.next_start_node_index = (start + len(taken)) % num_all_nodes
+            self._advance_start(len(taken) + len(statuses), num_all_nodes)
             return taken
         feasible: list[NodeInfo] = []
-        statuses = diagnosis.node_to_status.statuses
         begun = time.perf_counter()
-        processed = 0
         error: Status | None = None
+        filters = framework.active_filters(state)
+        run_filters = framework.run_filters
         for offset in range(count):
             node_info = nodes[(start + offset) % count]
-            processed += 1
-            status = framework.run_filter(state, pod, node_info)
+            status = run_filters(filters, state, pod, node_info)
             if status is None:
                 feasible.append(node_info)
                 if len(feasible) >= to_find:
@@ -179,23 +221,25 @@ class Algorithm:
                 error = status
                 break
             statuses[node_info.name] = status
-            if status.plugin:
-                if status.code is Code.PENDING:
-                    diagnosis.pending_plugins.add(status.plugin)
-                else:
-                    diagnosis.unschedulable_plugins.add(status.plugin)
+            _add_plugin_status(diagnosis, status)
         framework.observe_filter(error, begun)
-        self.next_start_node_index = (start + processed) % num_all_nodes
+        # Even after an error, so that every node gets its turn (upstream).
+        self._advance_start(len(feasible) + len(statuses), num_all_nodes)
         if error is not None:
             raise SchedulingError(error)
         return feasible
 
+    def _advance_start(self, processed: int, num_all_nodes: int) -> None:
+        """Upstream: the start index moves by the nodes that were evaluated
+        (feasible or with a status), modulo all nodes of the snapshot."""
+        self.next_start_node_index = (self.next_start_node_index + processed) % num_all_nodes
+
     # --------------------------------------------------------------- scoring
     def _prioritize(
         self, framework: Framework, state: CycleState, pod: Pod, nodes: list[NodeInfo]
-    ) -> list[NodePluginScores]:
+    ) -> ScoreTable:
         if not framework.has_score_plugins():
-            return [NodePluginScores(node.name, (), 1) for node in nodes]
+            return ScoreTable([node.name for node in nodes], (), (), [1] * len(nodes))
         status = framework.run_pre_score(state, pod, nodes)
         if status is not None:
             raise SchedulingError(status)
@@ -203,3 +247,13 @@ class Algorithm:
         if status is not None:
             raise SchedulingError(status)
         return scores
+
+
+def _add_plugin_status(diagnosis: Diagnosis, status: Status) -> None:
+    """Record the rejecting plugin: Pending plugins apart, as the queue reads them."""
+    if not status.plugin:
+        return
+    if status.code is Code.PENDING:
+        diagnosis.pending_plugins.add(status.plugin)
+    elif status.is_rejected():
+        diagnosis.unschedulable_plugins.add(status.plugin)

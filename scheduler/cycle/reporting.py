@@ -41,9 +41,10 @@ def scheduled_condition_patch(
 ) -> dict[str, Any] | None:
     """The strategic-merge patch for ``status``, or None if nothing would change.
 
-    ``lastTransitionTime`` moves only when the condition's status flips, as in
-    upstream's ``UpdatePodCondition``. ``nominated_node`` None leaves
-    ``nominatedNodeName`` alone; "" clears it.
+    As upstream's ``UpdatePodCondition``: ``lastTransitionTime`` moves only
+    when the condition's status flips, and the condition is rewritten when its
+    reason, message or observed generation differ. ``nominated_node`` None
+    leaves ``nominatedNodeName`` alone; "" clears it.
     """
     status = pod.raw.get("status") or {}
     current = next(
@@ -68,6 +69,7 @@ def scheduled_condition_patch(
         and current.get("status") == "False"
         and current.get("reason") == reason
         and current.get("message") == message
+        and (current.get("observedGeneration") or 0) == pod.generation
     )
     if not unchanged:
         patch["conditions"] = [condition]
@@ -123,7 +125,7 @@ class StatusWriter:
                 status = getattr(error, "status", None)
                 if status == 404:  # the pod is gone: nothing to report on
                     return
-                if attempt + 1 == self._retries or (status is not None and status < 500):
+                if attempt + 1 == self._retries or not _transient(status):
                     self.failed += 1
                     log.warning("cannot update status of pod %s/%s: %s", namespace, name, error)
                     return
@@ -131,6 +133,11 @@ class StatusWriter:
             else:
                 self.written += 1
                 return
+
+
+def _transient(http_status: int | None) -> bool:
+    """Worth retrying: no answer at all (connection), throttled, or a 5xx."""
+    return http_status is None or http_status == 429 or http_status >= 500
 
 
 def truncate_note(note: str, limit: int = 1024) -> str:

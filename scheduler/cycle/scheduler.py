@@ -527,7 +527,7 @@ class Scheduler:
         )
 
     def _record_success_attempt(self, pod: Pod, cycle: int, result: ScheduleResult) -> None:
-        top = sorted(result.scores, key=lambda s: s.total, reverse=True)[:3]
+        top = result.scores.best(3) if result.scores is not None else []
         self._attempts.record(
             pod.key,
             {

@@ -9,9 +9,8 @@ nodes) are searched fully; otherwise ``percentageOfNodesToScore`` (adaptive
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
 
-from scheduler.framework.types import NodePluginScores
+from scheduler.framework.types import ScoreTable
 
 MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
@@ -28,8 +27,9 @@ def num_feasible_nodes_to_find(num_all_nodes: int, percentage: int | None) -> in
     return max(found, MIN_FEASIBLE_NODES_TO_FIND)
 
 
-def select_host(scores: Sequence[NodePluginScores], rng: random.Random) -> str:
+def select_host(scores: ScoreTable, rng: random.Random) -> str:
     """Uniformly random among the nodes with the highest total score."""
-    best = max(score.total for score in scores)
-    top = [score.name for score in scores if score.total == best]
-    return top[0] if len(top) == 1 else rng.choice(top)
+    totals = scores.totals
+    best = max(totals)
+    top = [index for index, total in enumerate(totals) if total == best]
+    return scores.names[top[0] if len(top) == 1 else rng.choice(top)]

@@ -57,7 +57,14 @@ from scheduler.framework.objects import (
 )
 from scheduler.framework.quantity import QuantityError, parse_quantity, to_milli, to_units
 from scheduler.framework.registry import PluginSpec, Registry, RegistryError
-from scheduler.framework.resource import Resource, pod_requests
+from scheduler.framework.resource import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    PODS,
+    Resource,
+    pod_requests,
+)
 from scheduler.framework.status import Code, Status, is_success, status_code
 from scheduler.framework.types import (
     MAX_NODE_SCORE,
@@ -70,8 +77,12 @@ from scheduler.framework.types import (
 )
 
 __all__ = [
+    "CPU",
+    "EPHEMERAL_STORAGE",
     "MAX_NODE_SCORE",
+    "MEMORY",
     "MIN_NODE_SCORE",
+    "PODS",
     "ActionType",
     "ApiWriter",
     "BindPlugin",

@@ -9,7 +9,7 @@ pods, preemption) without plugins seeing each other's changes.
 
 from __future__ import annotations
 
-from typing import Any, Generic, Protocol, Self, TypeVar, cast
+from typing import Any, Generic, Protocol, Self, TypeVar
 
 
 class StateData(Protocol):
@@ -53,14 +53,15 @@ class CycleState:
         # of a successful scheduling or binding cycle.
         self.pods_to_activate: dict[str, Any] = {}
 
+    # No typing.cast here: these run per node per plugin, and cast is a call.
     def read(self, key: StateKey[T]) -> T:
         try:
-            return cast(T, self._data[key.name])
+            return self._data[key.name]  # type: ignore[no-any-return]
         except KeyError:
             raise StateNotFound(f"{key.name!r} not found in cycle state") from None
 
     def get(self, key: StateKey[T]) -> T | None:
-        return cast("T | None", self._data.get(key.name))
+        return self._data.get(key.name)
 
     def write(self, key: StateKey[T], value: T) -> None:
         self._data[key.name] = value

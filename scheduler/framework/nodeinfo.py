@@ -16,8 +16,10 @@ from scheduler.framework.resource import ZERO, Resource
 
 class NodeInfo:
     __slots__ = (
+        "_node",
+        "allocatable",
         "generation",
-        "node",
+        "name",
         "non_zero_requested",
         "pods",
         "pods_with_affinity",
@@ -26,6 +28,11 @@ class NodeInfo:
     )
 
     def __init__(self, node: Node | None = None, generation: int = 0) -> None:
+        # ``name`` and ``allocatable`` are plain attributes kept in step with
+        # ``node``: they are read per node per plugin on the hot path.
+        self.name = ""
+        self.allocatable: Resource = ZERO
+        self._node: Node | None = None
         self.node = node
         self.pods: dict[str, Pod] = {}
         self.requested: Resource = ZERO
@@ -35,12 +42,14 @@ class NodeInfo:
         self.generation = generation
 
     @property
-    def name(self) -> str:
-        return self.node.name if self.node else ""
+    def node(self) -> Node | None:
+        return self._node
 
-    @property
-    def allocatable(self) -> Resource:
-        return self.node.allocatable if self.node else ZERO
+    @node.setter
+    def node(self, node: Node | None) -> None:
+        self._node = node
+        self.name = node.name if node else ""
+        self.allocatable = node.allocatable if node else ZERO
 
     def add_pod(self, pod: Pod) -> None:
         previous = self.pods.get(pod.uid)

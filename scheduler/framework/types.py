@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import overload
 
 from scheduler.framework.events import ClusterEvent
 from scheduler.framework.objects import Pod
@@ -128,7 +129,12 @@ def reason_histogram(num_all_nodes: int, node_to_status: NodeToStatus) -> str:
 
 
 def fit_error_message(num_all_nodes: int, diagnosis: Diagnosis) -> str:
-    """``0/<N> nodes are available: <prefilter or histogram>. <postfilter>``."""
+    """``0/<N> nodes are available: <prefilter or histogram>. <postfilter>.``
+
+    Each part ends with ". ", as upstream's ``SeparatorFormat`` (" %v.") has
+    it, even the PostFilter message that often ends with a period already.
+    A PreFilter message replaces the histogram: PreFilter gave every node the
+    same status, so the histogram would only repeat it."""
     message = f"0/{num_all_nodes} nodes are available:"
     if diagnosis.pre_filter_msg:
         message += f" {diagnosis.pre_filter_msg}."
@@ -137,7 +143,7 @@ def fit_error_message(num_all_nodes: int, diagnosis: Diagnosis) -> str:
         if histogram:
             message += f" {histogram}."
     if diagnosis.post_filter_msg:
-        message += f" {diagnosis.post_filter_msg}"
+        message += f" {diagnosis.post_filter_msg}."
     return message
 
 
@@ -152,6 +158,48 @@ class NodePluginScores:
     name: str
     scores: tuple[WeightedScore, ...]
     total: int
+
+
+class ScoreTable(Sequence[NodePluginScores]):
+    """Scores of one cycle: per plugin a list of weighted scores, one per node,
+    and the totals. Reads as a sequence of ``NodePluginScores``, built on
+    demand: the cycle needs only the totals, diagnostics only the best few."""
+
+    __slots__ = ("names", "plugins", "totals", "weighted")
+
+    def __init__(
+        self,
+        names: Sequence[str],
+        plugins: Sequence[str],
+        weighted: Sequence[Sequence[int]],
+        totals: Sequence[int],
+    ) -> None:
+        self.names = names
+        self.plugins = plugins
+        self.weighted = weighted
+        self.totals = totals
+
+    @overload
+    def __getitem__(self, index: int) -> NodePluginScores: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[NodePluginScores]: ...
+
+    def __getitem__(self, index: int | slice) -> NodePluginScores | Sequence[NodePluginScores]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        scores = tuple(
+            WeightedScore(plugin, values[index])
+            for plugin, values in zip(self.plugins, self.weighted, strict=True)
+        )
+        return NodePluginScores(self.names[index], scores, self.totals[index])
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def best(self, count: int) -> list[NodePluginScores]:
+        order = sorted(range(len(self)), key=self.totals.__getitem__, reverse=True)
+        return [self[i] for i in order[:count]]
 
 
 Labels = Mapping[str, str]

@@ -42,13 +42,13 @@ from scheduler.framework.types import (
     MAX_NODE_SCORE,
     MAX_PERMIT_TIMEOUT_SECONDS,
     MIN_NODE_SCORE,
-    NodePluginScores,
     NodeScore,
     NodeToStatus,
+    NominatingMode,
     PostFilterResult,
     PreFilterResult,
     QueuedPodInfo,
-    WeightedScore,
+    ScoreTable,
 )
 from scheduler.runtime.waiting import WaitingPodImpl, WaitingPods
 
@@ -58,9 +58,13 @@ class FrameworkMetrics(Protocol):
         self, point: ExtensionPoint, status: Code, profile: str, seconds: float
     ) -> None: ...
 
-    def plugin_execution(
-        self, plugin: str, point: ExtensionPoint, status: Code, seconds: float
-    ) -> None: ...
+    def plugin_executions(self, samples: Sequence[PluginSample]) -> None: ...
+
+    def permit_wait(self, status: Code, seconds: float) -> None: ...
+
+
+# (plugin, extension point, status code, seconds) of one plugin call.
+PluginSample = tuple[str, ExtensionPoint, Code, float]
 
 
 class _NoMetrics:
@@ -69,14 +73,32 @@ class _NoMetrics:
     ) -> None:
         return None
 
-    def plugin_execution(
-        self, plugin: str, point: ExtensionPoint, status: Code, seconds: float
-    ) -> None:
+    def plugin_executions(self, samples: Sequence[PluginSample]) -> None:
+        return None
+
+    def permit_wait(self, status: Code, seconds: float) -> None:
         return None
 
 
 def _code(status: Status | None) -> Code:
     return Code.SUCCESS if status is None else status.code
+
+
+def _nominates(result: PostFilterResult | None) -> bool:
+    """Upstream ``Mode() != ModeNoop``: the result asks to (re)set the nomination."""
+    info = None if result is None else result.nominating_info
+    return info is not None and info.mode != NominatingMode.NOOP
+
+
+_NO_SCORES = ScoreTable((), (), (), ())
+
+
+def _filter_failure(plugin: str, status: Status) -> Status:
+    if status.is_rejected():
+        return status.with_plugin(plugin)
+    return Status.as_error(f'running "{plugin}" filter plugin: {status.message()}').with_plugin(
+        plugin
+    )
 
 
 class Framework:
@@ -92,6 +114,7 @@ class Framework:
     ) -> None:
         self.profile_name = profile_name
         self._metrics: FrameworkMetrics = metrics or _NoMetrics()
+        self._samples: list[PluginSample] = []
         self._waiting = waiting_pods
 
         def at(point: ExtensionPoint) -> list[Plugin]:
@@ -102,6 +125,7 @@ class Framework:
         self.queue_sort = sorts[0] if sorts else None
         self.pre_filter: list[PreFilterPlugin] = at(ExtensionPoint.PRE_FILTER)  # type: ignore[assignment]
         self.filter: list[FilterPlugin] = at(ExtensionPoint.FILTER)  # type: ignore[assignment]
+        self._filters = tuple(self.filter)
         self.post_filter: list[PostFilterPlugin] = at(ExtensionPoint.POST_FILTER)  # type: ignore[assignment]
         self.pre_score: list[PreScorePlugin] = at(ExtensionPoint.PRE_SCORE)  # type: ignore[assignment]
         self.score: list[ScorePlugin] = at(ExtensionPoint.SCORE)  # type: ignore[assignment]
@@ -150,6 +174,9 @@ class Framework:
         self._metrics.extension_point(
             point, _code(status), self.profile_name, time.perf_counter() - started
         )
+        if self._samples:  # one batch per extension point run, not one per call
+            self._metrics.plugin_executions(self._samples)
+            self._samples = []
 
     def _plugin(
         self,
@@ -160,16 +187,18 @@ class Framework:
         started: float,
     ) -> None:
         if state.record_plugin_metrics:
-            self._metrics.plugin_execution(
-                plugin, point, _code(status), time.perf_counter() - started
-            )
+            self._samples.append((plugin, point, _code(status), time.perf_counter() - started))
 
     # ------------------------------------------------------------ PreFilter
     def run_pre_filter(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None, set[str]]:
         """Returns the merged node narrowing, the status, and the plugins that
-        narrowed the node set."""
+        narrowed the node set (empty after an UnschedulableAndUnresolvable from
+        a plugin or an Error: upstream does not report them then).
+
+        Of several Unschedulable plugins the last one is returned; all of them
+        run, so that preemption has their state."""
         started = time.perf_counter()
         result: PreFilterResult | None = None
         narrowing: set[str] = set()
@@ -189,19 +218,18 @@ class Framework:
                 assert status is not None
                 final = status.with_plugin(plugin.name)
                 self._observe(ExtensionPoint.PRE_FILTER, final, started)
-                return None, final, narrowing
-            if code in (Code.UNSCHEDULABLE, Code.PENDING):
+                return None, final, set()
+            if code is Code.UNSCHEDULABLE:
                 assert status is not None
-                if rejection is None:
-                    rejection = status.with_plugin(plugin.name)
+                rejection = status.with_plugin(plugin.name)
                 continue
-            if code is not Code.SUCCESS:
+            if code is not Code.SUCCESS:  # Error, or a code PreFilter may not return
                 assert status is not None
                 final = Status.as_error(
                     f'running PreFilter plugin "{plugin.name}": {status.message()}'
                 ).with_plugin(plugin.name)
                 self._observe(ExtensionPoint.PRE_FILTER, final, started)
-                return None, final, narrowing
+                return None, final, set()
             if plugin_result is not None and not plugin_result.all_nodes():
                 narrowing.add(plugin.name)
                 result = plugin_result if result is None else result.merge(plugin_result)
@@ -224,10 +252,13 @@ class Framework:
         for plugin in self.pre_filter:
             if plugin.name in state.skip_filter_plugins:
                 continue
-            extensions = plugin.pre_filter_extensions()
-            if extensions is None:
-                continue
-            status = extensions.add_pod(state, pod, pod_to_add, node_info)
+            try:
+                extensions = plugin.pre_filter_extensions()
+                if extensions is None:
+                    continue
+                status = extensions.add_pod(state, pod, pod_to_add, node_info)
+            except Exception as error:
+                status = Status.as_error(error)
             if _code(status) is not Code.SUCCESS:
                 assert status is not None
                 return Status.as_error(
@@ -241,10 +272,13 @@ class Framework:
         for plugin in self.pre_filter:
             if plugin.name in state.skip_filter_plugins:
                 continue
-            extensions = plugin.pre_filter_extensions()
-            if extensions is None:
-                continue
-            status = extensions.remove_pod(state, pod, pod_to_remove, node_info)
+            try:
+                extensions = plugin.pre_filter_extensions()
+                if extensions is None:
+                    continue
+                status = extensions.remove_pod(state, pod, pod_to_remove, node_info)
+            except Exception as error:
+                status = Status.as_error(error)
             if _code(status) is not Code.SUCCESS:
                 assert status is not None
                 return Status.as_error(
@@ -256,24 +290,52 @@ class Framework:
     def run_filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         """Stop at the first non-success; non-rejections become Errors.
         (Timed per cycle by the caller, as upstream.)"""
+        return self.run_filters(self.active_filters(state), state, pod, node_info)
+
+    def active_filters(self, state: CycleState) -> tuple[FilterPlugin, ...]:
+        """The Filter plugins this cycle runs (PreFilter may have skipped some).
+        Callers filtering many nodes compute this once per cycle."""
         skip = state.skip_filter_plugins
-        record = state.record_plugin_metrics
-        for plugin in self.filter:
-            if skip and plugin.name in skip:
-                continue
-            begun = time.perf_counter() if record else 0.0
+        if not skip:
+            return self._filters
+        return tuple(plugin for plugin in self._filters if plugin.name not in skip)
+
+    def run_filters(
+        self,
+        plugins: tuple[FilterPlugin, ...],
+        state: CycleState,
+        pod: Pod,
+        node_info: NodeInfo,
+    ) -> Status | None:
+        """``run_filter`` with the cycle's plugin list precomputed: the
+        per-node hot loop of the scheduling cycle."""
+        if state.record_plugin_metrics:
+            return self._run_filters_measured(plugins, state, pod, node_info)
+        for plugin in plugins:
             try:
                 status = plugin.filter(state, pod, node_info)
             except Exception as error:
                 status = Status.as_error(error)
-            if record:
-                self._plugin(state, plugin.name, ExtensionPoint.FILTER, status, begun)
             if status is not None and status.code is not Code.SUCCESS:
-                if status.is_rejected():
-                    return status.with_plugin(plugin.name)
-                return Status.as_error(
-                    f'running "{plugin.name}" filter plugin: {status.message()}'
-                ).with_plugin(plugin.name)
+                return _filter_failure(plugin.name, status)
+        return None
+
+    def _run_filters_measured(
+        self,
+        plugins: tuple[FilterPlugin, ...],
+        state: CycleState,
+        pod: Pod,
+        node_info: NodeInfo,
+    ) -> Status | None:
+        for plugin in plugins:
+            begun = time.perf_counter()
+            try:
+                status = plugin.filter(state, pod, node_info)
+            except Exception as error:
+                status = Status.as_error(error)
+            self._plugin(state, plugin.name, ExtensionPoint.FILTER, status, begun)
+            if status is not None and status.code is not Code.SUCCESS:
+                return _filter_failure(plugin.name, status)
         return None
 
     def observe_filter(self, status: Status | None, started: float) -> None:
@@ -304,15 +366,13 @@ class Framework:
                 final = status.with_plugin(plugin.name)
                 self._observe(ExtensionPoint.POST_FILTER, final, started)
                 return plugin_result, final
-            if not status.is_rejected():
-                final = Status.as_error(
-                    f'running PostFilter plugin "{plugin.name}": {status.message()}'
-                ).with_plugin(plugin.name)
+            if not status.is_rejected():  # upstream passes the plugin's error on unwrapped
+                final = Status.as_error(status.message()).with_plugin(plugin.name)
                 self._observe(ExtensionPoint.POST_FILTER, final, started)
                 return None, final
             reasons.extend(status.reasons)
             first_rejector = first_rejector or plugin.name
-            if plugin_result is not None and plugin_result.nominating_info is not None:
+            if _nominates(plugin_result):  # the last meaningful (non-Noop) result wins
                 result = plugin_result
         final = Status.unschedulable(*reasons).with_plugin(first_rejector)
         self._observe(ExtensionPoint.POST_FILTER, final, started)
@@ -345,60 +405,79 @@ class Framework:
 
     def run_score(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
-    ) -> tuple[list[NodePluginScores], Status | None]:
+    ) -> tuple[ScoreTable, Status | None]:
+        """Score every node with every plugin not skipped by PreScore, normalize,
+        check the 0..100 range, weigh and total (upstream ``RunScorePlugins``)."""
         started = time.perf_counter()
-        plugins = [p for p in self.score if p.name not in state.skip_score_plugins]
-        per_plugin: list[list[NodeScore]] = []
+        skip = state.skip_score_plugins
+        plugins = [p for p in self.score if p.name not in skip] if skip else self.score
+        count = len(nodes)
+        totals = [0] * count
+        weighted: list[list[int]] = []
         for plugin in plugins:
-            begun = time.perf_counter()
-            scores: list[NodeScore] = []
-            for node_info in nodes:
-                try:
-                    value, status = plugin.score(state, pod, node_info)
-                except Exception as error:
-                    value, status = 0, Status.as_error(error)
-                if status is not None and status.code is not Code.SUCCESS:
-                    final = Status.as_error(
-                        f'running Score plugin "{plugin.name}": {status.message()}'
-                    ).with_plugin(plugin.name)
-                    self._observe(ExtensionPoint.SCORE, final, started)
-                    return [], final
-                scores.append(NodeScore(node_info.name, value))
-            self._plugin(state, plugin.name, ExtensionPoint.SCORE, None, begun)
-            extensions = plugin.score_extensions()
-            if extensions is not None:
-                begun = time.perf_counter()
-                try:
-                    status = extensions.normalize_score(state, pod, scores)
-                except Exception as error:
-                    status = Status.as_error(error)
-                self._plugin(state, plugin.name, ExtensionPoint.NORMALIZE_SCORE, status, begun)
-                if status is not None and status.code is not Code.SUCCESS:
-                    final = Status.as_error(
-                        f'running Normalize on Score plugin "{plugin.name}": {status.message()}'
-                    ).with_plugin(plugin.name)
-                    self._observe(ExtensionPoint.SCORE, final, started)
-                    return [], final
-            per_plugin.append(scores)
-        result: list[NodePluginScores] = []
-        for index, node_info in enumerate(nodes):
-            weighted: list[WeightedScore] = []
-            total = 0
-            for plugin, scores in zip(plugins, per_plugin, strict=True):
-                value = scores[index].score
-                if not MIN_NODE_SCORE <= value <= MAX_NODE_SCORE:
-                    final = Status.as_error(
-                        f'plugin "{plugin.name}" returns an invalid score {value}, it should '
-                        f"in the range of [{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
-                    )
-                    self._observe(ExtensionPoint.SCORE, final, started)
-                    return [], final
-                value *= self.weights[plugin.name]
-                weighted.append(WeightedScore(plugin.name, value))
-                total += value
-            result.append(NodePluginScores(node_info.name, tuple(weighted), total))
+            values, status = self._score_one(state, plugin, pod, nodes)
+            if status is not None:
+                self._observe(ExtensionPoint.SCORE, status, started)
+                return _NO_SCORES, status
+            if values and (min(values) < MIN_NODE_SCORE or max(values) > MAX_NODE_SCORE):
+                bad = next(v for v in values if not MIN_NODE_SCORE <= v <= MAX_NODE_SCORE)
+                final = Status.as_error(
+                    f'applying score defaultWeights on Score plugins: plugin "{plugin.name}" '
+                    f"returns an invalid score {bad}, it should in the range of "
+                    f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+                )
+                self._observe(ExtensionPoint.SCORE, final, started)
+                return _NO_SCORES, final
+            weight = self.weights[plugin.name]
+            if weight != 1:
+                values = [value * weight for value in values]
+            totals = [total + value for total, value in zip(totals, values, strict=True)]
+            weighted.append(values)
+        result = ScoreTable(
+            [node_info.name for node_info in nodes],
+            [plugin.name for plugin in plugins],
+            weighted,
+            totals,
+        )
         self._observe(ExtensionPoint.SCORE, None, started)
         return result, None
+
+    def _score_one(
+        self, state: CycleState, plugin: ScorePlugin, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[list[int], Status | None]:
+        """One plugin's (normalized) scores for every node, or an Error status."""
+        begun = time.perf_counter()
+        score = plugin.score
+        values: list[int] = []
+        append = values.append
+        for node_info in nodes:
+            try:
+                value, status = score(state, pod, node_info)
+            except Exception as error:
+                value, status = 0, Status.as_error(error)
+            if status is not None and status.code is not Code.SUCCESS:
+                return [], Status.as_error(
+                    f'running Score plugins: plugin "{plugin.name}" failed with: {status.message()}'
+                )
+            append(value)
+        self._plugin(state, plugin.name, ExtensionPoint.SCORE, None, begun)
+        begun = time.perf_counter()
+        node_scores = []
+        try:
+            extensions = plugin.score_extensions()
+            if extensions is None:
+                return values, None
+            node_scores = [NodeScore(n.name, v) for n, v in zip(nodes, values, strict=True)]
+            status = extensions.normalize_score(state, pod, node_scores)
+        except Exception as error:
+            status = Status.as_error(error)
+        self._plugin(state, plugin.name, ExtensionPoint.NORMALIZE_SCORE, status, begun)
+        if status is not None and status.code is not Code.SUCCESS:
+            return [], Status.as_error(
+                f'running Normalize on Score plugins: plugin "{plugin.name}" failed with: '
+                f"{status.message()}"
+            )
+        return [node_score.score for node_score in node_scores], None
 
     # -------------------------------------------------------------- Reserve
     def run_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
@@ -466,7 +545,9 @@ class Framework:
             return final
         if timeouts:
             self._waiting.add(WaitingPodImpl(pod, timeouts))
-            final = Status.wait()
+            final = Status.wait(
+                f'one or more plugins asked to wait and no plugin rejected pod "{pod.name}"'
+            )
             self._observe(ExtensionPoint.PERMIT, final, started)
             return final
         self._observe(ExtensionPoint.PERMIT, None, started)
@@ -476,32 +557,54 @@ class Framework:
         waiting = self._waiting.get(pod.uid)
         if waiting is None:
             return None
+        started = time.perf_counter()
         try:
             status = await waiting.wait()
         finally:
             self._waiting.remove(pod.uid)
-        return None if status.is_success() else status
+        self._metrics.permit_wait(status.code, time.perf_counter() - started)
+        if status.is_success():
+            return None
+        if status.is_rejected():
+            return status
+        return Status.as_error(f"waiting on permit for pod: {status.message()}").with_plugin(
+            status.plugin
+        )
 
     # ----------------------------------------------------------- PreBind...
     def run_pre_bind_pre_flights(self, state: CycleState, pod: Pod, node_name: str) -> Status:
         """Success if some PreBind plugin will do work, Skip if none will."""
+        started = time.perf_counter()
         any_work = False
+        final: Status | None = None
         for plugin in self.pre_bind:
+            begun = time.perf_counter()
             try:
                 status = plugin.pre_bind_pre_flight(state, pod, node_name)
             except Exception as error:
                 status = Status.as_error(error)
+            self._plugin(state, plugin.name, ExtensionPoint.PRE_BIND_PRE_FLIGHT, status, begun)
             code = _code(status)
             if code is Code.SKIP:
                 state.skip_pre_bind_plugins.add(plugin.name)
             elif code is Code.SUCCESS:
                 any_work = True
-            else:
+            elif code is Code.ERROR:
                 assert status is not None
-                return Status.as_error(
+                final = Status.as_error(
                     f'running PreBindPreFlight "{plugin.name}": {status.message()}'
-                ).with_plugin(plugin.name)
-        return Status.success() if any_work else Status.skip()
+                )
+                break
+            else:
+                final = Status.as_error(
+                    f'PreBindPreFlight {plugin.name} returned "{code.label}", which is '
+                    "unsupported. It is supposed to return Success, Skip, or Error status"
+                )
+                break
+        if final is None:
+            final = Status.success() if any_work else Status.skip()
+        self._observe(ExtensionPoint.PRE_BIND_PRE_FLIGHT, final, started)
+        return final
 
     async def run_pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         started = time.perf_counter()
@@ -542,6 +645,8 @@ class Framework:
                 continue
             if code is Code.SUCCESS:
                 final = Status.success()
+            elif status is not None and status.is_rejected():
+                final = status.with_plugin(plugin.name)
             else:
                 assert status is not None
                 final = Status.as_error(

@@ -63,6 +63,24 @@ class NodeBuilder:
         self._obj["metadata"]["resourceVersion"] = version
         return self
 
+    def zone(self, zone: str, region: str = "") -> Self:
+        """The topology labels the snapshot's zone round-robin reads."""
+        self.label("topology.kubernetes.io/zone", zone)
+        if region:
+            self.label("topology.kubernetes.io/region", region)
+        return self
+
+    def annotation(self, key: str, value: str) -> Self:
+        self._obj["metadata"].setdefault("annotations", {})[key] = value
+        return self
+
+    def condition(self, type_: str, status: str) -> Self:
+        """Set (or replace) a node condition such as Ready=False."""
+        conditions = self._obj["status"].setdefault("conditions", [])
+        conditions[:] = [c for c in conditions if c.get("type") != type_]
+        conditions.append({"type": type_, "status": status})
+        return self
+
     def obj(self) -> Obj:
         return copy.deepcopy(self._obj)
 
@@ -168,6 +186,42 @@ class PodBuilder:
 
     def resource_version(self, version: str) -> Self:
         self._obj["metadata"]["resourceVersion"] = version
+        return self
+
+    def phase(self, phase: str) -> Self:
+        """``Running``, or a terminal ``Succeeded``/``Failed``."""
+        self._obj.setdefault("status", {})["phase"] = phase
+        return self
+
+    def generation(self, generation: int) -> Self:
+        self._obj["metadata"]["generation"] = generation
+        return self
+
+    def deleting(self, timestamp: str = "2024-01-01T00:00:00Z") -> Self:
+        self._obj["metadata"]["deletionTimestamp"] = timestamp
+        return self
+
+    def condition(
+        self,
+        type_: str,
+        status: str,
+        *,
+        reason: str = "",
+        message: str = "",
+        last_transition: str = "",
+        observed_generation: int | None = None,
+    ) -> Self:
+        """A status condition such as ``PodScheduled=False``."""
+        condition: Obj = {"type": type_, "status": status}
+        if reason:
+            condition["reason"] = reason
+        if message:
+            condition["message"] = message
+        if last_transition:
+            condition["lastTransitionTime"] = last_transition
+        if observed_generation is not None:
+            condition["observedGeneration"] = observed_generation
+        self._obj.setdefault("status", {}).setdefault("conditions", []).append(condition)
         return self
 
     def required_pod_affinity(self, topology_key: str, **match_labels: str) -> Self:

@@ -182,6 +182,12 @@ SPECS = [
         lambda m: m.preemption_victims(2),
         exp(1, 2, 7),
     ),
+    spec(
+        "leader_election_master_status",
+        "gauge",
+        ("name",),
+        lambda m: m.leader_election("pyscheduler", lambda: True),
+    ),
 ]
 METRICS = [pytest.param(s, id=s.name) for s in SPECS]
 
