@@ -6,6 +6,8 @@ node). Only a node appearing or changing can help, hence Node Add|Update.
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 from scheduler.framework import (
     ActionType,
     ClusterEvent,
@@ -17,6 +19,7 @@ from scheduler.framework import (
     Handle,
     NodeInfo,
     Pod,
+    SignPlugin,
     Status,
 )
 
@@ -24,8 +27,12 @@ NAME = "NodeName"
 REASON = "node(s) didn't match the requested node name"
 
 
-class NodeName(FilterPlugin, EnqueueExtensions):
+class NodeName(FilterPlugin, SignPlugin, EnqueueExtensions):
     name = NAME
+
+    def sign_pod(self, pod: Pod) -> Hashable:
+        """Node-local: the result for a node depends only on this part of the pod."""
+        return pod.node_name
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [

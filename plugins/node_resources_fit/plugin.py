@@ -14,7 +14,7 @@ change concerns a resource the pod asks for.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 from plugins.node_resources_fit.args import NodeResourcesFitArgs
@@ -45,6 +45,7 @@ from scheduler.framework import (
     QueueingHint,
     Resource,
     ScorePlugin,
+    SignPlugin,
     StateKey,
     Status,
 )
@@ -74,7 +75,7 @@ PRE_SCORE_KEY: StateKey[PreScoreState] = StateKey(f"PreScore{NAME}")
 
 
 class NodeResourcesFit(
-    PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, EnqueueExtensions
+    PreFilterPlugin, FilterPlugin, PreScorePlugin, ScorePlugin, SignPlugin, EnqueueExtensions
 ):
     name = NAME
 
@@ -85,6 +86,10 @@ class NodeResourcesFit(
         self._scorer = build_scorer(args.scoring_strategy)
         # The default resources get a direct path: Score runs per node per cycle.
         self._cpu_memory_only = self._resources == (CPU, MEMORY)
+
+    def sign_pod(self, pod: Pod) -> Hashable:
+        """Node-local: the result for a node depends only on this part of the pod."""
+        return (pod.requests.key(), pod.non_zero_requests.key())
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [

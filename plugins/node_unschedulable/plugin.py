@@ -8,6 +8,8 @@ gain that toleration (tolerations can be added to a pod, never removed).
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
 from scheduler.framework import (
     ActionType,
     ClusterEvent,
@@ -21,6 +23,7 @@ from scheduler.framework import (
     NodeInfo,
     Pod,
     QueueingHint,
+    SignPlugin,
     Status,
     Taint,
 )
@@ -34,8 +37,12 @@ EFFECT_NO_SCHEDULE = "NoSchedule"
 _UNSCHEDULABLE_TAINT = Taint(key=TAINT_NODE_UNSCHEDULABLE, value="", effect=EFFECT_NO_SCHEDULE)
 
 
-class NodeUnschedulable(FilterPlugin, EnqueueExtensions):
+class NodeUnschedulable(FilterPlugin, SignPlugin, EnqueueExtensions):
     name = NAME
+
+    def sign_pod(self, pod: Pod) -> Hashable:
+        """Node-local: the result for a node depends only on this part of the pod."""
+        return pod.tolerations
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
 from scheduler.framework import (
@@ -33,6 +33,7 @@ from scheduler.framework import (
     QueueingHint,
     ScoreExtensions,
     ScorePlugin,
+    SignPlugin,
     StateKey,
     Status,
     Taint,
@@ -60,9 +61,13 @@ PRE_SCORE_KEY: StateKey[PreScoreState] = StateKey(f"PreScore{NAME}")
 
 
 class TaintToleration(
-    FilterPlugin, PreScorePlugin, ScorePlugin, ScoreExtensions, EnqueueExtensions
+    FilterPlugin, PreScorePlugin, ScorePlugin, ScoreExtensions, SignPlugin, EnqueueExtensions
 ):
     name = NAME
+
+    def sign_pod(self, pod: Pod) -> Hashable:
+        """Node-local: the result for a node depends only on this part of the pod."""
+        return pod.tolerations
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [

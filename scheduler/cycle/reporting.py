@@ -138,10 +138,3 @@ class StatusWriter:
 def _transient(http_status: int | None) -> bool:
     """Worth retrying: no answer at all (connection), throttled, or a 5xx."""
     return http_status is None or http_status == 429 or http_status >= 500
-
-
-def truncate_note(note: str, limit: int = 1024) -> str:
-    encoded = note.encode()
-    if len(encoded) <= limit:
-        return note
-    return encoded[: limit - 4].decode(errors="ignore") + " ..."

@@ -113,6 +113,7 @@ class _Binding:
     host: str
     started: float
     cycle: int
+    finished: bool = False  # set once a terminal path (bound, failed) ran
 
 
 class Scheduler:
@@ -148,7 +149,9 @@ class Scheduler:
         self._algorithm = Algorithm(self._rng, percentage_of_nodes_to_score)
         self._snapshot = snapshot if snapshot is not None else Snapshot()
         self._slots = asyncio.Semaphore(max_binding)
-        self._binding_tasks: set[asyncio.Task[None]] = set()
+        self._binding_tasks: dict[asyncio.Task[None], _Binding] = {}
+        # The cycle in progress, so that a crash can undo its assume and Reserve.
+        self._current: _Binding | None = None
         self._stopping = False
 
     # ------------------------------------------------------------------ loop
@@ -173,7 +176,11 @@ class Scheduler:
                     self._slots.release()
 
     def _recover(self, pinfo: QueuedPodInfo) -> None:
-        """After a crashed cycle: undo a half-done assume and requeue with backoff."""
+        """After a crashed cycle: undo Reserve and the assume, requeue with backoff."""
+        current, self._current = self._current, None
+        if current is not None and current.pinfo is pinfo:
+            current.framework.reject_waiting(current.assumed.uid, "scheduling cycle aborted")
+            current.framework.run_unreserve(current.state, current.assumed, current.host)
         stored = self._cache.get_pod(pinfo.pod.uid)
         if stored is not None and self._cache.is_assumed(stored.uid):
             self._forget(stored)
@@ -213,7 +220,19 @@ class Scheduler:
         if framework is None:
             self._queue.done(pod.uid)
             return False
-        if pod.deleting or self._cache.is_assumed(pod.uid):
+        if pod.deleting:
+            recorder = self._recorders.get(framework.profile_name)
+            if recorder is not None:
+                recorder.event(
+                    pod.raw,
+                    TYPE_WARNING,
+                    EVENT_FAILED_SCHEDULING,
+                    ACTION_SCHEDULING,
+                    f"skip schedule deleting pod: {pod.namespace}/{pod.name}",
+                )
+            self._queue.done(pod.uid)
+            return False
+        if self._cache.is_assumed(pod.uid):
             self._queue.done(pod.uid)
             return False
         cycle = self._queue.scheduling_cycle
@@ -237,11 +256,14 @@ class Scheduler:
         except CacheError as error:
             self._fail(framework, pinfo, None, Status.as_error(error), cycle=cycle, started=started)
             return False
+        binding = _Binding(framework, state, pinfo, assumed, host, started, cycle)
+        self._current = binding
 
         status = framework.run_reserve(state, assumed, host)
         if status is not None:
             framework.run_unreserve(state, assumed, host)
             self._forget(assumed)
+            self._current = None
             self._fail(
                 framework,
                 pinfo,
@@ -256,6 +278,7 @@ class Scheduler:
         if status is not None and not status.is_wait():
             framework.run_unreserve(state, assumed, host)
             self._forget(assumed)
+            self._current = None
             self._fail(
                 framework,
                 pinfo,
@@ -268,11 +291,11 @@ class Scheduler:
 
         self._activate(state)
         self._record_success_attempt(pod, cycle, result)
-        binding = _Binding(framework, state, pinfo, assumed, host, started, cycle)
         task = asyncio.get_running_loop().create_task(
             self._binding_cycle(binding), name=f"bind {pod.key}"
         )
-        self._binding_tasks.add(task)
+        self._binding_tasks[task] = binding
+        self._current = None
         self._metrics.goroutines("binding", 1)
         task.add_done_callback(self._binding_done)
         return True
@@ -311,11 +334,11 @@ class Scheduler:
         return None
 
     def _binding_done(self, task: asyncio.Task[None]) -> None:
-        self._binding_tasks.discard(task)
+        binding = self._binding_tasks.pop(task)
         self._metrics.goroutines("binding", -1)
         self._slots.release()
-        if not task.cancelled() and task.exception() is not None:
-            log.error("binding task %s crashed", task.get_name(), exc_info=task.exception())
+        if not binding.finished:
+            self._roll_back(binding, requeue=not task.cancelled())
 
     def _post_filter(
         self, framework: Framework, state: CycleState, pod: Pod, fit_error: FitError
@@ -325,11 +348,11 @@ class Scheduler:
         result, status = framework.run_post_filter(state, pod, fit_error.diagnosis.node_to_status)
         if status.is_error():
             log.warning("PostFilter failed for %s: %s", pod.key, status.message())
-        elif status.message():
+        if status.message():
             fit_error.diagnosis.post_filter_msg = status.message()
         if result is not None and result.nominating_info is not None:
             return result.nominating_info
-        return NominatingInfo(mode=NominatingMode.OVERRIDE)
+        return NominatingInfo(mode=NominatingMode.NOOP)
 
     @staticmethod
     def _single_node_fit_error(pod: Pod, host: str, status: Status) -> FitError | None:
@@ -361,6 +384,14 @@ class Scheduler:
 
     # --------------------------------------------------------- binding cycle
     async def _binding_cycle(self, binding: _Binding) -> None:
+        """Runs the binding steps; a cancellation or an unexpected exception is
+        rolled back by ``_binding_done`` (the binding is not ``finished``)."""
+        try:
+            await self._bind_steps(binding)
+        except Exception:
+            log.exception("binding cycle for %s crashed", binding.assumed.key)
+
+    async def _bind_steps(self, binding: _Binding) -> None:
         framework, state, assumed, host = (
             binding.framework,
             binding.state,
@@ -368,35 +399,45 @@ class Scheduler:
             binding.host,
         )
         pod = binding.pinfo.pod
-        try:
-            status = await framework.wait_on_permit(assumed)
-            if status is not None:
-                self._binding_failed(
-                    binding, self._single_node_fit_error(pod, host, status), status
-                )
-                return
-            self._queue.done(pod.uid)
-            status = await framework.run_pre_bind(state, assumed, host)
-            if status is not None:
-                self._binding_failed(
-                    binding, self._single_node_fit_error(pod, host, status), status
-                )
-                return
-            status = await framework.run_bind(state, assumed, host)
-            if not status.is_success():
-                if status.is_skip():
-                    status = Status.as_error("no bind plugin bound the pod")
-                self._binding_failed(binding, None, status)
-                return
-        except asyncio.CancelledError:
-            # Shutdown: roll back so that no pod stays assumed but unbound.
-            framework.run_unreserve(state, assumed, host)
-            self._forget(assumed)
-            self._queue.done(pod.uid)
-            raise
+        status = await framework.wait_on_permit(assumed)
+        if status is not None:
+            self._binding_failed(binding, self._single_node_fit_error(pod, host, status), status)
+            return
+        self._queue.done(pod.uid)
+        status = await framework.run_pre_bind(state, assumed, host)
+        if status is not None:
+            self._binding_failed(binding, self._single_node_fit_error(pod, host, status), status)
+            return
+        bound = await framework.run_bind(state, assumed, host)
+        if not bound.is_success():
+            if bound.is_skip():
+                bound = Status.as_error("no bind plugin bound the pod")
+            self._binding_failed(binding, None, bound)
+            return
         self._bound(binding)
 
+    def _roll_back(self, binding: _Binding, *, requeue: bool) -> None:
+        """Undo an unfinished binding cycle (shutdown or a crash)."""
+        binding.finished = True
+        framework, state, assumed = binding.framework, binding.state, binding.assumed
+        framework.reject_waiting(assumed.uid, "binding cycle aborted")
+        framework.run_unreserve(state, assumed, binding.host)
+        self._forget(assumed)
+        if requeue:
+            status = Status.as_error("binding cycle failed unexpectedly")
+            self._fail(
+                framework,
+                binding.pinfo,
+                None,
+                status,
+                cycle=binding.cycle,
+                started=binding.started,
+            )
+        else:
+            self._queue.done(assumed.uid)
+
     def _bound(self, binding: _Binding) -> None:
+        binding.finished = True
         framework, pinfo, host = binding.framework, binding.pinfo, binding.host
         pod = pinfo.pod
         now = self._clock.now()
@@ -421,6 +462,7 @@ class Scheduler:
     def _binding_failed(
         self, binding: _Binding, fit_error: FitError | None, status: Status
     ) -> None:
+        binding.finished = True
         framework, state, assumed, host = (
             binding.framework,
             binding.state,
@@ -428,16 +470,11 @@ class Scheduler:
             binding.host,
         )
         framework.run_unreserve(state, assumed, host)
-        if self._forget(assumed):
+        forgotten = self._forget(assumed)
+        rejected = status.is_rejected()
+        if forgotten and not rejected:
             # The assumed pod's resources are free again: that may help others.
-            uid = assumed.uid
-            exclude_self = status.is_rejected()
-            self._queue.move_all_to_active_or_backoff(
-                ASSIGNED_POD_DELETE,
-                assumed,
-                None,
-                (lambda pod: pod.uid != uid) if exclude_self else None,
-            )
+            self._queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, assumed, None)
         self._fail(
             framework,
             binding.pinfo,
@@ -446,6 +483,13 @@ class Scheduler:
             cycle=binding.cycle,
             started=binding.started,
         )
+        if forgotten and rejected:
+            # As upstream: after requeueing the rejected pod itself, so that the
+            # event is not replayed to it as an in-flight event.
+            uid = assumed.uid
+            self._queue.move_all_to_active_or_backoff(
+                ASSIGNED_POD_DELETE, assumed, None, lambda pod: pod.uid != uid
+            )
 
     # --------------------------------------------------------------- failure
     def _fail(

@@ -44,6 +44,7 @@ from scheduler.framework.interfaces import (
     ReservePlugin,
     ScoreExtensions,
     ScorePlugin,
+    SignPlugin,
 )
 from scheduler.framework.nodeinfo import NodeInfo
 from scheduler.framework.objects import (
@@ -129,6 +130,7 @@ __all__ = [
     "Resource",
     "ScoreExtensions",
     "ScorePlugin",
+    "SignPlugin",
     "SnapshotLister",
     "StateData",
     "StateKey",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import abc
 import enum
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from scheduler.framework.cycle_state import CycleState
@@ -75,6 +75,20 @@ class EnqueueExtensions(abc.ABC):
 
     @abc.abstractmethod
     def events_to_register(self) -> list[ClusterEventWithHint]: ...
+
+
+class SignPlugin(abc.ABC):
+    """Optional, for Filter and Score plugins whose result for a node depends
+    only on part of the pod and on that node's NodeInfo ("node-local").
+
+    ``sign_pod`` returns a hashable fragment that captures everything of the
+    pod the plugin's PreFilter/Filter/PreScore/Score read, or None when this
+    pod cannot be signed. Equal fragments promise equal results on an
+    unchanged node, which lets the framework reuse them across cycles.
+    """
+
+    @abc.abstractmethod
+    def sign_pod(self, pod: Pod) -> Hashable | None: ...
 
 
 class PreFilterExtensions(abc.ABC):

@@ -118,6 +118,16 @@ class Resource:
             _merge(self.scalar, other.scalar, max),
         )
 
+    def key(self) -> tuple[int, int, int, int, tuple[tuple[str, int], ...]]:
+        """A hashable value equal for equal vectors (``scalar`` is a dict)."""
+        return (
+            self.milli_cpu,
+            self.memory,
+            self.ephemeral_storage,
+            self.allowed_pods,
+            tuple(sorted(self.scalar.items())),
+        )
+
     def is_zero(self) -> bool:
         return not (
             self.milli_cpu

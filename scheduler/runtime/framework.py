@@ -553,6 +553,13 @@ class Framework:
         self._observe(ExtensionPoint.PERMIT, None, started)
         return None
 
+    def reject_waiting(self, uid: str, message: str) -> None:
+        """Reject the pod if it waits at Permit (it is being rolled back)."""
+        waiting = self._waiting.get(uid)
+        if waiting is not None:
+            waiting.reject("", message)
+            self._waiting.remove(uid)
+
     async def wait_on_permit(self, pod: Pod) -> Status | None:
         waiting = self._waiting.get(pod.uid)
         if waiting is None:

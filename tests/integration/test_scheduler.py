@@ -176,11 +176,11 @@ async def test_deleted_pending_pod_leaves_the_queue(
         await core.create_namespaced_pod(namespace, pod.obj())
         key = f"{namespace}/doomed"
 
-        async def queued() -> str | None:
+        async def parked() -> bool:
             found = app.queue.get(key)
-            return found[0] if found else None
+            return found is not None and found[0] == "unschedulable"
 
-        assert await eventually(queued, what="pod waiting in the queue") == "unschedulable"
+        await eventually(parked, what="pod parked as unschedulable")
         await core.delete_namespaced_pod("doomed", namespace, grace_period_seconds=0)
 
         async def gone() -> bool:

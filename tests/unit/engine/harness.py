@@ -1,0 +1,199 @@
+"""A Scheduler wired to fakes: a queue that records, a recorder, a status
+writer that keeps what it is given, metrics and a fake clock; the cache and
+the framework are real."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from scheduler.cache import Cache
+from scheduler.cycle.reporting import StatusWriter
+from scheduler.cycle.scheduler import Scheduler
+from scheduler.framework import ClusterEvent, Pod, QueuedPodInfo
+from scheduler.metrics import AttemptResult
+from scheduler.runtime.framework import Framework
+from tests.support.clock import FakeClock
+from tests.unit.engine.objects import node
+from tests.unit.engine.plugins import PROFILE
+
+
+@dataclass(frozen=True)
+class Requeued:
+    key: str
+    unschedulable: frozenset[str]
+    pending: frozenset[str]
+
+
+@dataclass
+class FakeQueue:
+    """Hands out ``pods`` in order, then None (closed); records every call."""
+
+    pods: list[QueuedPodInfo] = field(default_factory=list)
+    cycle: int = 0
+    finished: list[str] = field(default_factory=list)  # UIDs passed to ``done``
+    requeued: list[Requeued] = field(default_factory=list)
+    activated: list[Any] = field(default_factory=list)
+    moves: list[tuple[ClusterEvent, Callable[[Pod], bool] | None]] = field(default_factory=list)
+    journal: list[str] = field(default_factory=list)  # requeues and moves, in order
+
+    @property
+    def scheduling_cycle(self) -> int:
+        return self.cycle
+
+    async def pop(self) -> QueuedPodInfo | None:
+        if not self.pods:
+            return None
+        self.cycle += 1
+        pinfo = self.pods.pop(0)
+        pinfo.attempts += 1
+        return pinfo
+
+    def done(self, uid: str) -> None:
+        self.finished.append(uid)
+
+    def add_unschedulable_if_not_present(
+        self, pinfo: QueuedPodInfo, pod_scheduling_cycle: int
+    ) -> None:
+        self.journal.append(f"requeue {pinfo.pod.key}")
+        self.requeued.append(
+            Requeued(
+                pinfo.pod.key,
+                frozenset(pinfo.unschedulable_plugins),
+                frozenset(pinfo.pending_plugins),
+            )
+        )
+        self.done(pinfo.pod.uid)  # as the real queue does
+
+    def activate(self, pods: Any) -> None:
+        self.activated.extend(pods)
+
+    def move_all_to_active_or_backoff(
+        self,
+        event: Any,
+        old: object,
+        new: object,
+        pre_check: Callable[[Pod], bool] | None = None,
+    ) -> None:
+        self.journal.append(f"move {event.label}")
+        self.moves.append((event, pre_check))
+
+
+@dataclass(frozen=True)
+class Event:
+    type_: str
+    reason: str
+    action: str
+    note: str
+
+
+@dataclass
+class FakeRecorder:
+    events: list[Event] = field(default_factory=list)
+
+    def event(
+        self, regarding: Mapping[str, Any], type_: str, reason: str, action: str, note: str
+    ) -> None:
+        self.events.append(Event(type_, reason, action, note))
+
+
+class KeptStatusWriter(StatusWriter):
+    """Keeps submitted patches instead of writing them."""
+
+    def __init__(self) -> None:
+        super().__init__(self._never)
+        self.submitted: list[tuple[str, str, Mapping[str, Any]]] = []
+
+    @staticmethod
+    async def _never(namespace: str, name: str, patch: Mapping[str, Any]) -> object:
+        raise AssertionError("the test writer never writes")
+
+    def submit(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        self.submitted.append((namespace, name, patch))
+
+
+@dataclass
+class FakeMetrics:
+    attempts: list[AttemptResult] = field(default_factory=list)
+    goroutine_deltas: list[int] = field(default_factory=list)
+    sli_attempts: list[int] = field(default_factory=list)
+
+    def attempt(self, result: AttemptResult, profile: str, seconds: float) -> None:
+        self.attempts.append(result)
+
+    def algorithm(self, seconds: float) -> None:
+        return None
+
+    def sli(self, attempts: int, seconds: float) -> None:
+        self.sli_attempts.append(attempts)
+
+    def pod_attempts(self, attempts: int) -> None:
+        return None
+
+    def goroutines(self, operation: str, delta: int) -> None:
+        self.goroutine_deltas.append(delta)
+
+
+@dataclass
+class FakeAttempts:
+    records: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    def record(self, pod_key: str, attempt: dict[str, Any]) -> None:
+        self.records.append((pod_key, attempt))
+
+
+@dataclass
+class Harness:
+    scheduler: Scheduler
+    cache: Cache
+    queue: FakeQueue
+    recorder: FakeRecorder
+    status: KeptStatusWriter
+    metrics: FakeMetrics
+    attempts: FakeAttempts
+    clock: FakeClock
+    informer: dict[str, Pod]
+
+    def queued(self, pod: Pod) -> QueuedPodInfo:
+        """The pod as popped from the queue, and known to the informer."""
+        self.informer[pod.key] = pod
+        now = self.clock.now()
+        return QueuedPodInfo(pod, timestamp=now, attempts=1, initial_attempt_timestamp=now)
+
+    def cpu_on(self, node_name: str) -> int:
+        info = self.cache.node_info(node_name)
+        assert info is not None
+        return info.requested.milli_cpu
+
+
+def harness(
+    framework: Framework,
+    *,
+    nodes: Iterable[str] = ("n1",),
+    lister: Callable[[str], Pod | None] | None = None,
+) -> Harness:
+    cache = Cache()
+    for name in nodes:
+        cache.add_node(node(name))
+    queue = FakeQueue()
+    recorder = FakeRecorder()
+    status = KeptStatusWriter()
+    metrics = FakeMetrics()
+    attempts = FakeAttempts()
+    clock = FakeClock()
+    informer: dict[str, Pod] = {}
+    scheduler = Scheduler(
+        queue=queue,
+        cache=cache,
+        frameworks={PROFILE: framework},
+        recorders={PROFILE: recorder},
+        status_writer=status,
+        pod_lister=lister or informer.get,
+        clock=clock,
+        metrics=metrics,
+        attempts=attempts,
+        rng=random.Random(0),
+    )
+    return Harness(scheduler, cache, queue, recorder, status, metrics, attempts, clock, informer)
