@@ -209,9 +209,19 @@ class Algorithm:
         error: Status | None = None
         filters = framework.active_filters(state)
         run_filters = framework.run_filters
+        verdicts = framework.filter_verdicts(state, pod, filters, len(nodes))
         for offset in range(count):
             node_info = nodes[(start + offset) % count]
-            status = run_filters(filters, state, pod, node_info)
+            if verdicts is None:
+                status = run_filters(filters, state, pod, node_info)
+            else:
+                cached = verdicts.get(node_info.name)
+                if cached is not None and cached[0] == node_info.generation:
+                    status = cached[1]
+                else:
+                    status = run_filters(filters, state, pod, node_info)
+                    if status is None or not status.is_error():
+                        verdicts[node_info.name] = (node_info.generation, status)
             if status is None:
                 feasible.append(node_info)
                 if len(feasible) >= to_find:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ClusterEventWithHint
@@ -34,6 +34,7 @@ from scheduler.framework.interfaces import (
     QueueSortPlugin,
     ReservePlugin,
     ScorePlugin,
+    SignPlugin,
 )
 from scheduler.framework.nodeinfo import NodeInfo
 from scheduler.framework.objects import Pod
@@ -50,6 +51,7 @@ from scheduler.framework.types import (
     QueuedPodInfo,
     ScoreTable,
 )
+from scheduler.runtime.verdicts import VerdictCache
 from scheduler.runtime.waiting import WaitingPodImpl, WaitingPods
 
 
@@ -91,6 +93,13 @@ def _nominates(result: PostFilterResult | None) -> bool:
 
 
 _NO_SCORES = ScoreTable((), (), (), ())
+V = TypeVar("V")
+
+
+def _score_failure(plugin: str, status: Status) -> Status:
+    return Status.as_error(
+        f'running Score plugins: plugin "{plugin}" failed with: {status.message()}'
+    )
 
 
 def _filter_failure(plugin: str, status: Status) -> Status:
@@ -115,6 +124,9 @@ class Framework:
         self.profile_name = profile_name
         self._metrics: FrameworkMetrics = metrics or _NoMetrics()
         self._samples: list[PluginSample] = []
+        self._filter_verdicts: VerdictCache[Status | None] = VerdictCache()
+        self._score_verdicts: VerdictCache[tuple[int, ...]] = VerdictCache()
+        self._cluster_size = 0
         self._waiting = waiting_pods
 
         def at(point: ExtensionPoint) -> list[Plugin]:
@@ -411,11 +423,14 @@ class Framework:
         started = time.perf_counter()
         skip = state.skip_score_plugins
         plugins = [p for p in self.score if p.name not in skip] if skip else self.score
-        count = len(nodes)
-        totals = [0] * count
+        raw, status = self._raw_scores(state, plugins, pod, nodes)
+        if status is not None:
+            self._observe(ExtensionPoint.SCORE, status, started)
+            return _NO_SCORES, status
+        totals = [0] * len(nodes)
         weighted: list[list[int]] = []
-        for plugin in plugins:
-            values, status = self._score_one(state, plugin, pod, nodes)
+        for plugin, plugin_raw in zip(plugins, raw, strict=True):
+            values, status = self._normalize(state, plugin, pod, nodes, plugin_raw)
             if status is not None:
                 self._observe(ExtensionPoint.SCORE, status, started)
                 return _NO_SCORES, status
@@ -442,10 +457,52 @@ class Framework:
         self._observe(ExtensionPoint.SCORE, None, started)
         return result, None
 
-    def _score_one(
+    def _raw_scores(
+        self,
+        state: CycleState,
+        plugins: Sequence[ScorePlugin],
+        pod: Pod,
+        nodes: Sequence[NodeInfo],
+    ) -> tuple[list[list[int]], Status | None]:
+        """Each plugin's score per node before NormalizeScore. Reused from an
+        earlier cycle for a node whose NodeInfo has not changed when every
+        plugin signs the pod (see ``verdicts``)."""
+        size = max(self._cluster_size, len(nodes))
+        table = self._verdict_table(self._score_verdicts, state, plugins, pod, size)
+        if table is None:
+            raw: list[list[int]] = []
+            for plugin in plugins:
+                values, status = self._score_plugin(state, plugin, pod, nodes)
+                if status is not None:
+                    return [], status
+                raw.append(values)
+            return raw, None
+        raw = [[] for _ in plugins]
+        appends = [values.append for values in raw]
+        for node_info in nodes:
+            cached = table.get(node_info.name)
+            if cached is not None and cached[0] == node_info.generation:
+                scores = cached[1]
+            else:
+                computed: list[int] = []
+                for plugin in plugins:
+                    try:
+                        value, status = plugin.score(state, pod, node_info)
+                    except Exception as error:
+                        value, status = 0, Status.as_error(error)
+                    if status is not None and status.code is not Code.SUCCESS:
+                        return [], _score_failure(plugin.name, status)
+                    computed.append(value)
+                scores = tuple(computed)
+                table[node_info.name] = (node_info.generation, scores)
+            for append, value in zip(appends, scores, strict=True):
+                append(value)
+        return raw, None
+
+    def _score_plugin(
         self, state: CycleState, plugin: ScorePlugin, pod: Pod, nodes: Sequence[NodeInfo]
     ) -> tuple[list[int], Status | None]:
-        """One plugin's (normalized) scores for every node, or an Error status."""
+        """One plugin's raw scores for every node, or an Error status."""
         begun = time.perf_counter()
         score = plugin.score
         values: list[int] = []
@@ -456,11 +513,19 @@ class Framework:
             except Exception as error:
                 value, status = 0, Status.as_error(error)
             if status is not None and status.code is not Code.SUCCESS:
-                return [], Status.as_error(
-                    f'running Score plugins: plugin "{plugin.name}" failed with: {status.message()}'
-                )
+                return [], _score_failure(plugin.name, status)
             append(value)
         self._plugin(state, plugin.name, ExtensionPoint.SCORE, None, begun)
+        return values, None
+
+    def _normalize(
+        self,
+        state: CycleState,
+        plugin: ScorePlugin,
+        pod: Pod,
+        nodes: Sequence[NodeInfo],
+        values: list[int],
+    ) -> tuple[list[int], Status | None]:
         begun = time.perf_counter()
         node_scores = []
         try:
@@ -478,6 +543,37 @@ class Framework:
                 f"{status.message()}"
             )
         return [node_score.score for node_score in node_scores], None
+
+    # ----------------------------------------------------- verdict caching
+    def filter_verdicts(
+        self, state: CycleState, pod: Pod, filters: Sequence[FilterPlugin], node_count: int
+    ) -> dict[str, tuple[int, Status | None]] | None:
+        """The reusable Filter results for this pod's signature, or None when
+        this cycle must run every Filter (see ``scheduler.runtime.verdicts``).
+        ``node_count`` (the snapshot's) bounds the tables."""
+        self._cluster_size = node_count
+        return self._verdict_table(self._filter_verdicts, state, filters, pod, node_count)
+
+    @staticmethod
+    def _verdict_table(
+        cache: VerdictCache[V],
+        state: CycleState,
+        plugins: Sequence[Plugin],
+        pod: Pod,
+        node_count: int,
+    ) -> dict[str, tuple[int, V]] | None:
+        if state.record_plugin_metrics or not plugins:
+            return None  # sampled cycles measure real plugin calls
+        fragments = []
+        for plugin in plugins:
+            if not isinstance(plugin, SignPlugin):
+                return None
+            fragment = plugin.sign_pod(pod)
+            if fragment is None:
+                return None
+            fragments.append(fragment)
+        signature = (tuple(plugin.name for plugin in plugins), tuple(fragments))
+        return cache.table(signature, max_entries=2 * node_count + 16)
 
     # -------------------------------------------------------------- Reserve
     def run_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:

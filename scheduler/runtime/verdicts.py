@@ -23,9 +23,6 @@ from typing import Generic, TypeVar
 
 V = TypeVar("V")
 
-# node name -> (NodeInfo generation when computed, result)
-VerdictTable = dict[str, tuple[int, V]]
-
 
 class VerdictCache(Generic[V]):
     """Tables of per-node results for the most recent pod signatures (LRU)."""
@@ -34,8 +31,12 @@ class VerdictCache(Generic[V]):
         self._tables: OrderedDict[Hashable, dict[str, tuple[int, V]]] = OrderedDict()
         self._max = max_signatures
 
-    def table(self, signature: Hashable) -> dict[str, tuple[int, V]]:
+    def table(self, signature: Hashable, max_entries: int) -> dict[str, tuple[int, V]]:
+        """The table for ``signature``; emptied when it outgrows ``max_entries``
+        (entries of deleted nodes would otherwise pile up)."""
         table = self._tables.get(signature)
+        if table is not None and len(table) > max_entries:
+            table.clear()
         if table is None:
             table = self._tables[signature] = {}
             while len(self._tables) > self._max:

@@ -1,0 +1,141 @@
+"""Reusing node-local plugin results across cycles changes nothing but the
+work done: for every sequence of cycles, cached results equal recomputed ones,
+and only nodes whose NodeInfo changed are evaluated again."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Hashable
+
+import pytest
+
+from scheduler.cache import Cache, Snapshot
+from scheduler.cycle.algorithm import Algorithm
+from scheduler.framework import CycleState, NodeInfo, Pod, SignPlugin, Status, parse_pod
+from scheduler.framework.objects import parse_node
+from scheduler.runtime.verdicts import VerdictCache
+from tests.support.builders import make_node, make_pod
+from tests.unit.engine.plugins import FilterStub, ScoreStub, make_framework
+
+
+class CountingFilter(FilterStub, SignPlugin):
+    """A node-local filter that rejects nodes named in ``rejects``."""
+
+    def __init__(self, name: str, rejects: dict[str, Status] | None = None) -> None:
+        super().__init__(name, rejects)
+        self.calls = 0
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        self.calls += 1
+        return super().filter(state, pod, node_info)
+
+    def sign_pod(self, pod: Pod) -> Hashable:
+        return pod.requests.key()
+
+
+class CountingScore(ScoreStub, SignPlugin):
+    """A node-local score: fewer pods on the node scores higher."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.calls = 0
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
+        self.calls += 1
+        return max(0, 100 - 10 * len(node_info.pods)), None
+
+    def sign_pod(self, pod: Pod) -> Hashable:
+        return pod.requests.key()
+
+
+class UnsignedScore(CountingScore):
+    def sign_pod(self, pod: Pod) -> Hashable | None:
+        return None
+
+
+def cluster(nodes: int) -> Cache:
+    cache = Cache()
+    for index in range(nodes):
+        cache.add_node(parse_node(make_node(f"n{index}").obj()))
+    return cache
+
+
+def place(
+    cache: Cache, algorithm: Algorithm, framework: object, snapshot: Snapshot, index: int
+) -> str:
+    pod = parse_pod(make_pod(f"p{index}").uid(f"u{index}").requests(cpu="100m").obj())
+    cache.update_snapshot(snapshot)
+    host = algorithm.schedule_pod(framework, CycleState(), pod, snapshot, None).suggested_host  # type: ignore[arg-type]
+    cache.add_pod(
+        parse_pod(make_pod(f"p{index}").uid(f"u{index}").requests(cpu="100m").node(host).obj())
+    )
+    return host
+
+
+@pytest.mark.parametrize("nodes", [pytest.param(5, id="5 nodes"), pytest.param(30, id="30 nodes")])
+def test_cached_placements_equal_recomputed_ones(nodes: int) -> None:
+    def run(score: CountingScore) -> tuple[list[str], int]:
+        cache = cluster(nodes)
+        framework = make_framework(
+            filter=[CountingFilter("F", {"n1": Status.unschedulable("x")})], score=[score]
+        )
+        algorithm = Algorithm(random.Random(7))
+        snapshot = Snapshot()
+        return [place(cache, algorithm, framework, snapshot, i) for i in range(40)], score.calls
+
+    cached, cached_calls = run(CountingScore("S"))
+    recomputed, recomputed_calls = run(UnsignedScore("S"))
+    assert cached == recomputed
+    assert cached_calls < recomputed_calls
+
+
+def test_only_changed_nodes_are_evaluated_again() -> None:
+    cache = cluster(10)
+    filter_plugin = CountingFilter("F")
+    score_plugin = CountingScore("S")
+    framework = make_framework(filter=[filter_plugin], score=[score_plugin])
+    algorithm = Algorithm(random.Random(1))
+    snapshot = Snapshot()
+    place(cache, algorithm, framework, snapshot, 0)
+    assert (filter_plugin.calls, score_plugin.calls) == (10, 10)
+    place(cache, algorithm, framework, snapshot, 1)
+    assert (filter_plugin.calls, score_plugin.calls) == (11, 11), "one node changed"
+
+
+def test_sampled_cycles_run_every_plugin() -> None:
+    cache = cluster(4)
+    filter_plugin = CountingFilter("F")
+    framework = make_framework(filter=[filter_plugin], score=[CountingScore("S")])
+    algorithm = Algorithm(random.Random(1))
+    snapshot = Snapshot()
+    cache.update_snapshot(snapshot)
+    pod = parse_pod(make_pod("p").uid("u").obj())
+    for _ in range(2):
+        state = CycleState(record_plugin_metrics=True)
+        algorithm.schedule_pod(framework, state, pod, snapshot, None)
+    assert filter_plugin.calls == 8
+
+
+def test_cache_keeps_the_most_recent_signatures() -> None:
+    cache: VerdictCache[int] = VerdictCache(max_signatures=2)
+    for signature in ("a", "b", "c"):
+        cache.table(signature, max_entries=10)["n"] = (1, 1)
+    assert len(cache) == 2
+    assert cache.table("a", max_entries=10) == {}, "the oldest signature was dropped"
+    assert cache.table("c", max_entries=10) == {"n": (1, 1)}
+
+
+def test_results_survive_while_the_sample_rotates_around_a_large_cluster() -> None:
+    # 1000 nodes: each cycle scores 420 of them (adaptive 42%), starting where
+    # the last one stopped. Once every node was seen, only changed nodes cost.
+    cache = cluster(1000)
+    score_plugin = CountingScore("S")
+    framework = make_framework(filter=[CountingFilter("F")], score=[score_plugin])
+    algorithm = Algorithm(random.Random(3))
+    snapshot = Snapshot()
+    for index in range(3):
+        place(cache, algorithm, framework, snapshot, index)
+    seen = score_plugin.calls
+    for index in range(3, 6):
+        place(cache, algorithm, framework, snapshot, index)
+    assert score_plugin.calls - seen <= 6, "only the nodes that got a pod are scored again"
