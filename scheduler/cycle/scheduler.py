@@ -261,32 +261,11 @@ class Scheduler:
 
         status = framework.run_reserve(state, assumed, host)
         if status is not None:
-            framework.run_unreserve(state, assumed, host)
-            self._forget(assumed)
-            self._current = None
-            self._fail(
-                framework,
-                pinfo,
-                self._single_node_fit_error(pod, host, status),
-                status,
-                cycle=cycle,
-                started=started,
-            )
+            self._undo_assume(binding, status)
             return False
-
         status = framework.run_permit(state, assumed, host)
         if status is not None and not status.is_wait():
-            framework.run_unreserve(state, assumed, host)
-            self._forget(assumed)
-            self._current = None
-            self._fail(
-                framework,
-                pinfo,
-                self._single_node_fit_error(pod, host, status),
-                status,
-                cycle=cycle,
-                started=started,
-            )
+            self._undo_assume(binding, status)
             return False
 
         self._activate(state)
@@ -332,6 +311,21 @@ class Scheduler:
         finally:
             self._metrics.algorithm(time.perf_counter() - algorithm_started)
         return None
+
+    def _undo_assume(self, binding: _Binding, status: Status) -> None:
+        """Reserve or Permit failed: unreserve, forget, report, requeue."""
+        binding.framework.run_unreserve(binding.state, binding.assumed, binding.host)
+        self._forget(binding.assumed)
+        self._current = None
+        pod = binding.pinfo.pod
+        self._fail(
+            binding.framework,
+            binding.pinfo,
+            self._single_node_fit_error(pod, binding.host, status),
+            status,
+            cycle=binding.cycle,
+            started=binding.started,
+        )
 
     def _binding_done(self, task: asyncio.Task[None]) -> None:
         binding = self._binding_tasks.pop(task)

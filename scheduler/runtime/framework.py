@@ -102,6 +102,14 @@ def _score_failure(plugin: str, status: Status) -> Status:
     )
 
 
+def _rejection_or_error(point: str, plugin: str, status: Status) -> Status:
+    """A rejection keeps its code; anything else becomes an upstream-worded Error."""
+    if status.is_rejected():
+        return status.with_plugin(plugin)
+    message = f'running {point} plugin "{plugin}": {status.message()}'
+    return Status.as_error(message).with_plugin(plugin)
+
+
 def _filter_failure(plugin: str, status: Status) -> Status:
     if status.is_rejected():
         return status.with_plugin(plugin)
@@ -261,26 +269,17 @@ class Framework:
     def run_pre_filter_add_pod(
         self, state: CycleState, pod: Pod, pod_to_add: Pod, node_info: NodeInfo
     ) -> Status | None:
-        for plugin in self.pre_filter:
-            if plugin.name in state.skip_filter_plugins:
-                continue
-            try:
-                extensions = plugin.pre_filter_extensions()
-                if extensions is None:
-                    continue
-                status = extensions.add_pod(state, pod, pod_to_add, node_info)
-            except Exception as error:
-                status = Status.as_error(error)
-            if _code(status) is not Code.SUCCESS:
-                assert status is not None
-                return Status.as_error(
-                    f'running AddPod on PreFilter plugin "{plugin.name}": {status.message()}'
-                )
-        return None
+        return self._run_pre_filter_extension(state, pod, pod_to_add, node_info, adding=True)
 
     def run_pre_filter_remove_pod(
         self, state: CycleState, pod: Pod, pod_to_remove: Pod, node_info: NodeInfo
     ) -> Status | None:
+        return self._run_pre_filter_extension(state, pod, pod_to_remove, node_info, adding=False)
+
+    def _run_pre_filter_extension(
+        self, state: CycleState, pod: Pod, other: Pod, node_info: NodeInfo, *, adding: bool
+    ) -> Status | None:
+        """AddPod/RemovePod of every PreFilter plugin not skipped this cycle."""
         for plugin in self.pre_filter:
             if plugin.name in state.skip_filter_plugins:
                 continue
@@ -288,13 +287,14 @@ class Framework:
                 extensions = plugin.pre_filter_extensions()
                 if extensions is None:
                     continue
-                status = extensions.remove_pod(state, pod, pod_to_remove, node_info)
+                change = extensions.add_pod if adding else extensions.remove_pod
+                status = change(state, pod, other, node_info)
             except Exception as error:
                 status = Status.as_error(error)
-            if _code(status) is not Code.SUCCESS:
-                assert status is not None
+            if status is not None and status.code is not Code.SUCCESS:
+                verb = "AddPod" if adding else "RemovePod"
                 return Status.as_error(
-                    f'running RemovePod on PreFilter plugin "{plugin.name}": {status.message()}'
+                    f'running {verb} on PreFilter plugin "{plugin.name}": {status.message()}'
                 )
         return None
 
@@ -586,13 +586,7 @@ class Framework:
                 status = Status.as_error(error)
             self._plugin(state, plugin.name, ExtensionPoint.RESERVE, status, begun)
             if status is not None and status.code is not Code.SUCCESS:
-                final = (
-                    status.with_plugin(plugin.name)
-                    if status.is_rejected()
-                    else Status.as_error(
-                        f'running Reserve plugin "{plugin.name}": {status.message()}'
-                    ).with_plugin(plugin.name)
-                )
+                final = _rejection_or_error("Reserve", plugin.name, status)
                 self._observe(ExtensionPoint.RESERVE, final, started)
                 return final
         self._observe(ExtensionPoint.RESERVE, None, started)
@@ -721,13 +715,7 @@ class Framework:
                 status = Status.as_error(error)
             self._plugin(state, plugin.name, ExtensionPoint.PRE_BIND, status, begun)
             if status is not None and status.code is not Code.SUCCESS:
-                final = (
-                    status.with_plugin(plugin.name)
-                    if status.is_rejected()
-                    else Status.as_error(
-                        f'running PreBind plugin "{plugin.name}": {status.message()}'
-                    ).with_plugin(plugin.name)
-                )
+                final = _rejection_or_error("PreBind", plugin.name, status)
                 self._observe(ExtensionPoint.PRE_BIND, final, started)
                 return final
         self._observe(ExtensionPoint.PRE_BIND, None, started)
