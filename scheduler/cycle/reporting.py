@@ -12,9 +12,13 @@ import asyncio
 import datetime
 import logging
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from scheduler.framework.objects import Pod
+from scheduler.framework.types import FitError, NodeToStatus
+
+if TYPE_CHECKING:
+    from scheduler.cycle.algorithm import ScheduleResult
 
 log = logging.getLogger(__name__)
 
@@ -138,3 +142,41 @@ class StatusWriter:
 def _transient(http_status: int | None) -> bool:
     """Worth retrying: no answer at all (connection), throttled, or a 5xx."""
     return http_status is None or http_status == 429 or http_status >= 500
+
+
+def _verdicts(node_to_status: NodeToStatus) -> dict[str, Any]:
+    return {
+        name: {"plugin": status.plugin, "code": status.code.label, "reasons": list(status.reasons)}
+        for name, status in node_to_status.statuses.items()
+    }
+
+
+def failed_attempt(
+    cycle: int, wall: float, reason: str, message: str, fit_error: FitError | None
+) -> dict[str, Any]:
+    """What ``/debug/pods`` shows of a failed attempt: per node, who said no."""
+    return {
+        "cycle": cycle,
+        "time": wall,
+        "result": reason,
+        "message": message,
+        "nodes": _verdicts(fit_error.diagnosis.node_to_status) if fit_error else {},
+    }
+
+
+def scheduled_attempt(cycle: int, wall: float, result: ScheduleResult) -> dict[str, Any]:
+    """What ``/debug/pods`` shows of a successful attempt, with the best scores."""
+    top = result.scores.best(3) if result.scores is not None else []
+    return {
+        "cycle": cycle,
+        "time": wall,
+        "result": "Scheduled",
+        "node": result.suggested_host,
+        "evaluatedNodes": result.evaluated_nodes,
+        "feasibleNodes": result.feasible_nodes,
+        "nodes": _verdicts(result.diagnosis.node_to_status),
+        "topScores": [
+            {"node": s.name, "total": s.total, "plugins": {w.plugin: w.score for w in s.scores}}
+            for s in top
+        ],
+    }

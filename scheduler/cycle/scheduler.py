@@ -41,6 +41,8 @@ from scheduler.cycle.reporting import (
     TYPE_NORMAL,
     TYPE_WARNING,
     StatusWriter,
+    failed_attempt,
+    scheduled_attempt,
     scheduled_condition_patch,
 )
 from scheduler.framework.cycle_state import CycleState
@@ -269,7 +271,7 @@ class Scheduler:
             return False
 
         self._activate(state)
-        self._record_success_attempt(pod, cycle, result)
+        self._attempts.record(pod.key, scheduled_attempt(cycle, self._clock.wall(), result))
         task = asyncio.get_running_loop().create_task(
             self._binding_cycle(binding), name=f"bind {pod.key}"
         )
@@ -510,7 +512,9 @@ class Scheduler:
         else:
             pinfo.unschedulable_plugins = set()
             pinfo.pending_plugins = set()
-        self._record_failed_attempt(pod, cycle, reason, message, fit_error)
+        self._attempts.record(
+            pod.key, failed_attempt(cycle, self._clock.wall(), reason, message, fit_error)
+        )
 
         fresh = self._pod_lister(pod.key)
         if fresh is None or fresh.uid != pod.uid:
@@ -539,53 +543,4 @@ class Scheduler:
             "pod %s is unschedulable: %s" if rejected else "error scheduling pod %s: %s",
             pod.key,
             message,
-        )
-
-    # ----------------------------------------------------------- diagnostics
-    def _record_failed_attempt(
-        self, pod: Pod, cycle: int, reason: str, message: str, fit_error: FitError | None
-    ) -> None:
-        nodes: dict[str, Any] = {}
-        if fit_error is not None:
-            for name, node_status in fit_error.diagnosis.node_to_status.statuses.items():
-                nodes[name] = {
-                    "plugin": node_status.plugin,
-                    "code": node_status.code.label,
-                    "reasons": list(node_status.reasons),
-                }
-        self._attempts.record(
-            pod.key,
-            {
-                "cycle": cycle,
-                "time": self._clock.wall(),
-                "result": reason,
-                "message": message,
-                "nodes": nodes,
-            },
-        )
-
-    def _record_success_attempt(self, pod: Pod, cycle: int, result: ScheduleResult) -> None:
-        top = result.scores.best(3) if result.scores is not None else []
-        self._attempts.record(
-            pod.key,
-            {
-                "cycle": cycle,
-                "time": self._clock.wall(),
-                "result": "Scheduled",
-                "node": result.suggested_host,
-                "evaluatedNodes": result.evaluated_nodes,
-                "feasibleNodes": result.feasible_nodes,
-                "nodes": {
-                    name: {"plugin": s.plugin, "code": s.code.label, "reasons": list(s.reasons)}
-                    for name, s in result.diagnosis.node_to_status.statuses.items()
-                },
-                "topScores": [
-                    {
-                        "node": s.name,
-                        "total": s.total,
-                        "plugins": {w.plugin: w.score for w in s.scores},
-                    }
-                    for s in top
-                ],
-            },
         )

@@ -1,0 +1,220 @@
+"""PreFilter, Filter (with reusable node-local verdicts) and PostFilter, with
+upstream run semantics."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interfaces import (
+    ExtensionPoint,
+    FilterPlugin,
+)
+from scheduler.framework.nodeinfo import NodeInfo
+from scheduler.framework.objects import Pod
+from scheduler.framework.status import Code, Status
+from scheduler.framework.types import (
+    NodeToStatus,
+    PostFilterResult,
+    PreFilterResult,
+)
+from scheduler.runtime.points import (
+    ExtensionPoints,
+    code_of,
+    filter_failure,
+    nominates,
+)
+
+
+class FilteringPoints(ExtensionPoints):
+    # ------------------------------------------------------------ PreFilter
+    def run_pre_filter(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None, set[str]]:
+        """Returns the merged node narrowing, the status, and the plugins that
+        narrowed the node set (empty after an UnschedulableAndUnresolvable from
+        a plugin or an Error: upstream does not report them then).
+
+        Of several Unschedulable plugins the last one is returned; all of them
+        run, so that preemption has their state."""
+        started = time.perf_counter()
+        result: PreFilterResult | None = None
+        narrowing: set[str] = set()
+        rejection: Status | None = None
+        for plugin in self.pre_filter:
+            begun = time.perf_counter()
+            try:
+                plugin_result, status = plugin.pre_filter(state, pod, nodes)
+            except Exception as error:  # a plugin bug is an Error, not a crash
+                plugin_result, status = None, Status.as_error(error)
+            self._plugin(state, plugin.name, ExtensionPoint.PRE_FILTER, status, begun)
+            code = code_of(status)
+            if code is Code.SKIP:
+                state.skip_filter_plugins.add(plugin.name)
+                continue
+            if code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                assert status is not None
+                final = status.with_plugin(plugin.name)
+                self._observe(ExtensionPoint.PRE_FILTER, final, started)
+                return None, final, set()
+            if code is Code.UNSCHEDULABLE:
+                assert status is not None
+                rejection = status.with_plugin(plugin.name)
+                continue
+            if code is not Code.SUCCESS:  # Error, or a code PreFilter may not return
+                assert status is not None
+                final = Status.as_error(
+                    f'running PreFilter plugin "{plugin.name}": {status.message()}'
+                ).with_plugin(plugin.name)
+                self._observe(ExtensionPoint.PRE_FILTER, final, started)
+                return None, final, set()
+            if plugin_result is not None and not plugin_result.all_nodes():
+                narrowing.add(plugin.name)
+                result = plugin_result if result is None else result.merge(plugin_result)
+                if result.node_names is not None and not result.node_names:
+                    names = sorted(narrowing)
+                    message = (
+                        f"node(s) didn't satisfy plugin {names[0]}"
+                        if len(names) == 1
+                        else f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously"
+                    )
+                    final = Status.unresolvable(message)
+                    self._observe(ExtensionPoint.PRE_FILTER, final, started)
+                    return None, final, narrowing
+        self._observe(ExtensionPoint.PRE_FILTER, rejection, started)
+        return result, rejection, narrowing
+
+    def run_pre_filter_add_pod(
+        self, state: CycleState, pod: Pod, pod_to_add: Pod, node_info: NodeInfo
+    ) -> Status | None:
+        return self._run_pre_filter_extension(state, pod, pod_to_add, node_info, adding=True)
+
+    def run_pre_filter_remove_pod(
+        self, state: CycleState, pod: Pod, pod_to_remove: Pod, node_info: NodeInfo
+    ) -> Status | None:
+        return self._run_pre_filter_extension(state, pod, pod_to_remove, node_info, adding=False)
+
+    def _run_pre_filter_extension(
+        self, state: CycleState, pod: Pod, other: Pod, node_info: NodeInfo, *, adding: bool
+    ) -> Status | None:
+        """AddPod/RemovePod of every PreFilter plugin not skipped this cycle."""
+        for plugin in self.pre_filter:
+            if plugin.name in state.skip_filter_plugins:
+                continue
+            try:
+                extensions = plugin.pre_filter_extensions()
+                if extensions is None:
+                    continue
+                change = extensions.add_pod if adding else extensions.remove_pod
+                status = change(state, pod, other, node_info)
+            except Exception as error:
+                status = Status.as_error(error)
+            if status is not None and status.code is not Code.SUCCESS:
+                verb = "AddPod" if adding else "RemovePod"
+                return Status.as_error(
+                    f'running {verb} on PreFilter plugin "{plugin.name}": {status.message()}'
+                )
+        return None
+
+    # --------------------------------------------------------------- Filter
+    def run_filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        """Stop at the first non-success; non-rejections become Errors.
+        (Timed per cycle by the caller, as upstream.)"""
+        return self.run_filters(self.active_filters(state), state, pod, node_info)
+
+    def active_filters(self, state: CycleState) -> tuple[FilterPlugin, ...]:
+        """The Filter plugins this cycle runs (PreFilter may have skipped some).
+        Callers filtering many nodes compute this once per cycle."""
+        skip = state.skip_filter_plugins
+        if not skip:
+            return self._filters
+        return tuple(plugin for plugin in self._filters if plugin.name not in skip)
+
+    def run_filters(
+        self,
+        plugins: tuple[FilterPlugin, ...],
+        state: CycleState,
+        pod: Pod,
+        node_info: NodeInfo,
+    ) -> Status | None:
+        """``run_filter`` with the cycle's plugin list precomputed: the
+        per-node hot loop of the scheduling cycle."""
+        if state.record_plugin_metrics:
+            return self._run_filters_measured(plugins, state, pod, node_info)
+        for plugin in plugins:
+            try:
+                status = plugin.filter(state, pod, node_info)
+            except Exception as error:
+                status = Status.as_error(error)
+            if status is not None and status.code is not Code.SUCCESS:
+                return filter_failure(plugin.name, status)
+        return None
+
+    def _run_filters_measured(
+        self,
+        plugins: tuple[FilterPlugin, ...],
+        state: CycleState,
+        pod: Pod,
+        node_info: NodeInfo,
+    ) -> Status | None:
+        for plugin in plugins:
+            begun = time.perf_counter()
+            try:
+                status = plugin.filter(state, pod, node_info)
+            except Exception as error:
+                status = Status.as_error(error)
+            self._plugin(state, plugin.name, ExtensionPoint.FILTER, status, begun)
+            if status is not None and status.code is not Code.SUCCESS:
+                return filter_failure(plugin.name, status)
+        return None
+
+    def observe_filter(self, status: Status | None, started: float) -> None:
+        self._observe(ExtensionPoint.FILTER, status, started)
+
+    # ----------------------------------------------------------- PostFilter
+    def run_post_filter(
+        self, state: CycleState, pod: Pod, filtered: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status]:
+        started = time.perf_counter()
+        reasons: list[str] = []
+        first_rejector = ""
+        result: PostFilterResult | None = None
+        for plugin in self.post_filter:
+            begun = time.perf_counter()
+            try:
+                plugin_result, status = plugin.post_filter(state, pod, filtered)
+            except Exception as error:
+                plugin_result, status = None, Status.as_error(error)
+            self._plugin(state, plugin.name, ExtensionPoint.POST_FILTER, status, begun)
+            code = code_of(status)
+            if code is Code.SUCCESS:
+                final = Status.success()
+                self._observe(ExtensionPoint.POST_FILTER, final, started)
+                return plugin_result, final
+            assert status is not None
+            if code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                final = status.with_plugin(plugin.name)
+                self._observe(ExtensionPoint.POST_FILTER, final, started)
+                return plugin_result, final
+            if not status.is_rejected():  # upstream passes the plugin's error on unwrapped
+                final = Status.as_error(status.message()).with_plugin(plugin.name)
+                self._observe(ExtensionPoint.POST_FILTER, final, started)
+                return None, final
+            reasons.extend(status.reasons)
+            first_rejector = first_rejector or plugin.name
+            if nominates(plugin_result):  # the last meaningful (non-Noop) result wins
+                result = plugin_result
+        final = Status.unschedulable(*reasons).with_plugin(first_rejector)
+        self._observe(ExtensionPoint.POST_FILTER, final, started)
+        return result, final
+
+    # ----------------------------------------------------- verdict caching
+    def filter_verdicts(
+        self, state: CycleState, pod: Pod, filters: Sequence[FilterPlugin], node_count: int
+    ) -> dict[str, tuple[int, Status | None]] | None:
+        """The reusable Filter results for this pod's signature, or None when
+        this cycle must run every Filter (see ``scheduler.runtime.verdicts``).
+        ``node_count`` (the snapshot's) bounds the tables."""
+        self._cluster_size = node_count
+        return self._verdict_table(self._filter_verdicts, state, filters, pod, node_count)

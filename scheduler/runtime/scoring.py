@@ -1,0 +1,184 @@
+"""PreScore, Score and NormalizeScore with upstream run semantics: Skip
+sets, the 0..100 range check, weights; node-local raw scores reused."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interfaces import (
+    ExtensionPoint,
+    ScorePlugin,
+)
+from scheduler.framework.nodeinfo import NodeInfo
+from scheduler.framework.objects import Pod
+from scheduler.framework.status import Code, Status
+from scheduler.framework.types import (
+    MAX_NODE_SCORE,
+    MIN_NODE_SCORE,
+    NodeScore,
+    ScoreTable,
+)
+from scheduler.runtime.points import (
+    NO_SCORES,
+    ExtensionPoints,
+    code_of,
+    score_failure,
+)
+
+
+class ScoringPoints(ExtensionPoints):
+    # ---------------------------------------------------- PreScore / Score
+    def run_pre_score(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> Status | None:
+        started = time.perf_counter()
+        for plugin in self.pre_score:
+            begun = time.perf_counter()
+            try:
+                status = plugin.pre_score(state, pod, nodes)
+            except Exception as error:
+                status = Status.as_error(error)
+            self._plugin(state, plugin.name, ExtensionPoint.PRE_SCORE, status, begun)
+            code = code_of(status)
+            if code is Code.SKIP:
+                state.skip_score_plugins.add(plugin.name)
+            elif code is not Code.SUCCESS:
+                assert status is not None
+                final = Status.as_error(
+                    f'running PreScore plugin "{plugin.name}": {status.message()}'
+                ).with_plugin(plugin.name)
+                self._observe(ExtensionPoint.PRE_SCORE, final, started)
+                return final
+        self._observe(ExtensionPoint.PRE_SCORE, None, started)
+        return None
+
+    def run_score(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[ScoreTable, Status | None]:
+        """Score every node with every plugin not skipped by PreScore, normalize,
+        check the 0..100 range, weigh and total (upstream ``RunScorePlugins``)."""
+        started = time.perf_counter()
+        skip = state.skip_score_plugins
+        plugins = [p for p in self.score if p.name not in skip] if skip else self.score
+        raw, status = self._raw_scores(state, plugins, pod, nodes)
+        if status is not None:
+            self._observe(ExtensionPoint.SCORE, status, started)
+            return NO_SCORES, status
+        totals = [0] * len(nodes)
+        weighted: list[list[int]] = []
+        for plugin, plugin_raw in zip(plugins, raw, strict=True):
+            values, status = self._normalize(state, plugin, pod, nodes, plugin_raw)
+            if status is not None:
+                self._observe(ExtensionPoint.SCORE, status, started)
+                return NO_SCORES, status
+            if values and (min(values) < MIN_NODE_SCORE or max(values) > MAX_NODE_SCORE):
+                bad = next(v for v in values if not MIN_NODE_SCORE <= v <= MAX_NODE_SCORE)
+                final = Status.as_error(
+                    f'applying score defaultWeights on Score plugins: plugin "{plugin.name}" '
+                    f"returns an invalid score {bad}, it should in the range of "
+                    f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
+                )
+                self._observe(ExtensionPoint.SCORE, final, started)
+                return NO_SCORES, final
+            weight = self.weights[plugin.name]
+            if weight != 1:
+                values = [value * weight for value in values]
+            totals = [total + value for total, value in zip(totals, values, strict=True)]
+            weighted.append(values)
+        result = ScoreTable(
+            [node_info.name for node_info in nodes],
+            [plugin.name for plugin in plugins],
+            weighted,
+            totals,
+        )
+        self._observe(ExtensionPoint.SCORE, None, started)
+        return result, None
+
+    def _raw_scores(
+        self,
+        state: CycleState,
+        plugins: Sequence[ScorePlugin],
+        pod: Pod,
+        nodes: Sequence[NodeInfo],
+    ) -> tuple[list[list[int]], Status | None]:
+        """Each plugin's score per node before NormalizeScore. Reused from an
+        earlier cycle for a node whose NodeInfo has not changed when every
+        plugin signs the pod (see ``verdicts``)."""
+        size = max(self._cluster_size, len(nodes))
+        table = self._verdict_table(self._score_verdicts, state, plugins, pod, size)
+        if table is None:
+            raw: list[list[int]] = []
+            for plugin in plugins:
+                values, status = self._score_plugin(state, plugin, pod, nodes)
+                if status is not None:
+                    return [], status
+                raw.append(values)
+            return raw, None
+        raw = [[] for _ in plugins]
+        appends = [values.append for values in raw]
+        for node_info in nodes:
+            cached = table.get(node_info.name)
+            if cached is not None and cached[0] == node_info.generation:
+                scores = cached[1]
+            else:
+                computed: list[int] = []
+                for plugin in plugins:
+                    try:
+                        value, status = plugin.score(state, pod, node_info)
+                    except Exception as error:
+                        value, status = 0, Status.as_error(error)
+                    if status is not None and status.code is not Code.SUCCESS:
+                        return [], score_failure(plugin.name, status)
+                    computed.append(value)
+                scores = tuple(computed)
+                table[node_info.name] = (node_info.generation, scores)
+            for append, value in zip(appends, scores, strict=True):
+                append(value)
+        return raw, None
+
+    def _score_plugin(
+        self, state: CycleState, plugin: ScorePlugin, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[list[int], Status | None]:
+        """One plugin's raw scores for every node, or an Error status."""
+        begun = time.perf_counter()
+        score = plugin.score
+        values: list[int] = []
+        append = values.append
+        for node_info in nodes:
+            try:
+                value, status = score(state, pod, node_info)
+            except Exception as error:
+                value, status = 0, Status.as_error(error)
+            if status is not None and status.code is not Code.SUCCESS:
+                return [], score_failure(plugin.name, status)
+            append(value)
+        self._plugin(state, plugin.name, ExtensionPoint.SCORE, None, begun)
+        return values, None
+
+    def _normalize(
+        self,
+        state: CycleState,
+        plugin: ScorePlugin,
+        pod: Pod,
+        nodes: Sequence[NodeInfo],
+        values: list[int],
+    ) -> tuple[list[int], Status | None]:
+        begun = time.perf_counter()
+        node_scores = []
+        try:
+            extensions = plugin.score_extensions()
+            if extensions is None:
+                return values, None
+            node_scores = [NodeScore(n.name, v) for n, v in zip(nodes, values, strict=True)]
+            status = extensions.normalize_score(state, pod, node_scores)
+        except Exception as error:
+            status = Status.as_error(error)
+        self._plugin(state, plugin.name, ExtensionPoint.NORMALIZE_SCORE, status, begun)
+        if status is not None and status.code is not Code.SUCCESS:
+            return [], Status.as_error(
+                f'running Normalize on Score plugins: plugin "{plugin.name}" failed with: '
+                f"{status.message()}"
+            )
+        return [node_score.score for node_score in node_scores], None
