@@ -99,6 +99,8 @@ class AttemptMetrics(Protocol):
 
     def pod_attempts(self, attempts: int) -> None: ...
 
+    def scheduled_after_flush(self) -> None: ...
+
     def goroutines(self, operation: str, delta: int) -> None: ...
 
 
@@ -395,6 +397,16 @@ class Scheduler:
             binding.host,
         )
         pod = binding.pinfo.pod
+        if framework.pre_bind or framework.is_waiting(assumed.uid):
+            # NominatedNodeNameForExpectation (on since 1.35): when a PreBind
+            # plugin will work or the pod waits at Permit, tell the world
+            # (autoscalers, other schedulers) where the pod is going.
+            flight = framework.run_pre_bind_pre_flights(state, assumed, host)
+            if flight.is_error():
+                self._binding_failed(binding, None, flight)
+                return
+            if flight.is_success() or framework.is_waiting(assumed.uid):
+                self._nominate(pod, host)
         status = await framework.wait_on_permit(assumed)
         if status is not None:
             self._binding_failed(binding, self._single_node_fit_error(pod, host, status), status)
@@ -411,6 +423,10 @@ class Scheduler:
             self._binding_failed(binding, None, bound)
             return
         self._bound(binding)
+
+    def _nominate(self, pod: Pod, host: str) -> None:
+        if pod.nominated_node_name != host:
+            self._status.submit(pod.namespace, pod.name, {"status": {"nominatedNodeName": host}})
 
     def _roll_back(self, binding: _Binding, *, requeue: bool) -> None:
         """Undo an unfinished binding cycle (shutdown or a crash)."""
@@ -441,6 +457,8 @@ class Scheduler:
             AttemptResult.SCHEDULED, framework.profile_name, now - binding.started
         )
         self._metrics.pod_attempts(pinfo.attempts)
+        if pinfo.was_flushed_from_unschedulable:
+            self._metrics.scheduled_after_flush()
         if pinfo.initial_attempt_timestamp is not None:
             self._metrics.sli(pinfo.attempts, now - pinfo.initial_attempt_timestamp)
         recorder = self._recorders.get(framework.profile_name)

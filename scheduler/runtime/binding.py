@@ -91,6 +91,10 @@ class BindingPoints(ExtensionPoints):
         self._observe(ExtensionPoint.PERMIT, None, started)
         return None
 
+    def is_waiting(self, uid: str) -> bool:
+        """Upstream ``WillWaitOnPermit``: the pod is held at Permit."""
+        return self._waiting.get(uid) is not None
+
     def reject_waiting(self, uid: str, message: str) -> None:
         """Reject the pod if it waits at Permit (it is being rolled back)."""
         waiting = self._waiting.get(uid)

@@ -119,6 +119,7 @@ class FakeMetrics:
     attempts: list[AttemptResult] = field(default_factory=list)
     goroutine_deltas: list[int] = field(default_factory=list)
     sli_attempts: list[int] = field(default_factory=list)
+    after_flush: int = 0
 
     def attempt(self, result: AttemptResult, profile: str, seconds: float) -> None:
         self.attempts.append(result)
@@ -131,6 +132,9 @@ class FakeMetrics:
 
     def pod_attempts(self, attempts: int) -> None:
         return None
+
+    def scheduled_after_flush(self) -> None:
+        self.after_flush += 1
 
     def goroutines(self, operation: str, delta: int) -> None:
         self.goroutine_deltas.append(delta)

@@ -79,6 +79,7 @@ async def test_success_binds_and_reports() -> None:
         "Filter:F@n1",
         "Reserve:R@n1",
         "Permit:P@n1",
+        "PreBindPreFlight:PB@n1",
         "PreBind:PB@n1",
         "Bind:Bind@n1",
         "PostBind:Post@n1",
@@ -87,7 +88,9 @@ async def test_success_binds_and_reports() -> None:
     assert h.recorder.events == [
         Event("Normal", "Scheduled", "Binding", "Successfully assigned default/p to n1")
     ]
-    assert (h.queue.finished, h.queue.requeued, h.status.submitted) == ([P.uid], [], [])
+    assert (h.queue.finished, h.queue.requeued) == ([P.uid], [])
+    # A PreBind plugin has work to do: the intended node is published first.
+    assert h.status.submitted == [("default", "p", {"status": {"nominatedNodeName": "n1"}})]
     assert h.metrics.attempts == [AttemptResult.SCHEDULED]
     assert h.metrics.sli_attempts == [1]
     assert h.metrics.goroutine_deltas == [1, -1]
@@ -451,3 +454,19 @@ async def test_a_crash_after_reserve_unreserves() -> None:
 
     assert h.cache.pod_count() == 0, "the half-done assume is undone"
     assert log == ["Reserve:R@n1", "Unreserve:R@n1"]
+
+
+@pytest.mark.parametrize(
+    ("flushed", "counted"),
+    [
+        pytest.param(False, 0, id="bound normally"),
+        pytest.param(True, 1, id="bound after the 5-minute flush"),
+    ],
+)
+async def test_a_pod_bound_after_the_flush_is_counted(flushed: bool, counted: int) -> None:
+    h = harness(make_framework(bind=[BindStub("B")]))
+    pinfo = h.queued(P)
+    pinfo.was_flushed_from_unschedulable = flushed
+    assert h.scheduler.schedule_one(pinfo)
+    await h.scheduler.drain(5.0)
+    assert h.metrics.after_flush == counted
