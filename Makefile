@@ -7,7 +7,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | sha256sum | cut -c1-12)
 
-.PHONY: test unit integration lint format controlplane demo venv clean
+.PHONY: test unit integration lint format controlplane demo bench venv clean
 
 venv: $(STAMP)
 
@@ -31,6 +31,11 @@ integration: venv controlplane
 
 demo: venv controlplane
 	PYTHONPATH=. $(BIN)/python examples/demo.py
+
+# pyscheduler against upstream kube-scheduler (SchedulingBasic, 5000 nodes);
+# e.g. make bench BENCH_ARGS="--workload small --repeat 3 --out small.json"
+bench: venv controlplane
+	PYTHONPATH=. $(BIN)/python -m bench.run $(BENCH_ARGS)
 
 lint: venv
 	$(BIN)/ruff check .

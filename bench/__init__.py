@@ -1,2 +1,21 @@
 """Benchmark harness: this scheduler and upstream kube-scheduler, side by side
-on the same control plane."""
+on the same control-plane build and machine, measured the way upstream's
+scheduler_perf measures SchedulingThroughput.
+
+Run it with ``make bench`` or ``python -m bench.run --help``. Modules:
+
+- ``workload``: the presets and the node and pod templates (scheduler_perf's);
+- ``throughput``: the 1 s sampling rules and the Average/Perc50..99 summary (pure);
+- ``histogram``: quantiles of a Prometheus histogram scraped twice (pure);
+- ``apirequests``: the apiserver's requests by verb and resource (pure);
+- ``procstat``: CPU seconds and peak RSS of a process, read from ``/proc``;
+- ``checks``: the after-run correctness checks (pure);
+- ``apiclient``: the thin aiohttp client the harness talks to the apiserver with;
+- ``podwatch``: one pod watch that counts bound pods per namespace;
+- ``schedulers``: writing the configuration, starting, probing and stopping
+  either scheduler as its own process;
+- ``runner``: one measured run per scheduler, each on a fresh control plane;
+- ``results``: what one run produced;
+- ``report``: aggregation over repeats, ratios, the table and the JSON;
+- ``run``: the command line.
+"""

@@ -64,6 +64,9 @@ from scheduler.runtime.framework import Framework
 log = logging.getLogger(__name__)
 
 PLUGIN_METRICS_SAMPLE_RATE = 0.1
+# Longest stretch of back-to-back scheduling cycles before other tasks
+# (binding cycles, informers, writers) get the event loop.
+YIELD_INTERVAL_SECONDS = 0.002
 INVALID_POD_PLUGIN = "PodSpec"
 
 
@@ -161,6 +164,7 @@ class Scheduler:
     # ------------------------------------------------------------------ loop
     async def run(self) -> None:
         """Pop and schedule until the queue closes or ``stop_popping``."""
+        next_yield = 0.0
         while not self._stopping:
             await self._slots.acquire()
             pinfo = await self._queue.pop()
@@ -178,6 +182,14 @@ class Scheduler:
             finally:
                 if not spawned:
                     self._slots.release()
+            # Awaiting a free slot or a queued pod does not suspend when one is
+            # available, so without this a burst would run cycle after cycle
+            # without letting binds, informers and event writes make progress.
+            # Yield at least every YIELD_INTERVAL_SECONDS of scheduling.
+            now = time.perf_counter()
+            if now >= next_yield:
+                await asyncio.sleep(0)
+                next_yield = time.perf_counter() + YIELD_INTERVAL_SECONDS
 
     def _recover(self, pinfo: QueuedPodInfo) -> None:
         """After a crashed cycle: undo Reserve and the assume, requeue with backoff."""

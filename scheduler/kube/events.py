@@ -147,8 +147,13 @@ class EventSink:
         max_attempts: int = 3,
         retry_delay: float = 1.0,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        concurrency: int = 32,
     ) -> None:
         self._writer = writer
+        # Writes in flight at once: one at a time cannot keep up with a
+        # scheduler binding hundreds of pods a second (each bind is an event).
+        self._slots = asyncio.Semaphore(max(1, concurrency))
+        self._writing: set[asyncio.Task[None]] = set()
         self._hostname = hostname
         self.clock = clock
         self._capacity = capacity
@@ -187,20 +192,26 @@ class EventSink:
         self._wake.set()
 
     async def run(self) -> None:
-        """Write events until cancelled (queued events are then lost)."""
-        while True:
-            if not self._queue:
-                self._wake.clear()
-                wait = self._series.next_due_in(self.clock.now())
-                try:
-                    async with asyncio.timeout(wait):
-                        await self._wake.wait()
-                except TimeoutError:
-                    pass
-            await self.drain()
+        """Write events until cancelled (queued events are then lost, and
+        writes in flight are cancelled: no task outlives the sink)."""
+        try:
+            while True:
+                if not self._queue:
+                    self._wake.clear()
+                    wait = self._series.next_due_in(self.clock.now())
+                    try:
+                        async with asyncio.timeout(wait):
+                            await self._wake.wait()
+                    except TimeoutError:
+                        pass
+                await self.drain()
+        finally:
+            for task in list(self._writing):
+                task.cancel()
 
     async def drain(self) -> None:
-        """Write everything queued now, then any series counts that are due."""
+        """Write everything queued now, then any series counts that are due;
+        returns once all of those writes have finished."""
         while self._queue:
             pending, instance = self._queue.popleft()
             body = self._body(pending, instance)
@@ -208,9 +219,24 @@ class EventSink:
                 pending.key, pending.namespace, body, pending.now, pending.wall
             )
             if action is not None:
-                await self._write(action)
+                await self._start_write(action)
         for patch in self._series.due(self.clock.now()):
-            await self._write(patch)
+            await self._start_write(patch)
+        if self._writing:
+            await asyncio.gather(*self._writing, return_exceptions=True)
+
+    async def _start_write(self, action: CreateEvent | PatchSeries) -> None:
+        """Start a write once a slot is free; at most ``concurrency`` at once."""
+        await self._slots.acquire()
+        task = asyncio.get_running_loop().create_task(self._write_and_release(action))
+        self._writing.add(task)
+        task.add_done_callback(self._writing.discard)
+
+    async def _write_and_release(self, action: CreateEvent | PatchSeries) -> None:
+        try:
+            await self._write(action)
+        finally:
+            self._slots.release()
 
     # ------------------------------------------------------------- plumbing
     def _body(self, pending: _Pending, instance: str) -> dict[str, Any]:

@@ -17,6 +17,7 @@ defaults to 60 s instead of client-go's 30 min, so counts stay current.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,6 +71,11 @@ class SeriesCache:
         self._window = window
         self._refresh = refresh
         self._series: dict[EventKey, _Series] = {}
+        # Series with an unwritten count, and series in the order they may
+        # expire: ``due`` touches only these, never the whole cache (which holds
+        # every distinct event of the window: one per bound pod).
+        self._pending: dict[EventKey, None] = {}
+        self._expiry: deque[tuple[float, EventKey]] = deque()
 
     def __len__(self) -> int:
         return len(self._series)
@@ -83,35 +89,46 @@ class SeriesCache:
         if series is None or now - series.last_observed > self._window:
             name = str(body["metadata"]["name"])
             self._series[key] = _Series(body, namespace, name, 1, now, wall, 1, now)
+            self._pending.pop(key, None)
+            self._expiry.append((now, key))
             return CreateEvent(namespace, body)
         series.count += 1
         series.last_observed = now
         series.last_observed_wall = wall
         if series.written_count == 1:
-            return self._written(series, now)
+            return self._written(key, series, now)
         series.pending = True
+        self._pending[key] = None
         return None
 
     def due(self, now: float) -> list[PatchSeries]:
         """Series updates to write now; forgets series idle past the window."""
         out: list[PatchSeries] = []
-        for key, series in list(self._series.items()):
-            if series.pending and now - series.written_at >= self._refresh:
-                out.append(self._written(series, now))
-            if now - series.last_observed > self._window:
-                if series.pending:
-                    out.append(self._written(series, now))
-                del self._series[key]
+        for key in list(self._pending):
+            series = self._series[key]
+            if now - series.written_at >= self._refresh:
+                out.append(self._written(key, series, now))
+        while self._expiry and now - self._expiry[0][0] > self._window:
+            _, key = self._expiry.popleft()
+            idle = self._series.get(key)
+            if idle is None:
+                continue
+            if now - idle.last_observed <= self._window:
+                self._expiry.append((idle.last_observed, key))  # still active
+                continue
+            if idle.pending:
+                out.append(self._written(key, idle, now))
+            del self._series[key]
         return out
 
     def next_due_in(self, now: float) -> float | None:
         """Seconds until ``due`` has a pending count to write; None if none is pending.
         (Idle series are forgotten lazily, on the next ``due``.)"""
-        times = [s.written_at + self._refresh for s in self._series.values() if s.pending]
+        times = [self._series[key].written_at + self._refresh for key in self._pending]
         return max(0.0, min(times) - now) if times else None
 
-    @staticmethod
-    def _written(series: _Series, now: float) -> PatchSeries:
+    def _written(self, key: EventKey, series: _Series, now: float) -> PatchSeries:
+        self._pending.pop(key, None)
         series.written_count = series.count
         series.written_at = now
         series.pending = False

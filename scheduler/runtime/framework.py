@@ -65,6 +65,7 @@ class Framework(FilteringPoints, ScoringPoints, BindingPoints):
         self._filter_verdicts: VerdictCache[Status | None] = VerdictCache()
         self._score_verdicts: VerdictCache[tuple[int, ...]] = VerdictCache()
         self._cluster_size = 0
+        self._normalized = {}
         self._waiting = waiting_pods
 
         def at(point: ExtensionPoint) -> list[Plugin]:

@@ -6,7 +6,7 @@ NormalizeScore) and binding.py (Reserve through PostBind)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import Protocol, TypeVar
 
 from scheduler.framework.cycle_state import CycleState
@@ -109,6 +109,8 @@ class ExtensionPoints:
     _filter_verdicts: VerdictCache[Status | None]
     _score_verdicts: VerdictCache[tuple[int, ...]]
     _cluster_size: int
+    # plugin -> (pod fragment, node names, raw scores, normalized scores)
+    _normalized: dict[str, tuple[Hashable, list[str], list[int], list[int]]]
     pre_filter: list[PreFilterPlugin]
     filter: list[FilterPlugin]
     _filters: tuple[FilterPlugin, ...]
@@ -150,8 +152,8 @@ class ExtensionPoints:
         pod: Pod,
         node_count: int,
     ) -> dict[str, tuple[int, V]] | None:
-        if state.record_plugin_metrics or not plugins:
-            return None  # sampled cycles measure real plugin calls
+        if not plugins:
+            return None
         fragments = []
         for plugin in plugins:
             if not isinstance(plugin, SignPlugin):

@@ -10,6 +10,7 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import (
     ExtensionPoint,
     ScorePlugin,
+    SignPlugin,
 )
 from scheduler.framework.nodeinfo import NodeInfo
 from scheduler.framework.objects import Pod
@@ -66,10 +67,11 @@ class ScoringPoints(ExtensionPoints):
         if status is not None:
             self._observe(ExtensionPoint.SCORE, status, started)
             return NO_SCORES, status
+        names = [node_info.name for node_info in nodes]
         totals = [0] * len(nodes)
         weighted: list[list[int]] = []
         for plugin, plugin_raw in zip(plugins, raw, strict=True):
-            values, status = self._normalize(state, plugin, pod, nodes, plugin_raw)
+            values, status = self._normalize(state, plugin, pod, names, plugin_raw)
             if status is not None:
                 self._observe(ExtensionPoint.SCORE, status, started)
                 return NO_SCORES, status
@@ -88,7 +90,7 @@ class ScoringPoints(ExtensionPoints):
             totals = [total + value for total, value in zip(totals, values, strict=True)]
             weighted.append(values)
         result = ScoreTable(
-            [node_info.name for node_info in nodes],
+            names,
             [plugin.name for plugin in plugins],
             weighted,
             totals,
@@ -162,16 +164,23 @@ class ScoringPoints(ExtensionPoints):
         state: CycleState,
         plugin: ScorePlugin,
         pod: Pod,
-        nodes: Sequence[NodeInfo],
+        names: list[str],
         values: list[int],
     ) -> tuple[list[int], Status | None]:
+        """NormalizeScore of one plugin. For a plugin that signs the pod, the
+        result for the same fragment, nodes and raw scores as last cycle is
+        reused: normalizing is a pure function of those."""
+        extensions = plugin.score_extensions()
+        if extensions is None:
+            return values, None
+        fragment = plugin.sign_pod(pod) if isinstance(plugin, SignPlugin) else None
+        if fragment is not None:
+            last = self._normalized.get(plugin.name)
+            if last is not None and last[0] == fragment and last[2] == values and last[1] == names:
+                return list(last[3]), None
         begun = time.perf_counter()
-        node_scores = []
+        node_scores = [NodeScore(name, value) for name, value in zip(names, values, strict=True)]
         try:
-            extensions = plugin.score_extensions()
-            if extensions is None:
-                return values, None
-            node_scores = [NodeScore(n.name, v) for n, v in zip(nodes, values, strict=True)]
             status = extensions.normalize_score(state, pod, node_scores)
         except Exception as error:
             status = Status.as_error(error)
@@ -181,4 +190,7 @@ class ScoringPoints(ExtensionPoints):
                 f'running Normalize on Score plugins: plugin "{plugin.name}" failed with: '
                 f"{status.message()}"
             )
-        return [node_score.score for node_score in node_scores], None
+        result = [node_score.score for node_score in node_scores]
+        if fragment is not None:
+            self._normalized[plugin.name] = (fragment, names, values, result)
+        return list(result), None

@@ -10,9 +10,9 @@ reused instead of recomputed; likewise raw scores when every Score plugin
 signs. NormalizeScore, weights and selection still run every cycle, so the
 outcome is exactly what recomputing would give.
 
-Not used in cycles sampled for plugin metrics (those measure real calls), nor
-for what-if NodeInfo copies (only the snapshot's NodeInfos carry the
-generation the cache checks).
+Cycles sampled for plugin metrics use it too: they measure the plugin calls
+that really run. Never used for what-if NodeInfo copies (only the snapshot's
+NodeInfos carry the generation the cache checks).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ import pytest
 
 from scheduler.cache import Cache, Snapshot
 from scheduler.cycle.algorithm import Algorithm
-from scheduler.framework import CycleState, NodeInfo, Pod, SignPlugin, Status, parse_pod
+from scheduler.framework import CycleState, NodeInfo, NodeScore, Pod, SignPlugin, Status, parse_pod
 from scheduler.framework.objects import parse_node
 from scheduler.runtime.verdicts import VerdictCache
 from tests.support.builders import make_node, make_pod
@@ -102,7 +102,7 @@ def test_only_changed_nodes_are_evaluated_again() -> None:
     assert (filter_plugin.calls, score_plugin.calls) == (11, 11), "one node changed"
 
 
-def test_sampled_cycles_run_every_plugin() -> None:
+def test_sampled_cycles_measure_only_the_calls_that_run() -> None:
     cache = cluster(4)
     filter_plugin = CountingFilter("F")
     framework = make_framework(filter=[filter_plugin], score=[CountingScore("S")])
@@ -113,7 +113,7 @@ def test_sampled_cycles_run_every_plugin() -> None:
     for _ in range(2):
         state = CycleState(record_plugin_metrics=True)
         algorithm.schedule_pod(framework, state, pod, snapshot, None)
-    assert filter_plugin.calls == 8
+    assert filter_plugin.calls == 4, "the second cycle reuses every verdict"
 
 
 def test_cache_keeps_the_most_recent_signatures() -> None:
@@ -139,3 +139,38 @@ def test_results_survive_while_the_sample_rotates_around_a_large_cluster() -> No
     for index in range(3, 6):
         place(cache, algorithm, framework, snapshot, index)
     assert score_plugin.calls - seen <= 6, "only the nodes that got a pod are scored again"
+
+
+class NormalizingScore(CountingScore):
+    """Normalizes by inverting: counts how often it really normalizes."""
+
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.normalized = 0
+
+        def invert(scores: list[NodeScore]) -> Status | None:
+            self.normalized += 1
+            for score in scores:
+                score.score = 100 - score.score
+            return None
+
+        self.normalize = invert
+
+
+def test_normalizing_the_same_raw_scores_again_reuses_the_result() -> None:
+    score_plugin = NormalizingScore("S")
+    framework = make_framework(score=[score_plugin])
+    cache = cluster(3)
+    snapshot = Snapshot()
+    cache.update_snapshot(snapshot)
+    pod = parse_pod(make_pod("p").uid("u").obj())
+    nodes = snapshot.node_infos()
+    first, _ = framework.run_score(CycleState(), pod, nodes)
+    second, _ = framework.run_score(CycleState(), pod, nodes)
+    assert list(first.totals) == list(second.totals) == [0, 0, 0]
+    assert score_plugin.normalized == 1
+    cache.add_pod(parse_pod(make_pod("q").uid("q").node("n0").obj()))
+    cache.update_snapshot(snapshot)
+    third, _ = framework.run_score(CycleState(), pod, snapshot.node_infos())
+    assert score_plugin.normalized == 2, "raw scores changed: normalized again"
+    assert list(third.totals) == [10, 0, 0]

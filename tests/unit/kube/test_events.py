@@ -269,3 +269,49 @@ async def test_run_writes_in_the_background_until_cancelled() -> None:
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+@dataclass
+class SlowWriter(FakeWriter):
+    """Every write waits for ``release``; records how many were in flight at once."""
+
+    release: asyncio.Event = field(default_factory=asyncio.Event)
+    reached: asyncio.Event = field(default_factory=asyncio.Event)
+    target: int = 1
+    in_flight: int = 0
+    most_in_flight: int = 0
+
+    async def create_event(self, namespace: str, event: Mapping[str, Any]) -> None:
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        if self.in_flight >= self.target:
+            self.reached.set()
+        await self.release.wait()
+        self.in_flight -= 1
+        await super().create_event(namespace, event)
+
+
+@pytest.mark.parametrize(
+    ("concurrency", "events", "most"),
+    [
+        pytest.param(1, 5, 1, id="one at a time"),
+        pytest.param(4, 10, 4, id="bounded by the limit"),
+        pytest.param(32, 5, 5, id="all at once when fewer than the limit"),
+    ],
+)
+async def test_events_are_written_concurrently_up_to_the_limit(
+    concurrency: int, events: int, most: int
+) -> None:
+    writer, clock = SlowWriter(target=min(concurrency, events)), FakeClock()
+    sink = make_sink(writer, clock, concurrency=concurrency)
+    recorder = sink.recorder("s")
+    for i in range(events):
+        recorder.event(POD, EventType.NORMAL, "R", "A", f"note {i}")
+    draining = asyncio.create_task(sink.drain())
+    await asyncio.wait_for(writer.reached.wait(), 5)
+    writer.release.set()
+    await draining
+    assert writer.most_in_flight == most
+    assert sorted(body["note"] for _, body in writer.creates) == [
+        f"note {i}" for i in range(events)
+    ]
