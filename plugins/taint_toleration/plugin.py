@@ -38,6 +38,7 @@ from scheduler.framework import (
     Status,
     Taint,
     Toleration,
+    default_normalize,
 )
 
 NAME = "TaintToleration"
@@ -133,6 +134,9 @@ class TaintToleration(
         default_normalize_score(MAX_NODE_SCORE, reverse=True, scores=scores)
         return None
 
+    def normalize_values(self, values: list[int]) -> list[int]:
+        return default_normalize(values, MAX_NODE_SCORE, reverse=True)
+
 
 def tolerated(taint: Taint, tolerations: Iterable[Toleration]) -> bool:
     return any(toleration.tolerates(taint) for toleration in tolerations)
@@ -164,18 +168,10 @@ def count_untolerated_prefer_no_schedule(
 
 
 def default_normalize_score(max_priority: int, *, reverse: bool, scores: list[NodeScore]) -> None:
-    """Upstream ``helper.DefaultNormalizeScore``: scale to ``0..max_priority``
-    by the highest score (Go integer division), optionally reversed."""
-    highest = max((entry.score for entry in scores), default=0)
-    if highest <= 0:
-        if reverse:
-            for entry in scores:
-                entry.score = max_priority
-        return
-    for entry in scores:
-        # Scores are non-negative here, so floor division equals Go truncation.
-        scaled = max_priority * entry.score // highest
-        entry.score = max_priority - scaled if reverse else scaled
+    """``default_normalize`` applied in place to NodeScores."""
+    normalized = default_normalize([entry.score for entry in scores], max_priority, reverse=reverse)
+    for entry, value in zip(scores, normalized, strict=True):
+        entry.score = value
 
 
 def new(args: object, handle: Handle) -> TaintToleration:

@@ -75,6 +75,7 @@ from scheduler.framework.types import (
     PostFilterResult,
     PreFilterResult,
     QueuedPodInfo,
+    default_normalize,
 )
 
 __all__ = [
@@ -139,6 +140,7 @@ __all__ = [
     "Taint",
     "Toleration",
     "WaitingPod",
+    "default_normalize",
     "is_success",
     "parse_node",
     "parse_pod",

@@ -140,6 +140,12 @@ class ScoreExtensions(abc.ABC):
     ) -> Status | None:
         """Rewrite ``scores`` in place into 0..100."""
 
+    def normalize_values(self, values: list[int]) -> list[int] | None:
+        """Optional fast path for a normalization that depends on the scores
+        only (not on node names, the pod or the cycle state): the normalized
+        values in the same order, or None to use ``normalize_score``."""
+        return None
+
 
 class ScorePlugin(Plugin):
     @abc.abstractmethod

@@ -41,6 +41,19 @@ class QueuedPodInfo:
         return self.pod.key
 
 
+def default_normalize(values: list[int], max_priority: int, *, reverse: bool) -> list[int]:
+    """Upstream ``helper.DefaultNormalizeScore`` on plain values: scale to
+    ``0..max_priority`` by the highest score (Go integer division; scores are
+    non-negative), optionally reversed. All zero: 0s, or ``max_priority`` when
+    reversed."""
+    highest = max(values, default=0)
+    if highest <= 0:
+        return [max_priority] * len(values) if reverse else [0] * len(values)
+    if reverse:
+        return [max_priority - max_priority * value // highest for value in values]
+    return [max_priority * value // highest for value in values]
+
+
 @dataclass(slots=True)
 class NodeScore:
     name: str

@@ -141,7 +141,7 @@ class EventSink:
         *,
         hostname: str,
         clock: Clock,
-        capacity: int = 1000,
+        capacity: int = 10000,
         series_window: float = DEFAULT_WINDOW,
         series_refresh: float = DEFAULT_REFRESH,
         max_attempts: int = 3,

@@ -118,12 +118,12 @@ class ScoringPoints(ExtensionPoints):
                     return [], status
                 raw.append(values)
             return raw, None
-        raw = [[] for _ in plugins]
-        appends = [values.append for values in raw]
+        rows: list[tuple[int, ...]] = []
+        append = rows.append
         for node_info in nodes:
             cached = table.get(node_info.name)
             if cached is not None and cached[0] == node_info.generation:
-                scores = cached[1]
+                append(cached[1])
             else:
                 computed: list[int] = []
                 for plugin in plugins:
@@ -136,9 +136,10 @@ class ScoringPoints(ExtensionPoints):
                     computed.append(value)
                 scores = tuple(computed)
                 table[node_info.name] = (node_info.generation, scores)
-            for append, value in zip(appends, scores, strict=True):
-                append(value)
-        return raw, None
+                append(scores)
+        if not rows:
+            return [[] for _ in plugins], None
+        return [list(column) for column in zip(*rows, strict=True)], None
 
     def _score_plugin(
         self, state: CycleState, plugin: ScorePlugin, pod: Pod, nodes: Sequence[NodeInfo]
@@ -179,18 +180,23 @@ class ScoringPoints(ExtensionPoints):
             if last is not None and last[0] == fragment and last[2] == values and last[1] == names:
                 return list(last[3]), None
         begun = time.perf_counter()
-        node_scores = [NodeScore(name, value) for name, value in zip(names, values, strict=True)]
+        node_scores: list[NodeScore] = []
         try:
-            status = extensions.normalize_score(state, pod, node_scores)
+            fast = extensions.normalize_values(values)
+            if fast is None:
+                node_scores = list(map(NodeScore, names, values))
+                status = extensions.normalize_score(state, pod, node_scores)
+            else:
+                status = None
         except Exception as error:
-            status = Status.as_error(error)
+            fast, status = None, Status.as_error(error)
         self._plugin(state, plugin.name, ExtensionPoint.NORMALIZE_SCORE, status, begun)
         if status is not None and status.code is not Code.SUCCESS:
             return [], Status.as_error(
                 f'running Normalize on Score plugins: plugin "{plugin.name}" failed with: '
                 f"{status.message()}"
             )
-        result = [node_score.score for node_score in node_scores]
+        result = fast if fast is not None else [node_score.score for node_score in node_scores]
         if fragment is not None:
             self._normalized[plugin.name] = (fragment, names, values, result)
         return list(result), None
