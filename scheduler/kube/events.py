@@ -154,6 +154,7 @@ class EventSink:
         # scheduler binding hundreds of pods a second (each bind is an event).
         self._slots = asyncio.Semaphore(max(1, concurrency))
         self._writing: set[asyncio.Task[None]] = set()
+        self._last_write: dict[tuple[str, str], asyncio.Task[None]] = {}
         self._hostname = hostname
         self.clock = clock
         self._capacity = capacity
@@ -226,14 +227,29 @@ class EventSink:
             await asyncio.gather(*self._writing, return_exceptions=True)
 
     async def _start_write(self, action: CreateEvent | PatchSeries) -> None:
-        """Start a write once a slot is free; at most ``concurrency`` at once."""
+        """Start a write once a slot is free; at most ``concurrency`` at once.
+        Writes to the same event stay in order: a series patch waits for the
+        create (or the previous patch) of its event."""
         await self._slots.acquire()
-        task = asyncio.get_running_loop().create_task(self._write_and_release(action))
+        key = (action.namespace, str(action.body["metadata"]["name"]))
+        before = self._last_write.get(key)
+        task = asyncio.get_running_loop().create_task(self._write_after(before, action))
+        self._last_write[key] = task
         self._writing.add(task)
-        task.add_done_callback(self._writing.discard)
 
-    async def _write_and_release(self, action: CreateEvent | PatchSeries) -> None:
+        def finished(done: asyncio.Task[None]) -> None:
+            self._writing.discard(done)
+            if self._last_write.get(key) is done:
+                del self._last_write[key]
+
+        task.add_done_callback(finished)
+
+    async def _write_after(
+        self, before: asyncio.Task[None] | None, action: CreateEvent | PatchSeries
+    ) -> None:
         try:
+            if before is not None:
+                await asyncio.wait({before})
             await self._write(action)
         finally:
             self._slots.release()

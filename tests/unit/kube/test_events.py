@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from unittest.mock import ANY
 
 import pytest
 
@@ -315,3 +316,31 @@ async def test_events_are_written_concurrently_up_to_the_limit(
     assert sorted(body["note"] for _, body in writer.creates) == [
         f"note {i}" for i in range(events)
     ]
+
+
+@dataclass
+class OrderedWriter(FakeWriter):
+    """Creates are slow; records the order in which writes complete."""
+
+    order: list[str] = field(default_factory=list)
+
+    async def create_event(self, namespace: str, event: Mapping[str, Any]) -> None:
+        for _ in range(5):
+            await asyncio.sleep(0)
+        await super().create_event(namespace, event)
+        self.order.append("create")
+
+    async def patch_event(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        await super().patch_event(namespace, name, patch)
+        self.order.append("patch")
+
+
+async def test_series_patch_waits_for_the_create_of_its_event() -> None:
+    writer, clock = OrderedWriter(), FakeClock()
+    sink = make_sink(writer, clock, concurrency=8)
+    recorder = sink.recorder("s")
+    recorder.event(POD, EventType.WARNING, "FailedScheduling", "Scheduling", "same")
+    recorder.event(POD, EventType.WARNING, "FailedScheduling", "Scheduling", "same")
+    await sink.drain()
+    assert writer.order == ["create", "patch"]
+    assert writer.patches[0][2] == {"series": {"count": 2, "lastObservedTime": ANY}}
