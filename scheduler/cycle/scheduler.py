@@ -53,6 +53,7 @@ from scheduler.framework.status import Code, Status
 from scheduler.framework.types import (
     Diagnosis,
     FitError,
+    InvalidPodError,
     NodeToStatus,
     NominatingInfo,
     NominatingMode,
@@ -256,11 +257,9 @@ class Scheduler:
         started = self._clock.now()
 
         if pod.parse_error:
-            invalid = Status.unresolvable(f"invalid pod: {pod.parse_error}")
-            diagnosis = Diagnosis(unschedulable_plugins={INVALID_POD_PLUGIN})
-            diagnosis.pre_filter_msg = invalid.message()
-            fit_error = FitError(pod, 1, diagnosis)
-            self._fail(framework, pinfo, fit_error, invalid, cycle=cycle, started=started)
+            invalid = InvalidPodError(pod, pod.parse_error, INVALID_POD_PLUGIN)
+            rejection = Status.unresolvable(str(invalid)).with_plugin(INVALID_POD_PLUGIN)
+            self._fail(framework, pinfo, invalid, rejection, cycle=cycle, started=started)
             return False
         result = self._run_algorithm(framework, state, pinfo, cycle, started)
         if result is None:

@@ -161,7 +161,7 @@ def parse_pod(raw: Raw) -> Pod:
         non_zero = pod_requests(spec, non_zero=True)
     except (QuantityError, TypeError, AttributeError) as error:
         requests = non_zero = ZERO
-        parse_error = f"invalid resource requests: {error}"
+        parse_error = str(error)
     return Pod(
         raw=raw,
         uid=metadata.get("uid") or "",

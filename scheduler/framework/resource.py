@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduler.framework.quantity import to_milli, to_units
+from scheduler.framework.quantity import QuantityError, to_milli, to_units
 
 CPU = "cpu"
 MEMORY = "memory"
@@ -50,16 +50,19 @@ class Resource:
         milli_cpu = memory = storage = pods = 0
         scalar: dict[str, int] = {}
         for name, value in resources.items():
-            if name == CPU:
-                milli_cpu = to_milli(value)
-            elif name == MEMORY:
-                memory = to_units(value)
-            elif name == EPHEMERAL_STORAGE:
-                storage = to_units(value)
-            elif name == PODS:
-                pods = to_units(value)
-            else:
-                scalar[name] = to_units(value)
+            try:
+                if name == CPU:
+                    milli_cpu = to_milli(value)
+                elif name == MEMORY:
+                    memory = to_units(value)
+                elif name == EPHEMERAL_STORAGE:
+                    storage = to_units(value)
+                elif name == PODS:
+                    pods = to_units(value)
+                else:
+                    scalar[name] = to_units(value)
+            except QuantityError as error:
+                raise QuantityError(f"{name}: {error}") from None
         return Resource(milli_cpu, memory, storage, pods, scalar)
 
     def get(self, name: str) -> int:
@@ -154,7 +157,11 @@ ZERO = Resource()
 
 def _container_requests(container: Mapping[str, Any], non_zero: bool) -> Resource:
     requests = (container.get("resources") or {}).get("requests") or _EMPTY
-    resource = Resource.from_list(requests)
+    try:
+        resource = Resource.from_list(requests)
+    except QuantityError as error:
+        name = container.get("name") or "?"
+        raise QuantityError(f"container {name!r} requests {error}") from None
     if non_zero and (CPU not in requests or MEMORY not in requests):
         resource = Resource(
             resource.milli_cpu if CPU in requests else DEFAULT_MILLI_CPU_REQUEST,

@@ -129,6 +129,18 @@ class FitError(Exception):
         return fit_error_message(self.num_all_nodes, self.diagnosis)
 
 
+class InvalidPodError(FitError):
+    """The pod's spec cannot be interpreted; the message says what and where.
+    Reported like a fit failure (condition, event, requeue until it changes)."""
+
+    def __init__(self, pod: Pod, problem: str, plugin: str) -> None:
+        super().__init__(pod, 1, Diagnosis(unschedulable_plugins={plugin}))
+        self.problem = problem
+
+    def __str__(self) -> str:
+        return f"invalid pod: {self.problem}"
+
+
 def reason_histogram(num_all_nodes: int, node_to_status: NodeToStatus) -> str:
     counts: dict[str, int] = {}
     for status in node_to_status.statuses.values():

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.framework import NodeToStatus, Status
+from scheduler.framework import NodeToStatus, Status, parse_pod
 from scheduler.framework.types import Diagnosis, FitError, fit_error_message
+from tests.support.builders import make_pod
 from tests.unit.engine.objects import pod
 
 CPU = Status.unschedulable("Insufficient cpu")
@@ -88,3 +89,29 @@ def statuses(**by_node: Status) -> NodeToStatus:
 def test_fit_error_message(num_nodes: int, diagnosis: Diagnosis, message: str) -> None:
     assert fit_error_message(num_nodes, diagnosis) == message
     assert str(FitError(pod("p"), num_nodes, diagnosis)) == message
+
+
+@pytest.mark.parametrize(
+    ("requests", "problem"),
+    [
+        pytest.param(
+            {"cpu": "lots"}, "container 'main' requests cpu: invalid quantity 'lots'", id="cpu"
+        ),
+        pytest.param(
+            {"memory": "1Gx"},
+            "container 'main' requests memory: invalid quantity '1Gx'",
+            id="memory",
+        ),
+        pytest.param(
+            {"example.com/gpu": "one"},
+            "container 'main' requests example.com/gpu: invalid quantity 'one'",
+            id="extended",
+        ),
+    ],
+)
+def test_malformed_requests_name_the_container_and_resource(
+    requests: dict[str, str], problem: str
+) -> None:
+    parsed = parse_pod(make_pod("p").requests(**requests).obj())
+    assert parsed.parse_error == problem
+    assert parsed.requests.is_zero()

@@ -470,3 +470,15 @@ async def test_a_pod_bound_after_the_flush_is_counted(flushed: bool, counted: in
     assert h.scheduler.schedule_one(pinfo)
     await h.scheduler.drain(5.0)
     assert h.metrics.after_flush == counted
+
+
+async def test_a_pod_that_cannot_be_interpreted_is_told_what_and_where() -> None:
+    malformed = pod("bad", lambda b: b.requests(cpu="lots"))
+    h = harness(make_framework(bind=[BindStub("B")]))
+    assert not await schedule(h, malformed)
+    message = "invalid pod: container 'main' requests cpu: invalid quantity 'lots'"
+    assert h.recorder.events == [failed(message)]
+    assert h.status.submitted[0][2] == condition_patch(UNSCHEDULABLE, message)
+    (requeued,) = h.queue.requeued
+    assert requeued.unschedulable == {"PodSpec"}, "retried when the pod changes"
+    assert h.cache.pod_count() == 0
