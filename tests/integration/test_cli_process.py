@@ -20,13 +20,14 @@ import aiohttp
 import pytest
 from kubernetes_asyncio import client
 
+from bench.checks import overcommitted_nodes
 from localcluster.cluster import free_port
 from localcluster.process import ComponentProcess
 from scheduler.app import AppOptions
 from scheduler.cli import EXIT_CONFIG
 from tests.integration.conftest import Cluster, NodePool
 from tests.support.builders import make_node, make_pod
-from tests.support.kubeapi import create_all, list_pods, overcommitted_nodes, read_json
+from tests.support.kubeapi import create_all, list_pods, read_json
 from tests.support.scheduler import running_scheduler, scheduler_config, unique_scheduler_name
 from tests.support.wait import ConditionTimeout, eventually
 

@@ -11,16 +11,10 @@ import aiohttp
 import orjson
 from kubernetes_asyncio import client
 
+from bench.checks import overcommitted_nodes
 from tests.integration.conftest import Cluster, NodePool
 from tests.support.builders import make_node, make_pod
-from tests.support.kubeapi import (
-    condition,
-    create_all,
-    list_pods,
-    overcommitted_nodes,
-    read_json,
-    read_pod,
-)
+from tests.support.kubeapi import condition, create_all, list_pods, read_json, read_pod
 from tests.support.scheduler import running_scheduler, unique_scheduler_name
 from tests.support.wait import eventually
 

@@ -1,4 +1,5 @@
-"""Small raw-JSON helpers over kubernetes-asyncio for integration tests."""
+"""Small raw-JSON helpers over kubernetes-asyncio for integration tests.
+(The overcommit check lives in ``bench.checks``, shared with the benchmark.)"""
 
 from __future__ import annotations
 
@@ -8,8 +9,6 @@ from typing import Any
 
 import orjson
 from kubernetes_asyncio import client
-
-from scheduler.framework import Resource, parse_node, parse_pod
 
 
 async def read_json(response: Any) -> Any:
@@ -46,30 +45,3 @@ def condition(pod: dict[str, Any], kind: str) -> dict[str, Any] | None:
         if item.get("type") == kind:
             return dict(item)
     return None
-
-
-def overcommitted_nodes(
-    nodes: Iterable[dict[str, Any]], pods: Iterable[dict[str, Any]]
-) -> dict[str, str]:
-    """Nodes whose bound pods request more than the node can allocate."""
-    requested: dict[str, Resource] = {}
-    counts: dict[str, int] = {}
-    for raw in pods:
-        pod = parse_pod(raw)
-        if pod.node_name and not pod.terminal:
-            requested[pod.node_name] = requested.get(pod.node_name, Resource()) + pod.requests
-            counts[pod.node_name] = counts.get(pod.node_name, 0) + 1
-    problems = {}
-    for raw in nodes:
-        node = parse_node(raw)
-        used = requested.get(node.name)
-        if used is None:
-            continue
-        allocatable = node.allocatable
-        if (
-            used.milli_cpu > allocatable.milli_cpu
-            or used.memory > allocatable.memory
-            or counts[node.name] > allocatable.allowed_pods
-        ):
-            problems[node.name] = f"requested {used}, allocatable {allocatable}"
-    return problems
