@@ -25,20 +25,24 @@ import logging
 import random
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
 
 from scheduler.cache.cache import Cache, CacheError
 from scheduler.cache.snapshot import Snapshot
 from scheduler.clock import Clock
 from scheduler.cycle.algorithm import Algorithm, ScheduleResult, SchedulingError
+from scheduler.cycle.binding import BindingCycles
+from scheduler.cycle.contracts import (
+    AttemptMetrics,
+    AttemptRecorder,
+    Binding,
+    SchedulingQueueLike,
+    single_node_fit_error,
+)
 from scheduler.cycle.reporting import (
-    ACTION_BINDING,
     ACTION_SCHEDULING,
     EVENT_FAILED_SCHEDULING,
-    EVENT_SCHEDULED,
     REASON_SCHEDULER_ERROR,
     REASON_UNSCHEDULABLE,
-    TYPE_NORMAL,
     TYPE_WARNING,
     StatusWriter,
     failed_attempt,
@@ -46,15 +50,12 @@ from scheduler.cycle.reporting import (
     scheduled_condition_patch,
 )
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.events import ASSIGNED_POD_DELETE
 from scheduler.framework.handle import EventRecorder
 from scheduler.framework.objects import Pod
-from scheduler.framework.status import Code, Status
+from scheduler.framework.status import Status
 from scheduler.framework.types import (
-    Diagnosis,
     FitError,
     InvalidPodError,
-    NodeToStatus,
     NominatingInfo,
     NominatingMode,
     QueuedPodInfo,
@@ -69,59 +70,6 @@ PLUGIN_METRICS_SAMPLE_RATE = 0.1
 # (binding cycles, informers, writers) get the event loop.
 YIELD_INTERVAL_SECONDS = 0.002
 INVALID_POD_PLUGIN = "PodSpec"
-
-
-class SchedulingQueueLike(Protocol):
-    @property
-    def scheduling_cycle(self) -> int: ...
-
-    async def pop(self) -> QueuedPodInfo | None: ...
-
-    def done(self, uid: str) -> None: ...
-
-    def add_unschedulable_if_not_present(
-        self, pinfo: QueuedPodInfo, pod_scheduling_cycle: int
-    ) -> None: ...
-
-    def activate(self, pods: Any) -> None: ...
-
-    def move_all_to_active_or_backoff(
-        self,
-        event: Any,
-        old: object,
-        new: object,
-        pre_check: Callable[[Pod], bool] | None = None,
-    ) -> None: ...
-
-
-class AttemptMetrics(Protocol):
-    def attempt(self, result: AttemptResult, profile: str, seconds: float) -> None: ...
-
-    def algorithm(self, seconds: float) -> None: ...
-
-    def sli(self, attempts: int, seconds: float) -> None: ...
-
-    def pod_attempts(self, attempts: int) -> None: ...
-
-    def scheduled_after_flush(self) -> None: ...
-
-    def goroutines(self, operation: str, delta: int) -> None: ...
-
-
-class AttemptRecorder(Protocol):
-    def record(self, pod_key: str, attempt: dict[str, Any]) -> None: ...
-
-
-@dataclasses.dataclass(slots=True)
-class _Binding:
-    framework: Framework
-    state: CycleState
-    pinfo: QueuedPodInfo
-    assumed: Pod
-    host: str
-    started: float
-    cycle: int
-    finished: bool = False  # set once a terminal path (bound, failed) ran
 
 
 class Scheduler:
@@ -157,9 +105,19 @@ class Scheduler:
         self._algorithm = Algorithm(self._rng, percentage_of_nodes_to_score)
         self._snapshot = snapshot if snapshot is not None else Snapshot()
         self._slots = asyncio.Semaphore(max_binding)
-        self._binding_tasks: dict[asyncio.Task[None], _Binding] = {}
+        self._binding = BindingCycles(
+            queue=queue,
+            recorders=recorders,
+            status_writer=status_writer,
+            clock=clock,
+            metrics=metrics,
+            fail=self._fail,
+            forget=self._forget,
+            activate=self._activate,
+            on_done=self._slots.release,
+        )
         # The cycle in progress, so that a crash can undo its assume and Reserve.
-        self._current: _Binding | None = None
+        self._current: Binding | None = None
         self._stopping = False
 
     # ------------------------------------------------------------------ loop
@@ -215,18 +173,10 @@ class Scheduler:
     async def drain(self, deadline_seconds: float) -> int:
         """Wait for binding cycles up to the deadline, then cancel the rest
         (each rolls back). Returns how many had to be cancelled."""
-        tasks = set(self._binding_tasks)
-        if not tasks:
-            return 0
-        _, pending = await asyncio.wait(tasks, timeout=deadline_seconds)
-        for task in pending:
-            task.cancel()
-        if pending:
-            await asyncio.wait(pending)
-        return len(pending)
+        return await self._binding.drain(deadline_seconds)
 
     def binding_in_flight(self) -> int:
-        return len(self._binding_tasks)
+        return self._binding.in_flight()
 
     # ------------------------------------------------------ scheduling cycle
     def schedule_one(self, pinfo: QueuedPodInfo) -> bool:
@@ -271,7 +221,7 @@ class Scheduler:
         except CacheError as error:
             self._fail(framework, pinfo, None, Status.as_error(error), cycle=cycle, started=started)
             return False
-        binding = _Binding(framework, state, pinfo, assumed, host, started, cycle)
+        binding = Binding(framework, state, pinfo, assumed, host, started, cycle)
         self._current = binding
 
         status = framework.run_reserve(state, assumed, host)
@@ -285,13 +235,8 @@ class Scheduler:
 
         self._activate(state)
         self._attempts.record(pod.key, scheduled_attempt(cycle, self._clock.wall(), result))
-        task = asyncio.get_running_loop().create_task(
-            self._binding_cycle(binding), name=f"bind {pod.key}"
-        )
-        self._binding_tasks[task] = binding
+        self._binding.start(binding)
         self._current = None
-        self._metrics.goroutines("binding", 1)
-        task.add_done_callback(self._binding_done)
         return True
 
     def _run_algorithm(
@@ -327,7 +272,7 @@ class Scheduler:
             self._metrics.algorithm(time.perf_counter() - algorithm_started)
         return None
 
-    def _undo_assume(self, binding: _Binding, status: Status) -> None:
+    def _undo_assume(self, binding: Binding, status: Status) -> None:
         """Reserve or Permit failed: unreserve, forget, report, requeue."""
         binding.framework.run_unreserve(binding.state, binding.assumed, binding.host)
         self._forget(binding.assumed)
@@ -336,18 +281,11 @@ class Scheduler:
         self._fail(
             binding.framework,
             binding.pinfo,
-            self._single_node_fit_error(pod, binding.host, status),
+            single_node_fit_error(pod, binding.host, status),
             status,
             cycle=binding.cycle,
             started=binding.started,
         )
-
-    def _binding_done(self, task: asyncio.Task[None]) -> None:
-        binding = self._binding_tasks.pop(task)
-        self._metrics.goroutines("binding", -1)
-        self._slots.release()
-        if not binding.finished:
-            self._roll_back(binding, requeue=not task.cancelled())
 
     def _post_filter(
         self, framework: Framework, state: CycleState, pod: Pod, fit_error: FitError
@@ -363,20 +301,6 @@ class Scheduler:
             return result.nominating_info
         return NominatingInfo(mode=NominatingMode.NOOP)
 
-    @staticmethod
-    def _single_node_fit_error(pod: Pod, host: str, status: Status) -> FitError | None:
-        if not status.is_rejected():
-            return None
-        diagnosis = Diagnosis(node_to_status=NodeToStatus(statuses={host: status}))
-        if status.plugin:
-            target = (
-                diagnosis.pending_plugins
-                if status.code is Code.PENDING
-                else diagnosis.unschedulable_plugins
-            )
-            target.add(status.plugin)
-        return FitError(pod, 1, diagnosis)
-
     def _forget(self, assumed: Pod) -> bool:
         try:
             self._cache.forget_pod(assumed)
@@ -390,131 +314,6 @@ class Scheduler:
             pods = list(state.pods_to_activate.values())
             state.pods_to_activate.clear()
             self._queue.activate(pods)
-
-    # --------------------------------------------------------- binding cycle
-    async def _binding_cycle(self, binding: _Binding) -> None:
-        """Runs the binding steps; a cancellation or an unexpected exception is
-        rolled back by ``_binding_done`` (the binding is not ``finished``)."""
-        try:
-            await self._bind_steps(binding)
-        except Exception:
-            log.exception("binding cycle for %s crashed", binding.assumed.key)
-
-    async def _bind_steps(self, binding: _Binding) -> None:
-        framework, state, assumed, host = (
-            binding.framework,
-            binding.state,
-            binding.assumed,
-            binding.host,
-        )
-        pod = binding.pinfo.pod
-        if framework.pre_bind or framework.is_waiting(assumed.uid):
-            # NominatedNodeNameForExpectation (on since 1.35): when a PreBind
-            # plugin will work or the pod waits at Permit, tell the world
-            # (autoscalers, other schedulers) where the pod is going.
-            flight = framework.run_pre_bind_pre_flights(state, assumed, host)
-            if flight.is_error():
-                self._binding_failed(binding, None, flight)
-                return
-            if flight.is_success() or framework.is_waiting(assumed.uid):
-                self._nominate(pod, host)
-        status = await framework.wait_on_permit(assumed)
-        if status is not None:
-            self._binding_failed(binding, self._single_node_fit_error(pod, host, status), status)
-            return
-        self._queue.done(pod.uid)
-        status = await framework.run_pre_bind(state, assumed, host)
-        if status is not None:
-            self._binding_failed(binding, self._single_node_fit_error(pod, host, status), status)
-            return
-        bound = await framework.run_bind(state, assumed, host)
-        if not bound.is_success():
-            if bound.is_skip():
-                bound = Status.as_error("no bind plugin bound the pod")
-            self._binding_failed(binding, None, bound)
-            return
-        self._bound(binding)
-
-    def _nominate(self, pod: Pod, host: str) -> None:
-        if pod.nominated_node_name != host:
-            self._status.submit(pod.namespace, pod.name, {"status": {"nominatedNodeName": host}})
-
-    def _roll_back(self, binding: _Binding, *, requeue: bool) -> None:
-        """Undo an unfinished binding cycle (shutdown or a crash)."""
-        binding.finished = True
-        framework, state, assumed = binding.framework, binding.state, binding.assumed
-        framework.reject_waiting(assumed.uid, "binding cycle aborted")
-        framework.run_unreserve(state, assumed, binding.host)
-        self._forget(assumed)
-        if requeue:
-            status = Status.as_error("binding cycle failed unexpectedly")
-            self._fail(
-                framework,
-                binding.pinfo,
-                None,
-                status,
-                cycle=binding.cycle,
-                started=binding.started,
-            )
-        else:
-            self._queue.done(assumed.uid)
-
-    def _bound(self, binding: _Binding) -> None:
-        binding.finished = True
-        framework, pinfo, host = binding.framework, binding.pinfo, binding.host
-        pod = pinfo.pod
-        now = self._clock.now()
-        self._metrics.attempt(
-            AttemptResult.SCHEDULED, framework.profile_name, now - binding.started
-        )
-        self._metrics.pod_attempts(pinfo.attempts)
-        if pinfo.was_flushed_from_unschedulable:
-            self._metrics.scheduled_after_flush()
-        if pinfo.initial_attempt_timestamp is not None:
-            self._metrics.sli(pinfo.attempts, now - pinfo.initial_attempt_timestamp)
-        recorder = self._recorders.get(framework.profile_name)
-        if recorder is not None:
-            recorder.event(
-                pod.raw,
-                TYPE_NORMAL,
-                EVENT_SCHEDULED,
-                ACTION_BINDING,
-                f"Successfully assigned {pod.namespace}/{pod.name} to {host}",
-            )
-        framework.run_post_bind(binding.state, binding.assumed, host)
-        self._activate(binding.state)
-
-    def _binding_failed(
-        self, binding: _Binding, fit_error: FitError | None, status: Status
-    ) -> None:
-        binding.finished = True
-        framework, state, assumed, host = (
-            binding.framework,
-            binding.state,
-            binding.assumed,
-            binding.host,
-        )
-        framework.run_unreserve(state, assumed, host)
-        forgotten = self._forget(assumed)
-        rejected = status.is_rejected()
-        if forgotten and not rejected:
-            # The assumed pod's resources are free again: that may help others.
-            self._queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, assumed, None)
-        self._fail(
-            framework,
-            binding.pinfo,
-            fit_error,
-            status,
-            cycle=binding.cycle,
-            started=binding.started,
-        )
-        if forgotten and rejected:
-            # As upstream: after requeueing the rejected pod itself, so that the
-            # event is not replayed to it as an in-flight event.
-            uid = assumed.uid
-            self._queue.move_all_to_active_or_backoff(
-                ASSIGNED_POD_DELETE, assumed, None, lambda pod: pod.uid != uid
-            )
 
     # --------------------------------------------------------------- failure
     def _fail(

@@ -1,0 +1,219 @@
+"""Binding cycles: one task per assumed pod, run beside the scheduling loop.
+
+WaitOnPermit, PreBindPreFlight (and the nominatedNodeName expectation),
+PreBind, Bind, PostBind. Every task ends in exactly one of: bound (``_bound``),
+failed (``_binding_failed``: unreserve, forget, requeue), or rolled back by its
+done-callback when it was cancelled or crashed (``_roll_back``), so no pod
+stays assumed but unbound.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+
+from scheduler.clock import Clock
+from scheduler.cycle.contracts import (
+    AttemptMetrics,
+    Binding,
+    Fail,
+    SchedulingQueueLike,
+    single_node_fit_error,
+)
+from scheduler.cycle.reporting import (
+    ACTION_BINDING,
+    EVENT_SCHEDULED,
+    TYPE_NORMAL,
+    StatusWriter,
+)
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.events import ASSIGNED_POD_DELETE
+from scheduler.framework.handle import EventRecorder
+from scheduler.framework.objects import Pod
+from scheduler.framework.status import Status
+from scheduler.framework.types import FitError
+from scheduler.metrics import AttemptResult
+
+log = logging.getLogger(__name__)
+
+
+class BindingCycles:
+    """Starts and tracks binding cycles; ``on_done`` frees the loop's slot."""
+
+    def __init__(
+        self,
+        *,
+        queue: SchedulingQueueLike,
+        recorders: Mapping[str, EventRecorder],
+        status_writer: StatusWriter,
+        clock: Clock,
+        metrics: AttemptMetrics,
+        fail: Fail,
+        forget: Callable[[Pod], bool],
+        activate: Callable[[CycleState], None],
+        on_done: Callable[[], None],
+    ) -> None:
+        self._queue = queue
+        self._recorders = recorders
+        self._status = status_writer
+        self._clock = clock
+        self._metrics = metrics
+        self._fail_ = fail
+        self._forget_ = forget
+        self._activate_ = activate
+        self._on_done = on_done
+        self._tasks: dict[asyncio.Task[None], Binding] = {}
+
+    def start(self, binding: Binding) -> None:
+        task = asyncio.get_running_loop().create_task(
+            self._binding_cycle(binding), name=f"bind {binding.assumed.key}"
+        )
+        self._tasks[task] = binding
+        self._metrics.goroutines("binding", 1)
+        task.add_done_callback(self._binding_done)
+
+    async def drain(self, deadline_seconds: float) -> int:
+        """Wait for binding cycles up to the deadline, then cancel the rest
+        (each rolls back). Returns how many had to be cancelled."""
+        tasks = set(self._tasks)
+        if not tasks:
+            return 0
+        _, pending = await asyncio.wait(tasks, timeout=deadline_seconds)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending)
+        return len(pending)
+
+    def in_flight(self) -> int:
+        return len(self._tasks)
+
+    def _binding_done(self, task: asyncio.Task[None]) -> None:
+        binding = self._tasks.pop(task)
+        self._metrics.goroutines("binding", -1)
+        self._on_done()
+        if not binding.finished:
+            self._roll_back(binding, requeue=not task.cancelled())
+
+    async def _binding_cycle(self, binding: Binding) -> None:
+        """Runs the binding steps; a cancellation or an unexpected exception is
+        rolled back by ``_binding_done`` (the binding is not ``finished``)."""
+        try:
+            await self._bind_steps(binding)
+        except Exception:
+            log.exception("binding cycle for %s crashed", binding.assumed.key)
+
+    async def _bind_steps(self, binding: Binding) -> None:
+        framework, state, assumed, host = (
+            binding.framework,
+            binding.state,
+            binding.assumed,
+            binding.host,
+        )
+        pod = binding.pinfo.pod
+        if framework.pre_bind or framework.is_waiting(assumed.uid):
+            # NominatedNodeNameForExpectation (on since 1.35): when a PreBind
+            # plugin will work or the pod waits at Permit, tell the world
+            # (autoscalers, other schedulers) where the pod is going.
+            flight = framework.run_pre_bind_pre_flights(state, assumed, host)
+            if flight.is_error():
+                self._binding_failed(binding, None, flight)
+                return
+            if flight.is_success() or framework.is_waiting(assumed.uid):
+                self._nominate(pod, host)
+        status = await framework.wait_on_permit(assumed)
+        if status is not None:
+            self._binding_failed(binding, single_node_fit_error(pod, host, status), status)
+            return
+        self._queue.done(pod.uid)
+        status = await framework.run_pre_bind(state, assumed, host)
+        if status is not None:
+            self._binding_failed(binding, single_node_fit_error(pod, host, status), status)
+            return
+        bound = await framework.run_bind(state, assumed, host)
+        if not bound.is_success():
+            if bound.is_skip():
+                bound = Status.as_error("no bind plugin bound the pod")
+            self._binding_failed(binding, None, bound)
+            return
+        self._bound(binding)
+
+    def _nominate(self, pod: Pod, host: str) -> None:
+        if pod.nominated_node_name != host:
+            self._status.submit(pod.namespace, pod.name, {"status": {"nominatedNodeName": host}})
+
+    def _roll_back(self, binding: Binding, *, requeue: bool) -> None:
+        """Undo an unfinished binding cycle (shutdown or a crash)."""
+        binding.finished = True
+        framework, state, assumed = binding.framework, binding.state, binding.assumed
+        framework.reject_waiting(assumed.uid, "binding cycle aborted")
+        framework.run_unreserve(state, assumed, binding.host)
+        self._forget_(assumed)
+        if requeue:
+            status = Status.as_error("binding cycle failed unexpectedly")
+            self._fail_(
+                framework,
+                binding.pinfo,
+                None,
+                status,
+                cycle=binding.cycle,
+                started=binding.started,
+            )
+        else:
+            self._queue.done(assumed.uid)
+
+    def _bound(self, binding: Binding) -> None:
+        binding.finished = True
+        framework, pinfo, host = binding.framework, binding.pinfo, binding.host
+        pod = pinfo.pod
+        now = self._clock.now()
+        self._metrics.attempt(
+            AttemptResult.SCHEDULED, framework.profile_name, now - binding.started
+        )
+        self._metrics.pod_attempts(pinfo.attempts)
+        if pinfo.was_flushed_from_unschedulable:
+            self._metrics.scheduled_after_flush()
+        if pinfo.initial_attempt_timestamp is not None:
+            self._metrics.sli(pinfo.attempts, now - pinfo.initial_attempt_timestamp)
+        recorder = self._recorders.get(framework.profile_name)
+        if recorder is not None:
+            recorder.event(
+                pod.raw,
+                TYPE_NORMAL,
+                EVENT_SCHEDULED,
+                ACTION_BINDING,
+                f"Successfully assigned {pod.namespace}/{pod.name} to {host}",
+            )
+        framework.run_post_bind(binding.state, binding.assumed, host)
+        self._activate_(binding.state)
+
+    def _binding_failed(self, binding: Binding, fit_error: FitError | None, status: Status) -> None:
+        binding.finished = True
+        framework, state, assumed, host = (
+            binding.framework,
+            binding.state,
+            binding.assumed,
+            binding.host,
+        )
+        framework.run_unreserve(state, assumed, host)
+        forgotten = self._forget_(assumed)
+        rejected = status.is_rejected()
+        if forgotten and not rejected:
+            # The assumed pod's resources are free again: that may help others.
+            self._queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, assumed, None)
+        self._fail_(
+            framework,
+            binding.pinfo,
+            fit_error,
+            status,
+            cycle=binding.cycle,
+            started=binding.started,
+        )
+        if forgotten and rejected:
+            # As upstream: after requeueing the rejected pod itself, so that the
+            # event is not replayed to it as an in-flight event.
+            uid = assumed.uid
+            self._queue.move_all_to_active_or_backoff(
+                ASSIGNED_POD_DELETE, assumed, None, lambda pod: pod.uid != uid
+            )

@@ -1,0 +1,108 @@
+"""What the scheduling loop and the binding cycles share: the protocols of
+their collaborators, the in-flight ``Binding``, and the single-node FitError."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.objects import Pod
+from scheduler.framework.status import Code, Status
+from scheduler.framework.types import (
+    Diagnosis,
+    FitError,
+    NodeToStatus,
+    NominatingInfo,
+    QueuedPodInfo,
+)
+from scheduler.metrics import AttemptResult
+from scheduler.runtime.framework import Framework
+
+
+class SchedulingQueueLike(Protocol):
+    @property
+    def scheduling_cycle(self) -> int: ...
+
+    async def pop(self) -> QueuedPodInfo | None: ...
+
+    def done(self, uid: str) -> None: ...
+
+    def add_unschedulable_if_not_present(
+        self, pinfo: QueuedPodInfo, pod_scheduling_cycle: int
+    ) -> None: ...
+
+    def activate(self, pods: Any) -> None: ...
+
+    def move_all_to_active_or_backoff(
+        self,
+        event: Any,
+        old: object,
+        new: object,
+        pre_check: Callable[[Pod], bool] | None = None,
+    ) -> None: ...
+
+
+class AttemptMetrics(Protocol):
+    def attempt(self, result: AttemptResult, profile: str, seconds: float) -> None: ...
+
+    def algorithm(self, seconds: float) -> None: ...
+
+    def sli(self, attempts: int, seconds: float) -> None: ...
+
+    def pod_attempts(self, attempts: int) -> None: ...
+
+    def scheduled_after_flush(self) -> None: ...
+
+    def goroutines(self, operation: str, delta: int) -> None: ...
+
+
+class AttemptRecorder(Protocol):
+    def record(self, pod_key: str, attempt: dict[str, Any]) -> None: ...
+
+
+@dataclasses.dataclass(slots=True)
+class Binding:
+    """One pod between assume and the end of its binding cycle."""
+
+    framework: Framework
+    state: CycleState
+    pinfo: QueuedPodInfo
+    assumed: Pod
+    host: str
+    started: float
+    cycle: int
+    finished: bool = False  # set once a terminal path (bound, failed) ran
+
+
+class Fail(Protocol):
+    """The failure handler (``Scheduler._fail``): count, requeue, tell the user."""
+
+    def __call__(
+        self,
+        framework: Framework,
+        pinfo: QueuedPodInfo,
+        fit_error: FitError | None,
+        status: Status,
+        *,
+        cycle: int,
+        started: float,
+        nominating: NominatingInfo | None = None,
+    ) -> None: ...
+
+
+def single_node_fit_error(pod: Pod, host: str, status: Status) -> FitError | None:
+    """A rejection at Reserve, Permit, WaitOnPermit or PreBind, reported as a
+    FitError over the one chosen node (upstream); None for other statuses."""
+    if not status.is_rejected():
+        return None
+    diagnosis = Diagnosis(node_to_status=NodeToStatus(statuses={host: status}))
+    if status.plugin:
+        target = (
+            diagnosis.pending_plugins
+            if status.code is Code.PENDING
+            else diagnosis.unschedulable_plugins
+        )
+        target.add(status.plugin)
+    return FitError(pod, 1, diagnosis)
