@@ -277,6 +277,7 @@ class SchedulerApp:
                 self._shutting_down = True
                 for task in (informers, cache_metrics):
                     task.cancel()
+                await asyncio.wait({informers, cache_metrics})  # stopped before the flush
                 await self._flush(status, events)
         finally:
             self._shutting_down = True
