@@ -262,6 +262,14 @@ class SchedulerApp:
 
     async def run(self) -> None:
         await self.server.start()
+        log.info(
+            "pyscheduler starting",
+            extra={
+                "profiles": sorted(self.frameworks),
+                "endpoints": f"{self.options.bind_address}:{self.server.bound_port}",
+                "leaderElection": self.elector is not None,
+            },
+        )
         try:
             async with asyncio.TaskGroup() as group:
                 informers = group.create_task(self.informer_factory.run(), name="informers")
@@ -270,6 +278,10 @@ class SchedulerApp:
                 cache_metrics = group.create_task(self._cache_metrics(), name="cache-metrics")
                 if not await self._until_stopped(self.informer_factory.wait_synced()):
                     self._synced = True
+                    log.info(
+                        "informers synced; scheduling",
+                        extra={"nodes": self.cache.node_count(), "pods": self.cache.pod_count()},
+                    )
                     flushers = group.create_task(self.queue.run(), name="queue-flushers")
                     scheduling = group.create_task(self._lead_and_schedule(), name="scheduling")
                     await self._stop_or_done(scheduling)
@@ -283,6 +295,7 @@ class SchedulerApp:
             self._shutting_down = True
             await self.client.close()
             await self.server.stop()
+            log.info("pyscheduler stopped")
 
     async def _until_stopped(self, awaitable: Awaitable[Any]) -> bool:
         """Await ``awaitable`` unless stop comes first; True if stopped."""
@@ -313,6 +326,10 @@ class SchedulerApp:
         self, scheduling: asyncio.Task[None], flushers: asyncio.Task[None]
     ) -> None:
         self._shutting_down = True
+        log.info(
+            "shutting down: no new pods; %d binds in flight",
+            self.scheduler.binding_in_flight(),
+        )
         self.scheduler.stop_popping()
         self.queue.close()
         cancelled = await self.scheduler.drain(self.options.bind_grace_seconds)
