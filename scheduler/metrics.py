@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import bisect
 import enum
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
@@ -362,6 +362,14 @@ class SchedulerMetrics:
         observe = self._plugin_execution_duration.observe
         for plugin, point, status, seconds in samples:
             observe((plugin, point.value, status.label), seconds)
+
+    def plugin_evaluations(
+        self, point: ExtensionPoint, profile: str, counts: Mapping[str, int]
+    ) -> None:
+        """``scheduler_plugin_evaluation_total`` for many invocations at once."""
+        for plugin, count in counts.items():
+            if count:
+                self._child(self._plugin_evaluation, plugin, point.value, profile).inc(count)
 
     def plugin_evaluation(self, plugin: str, point: ExtensionPoint, profile: str) -> None:
         self._child(self._plugin_evaluation, plugin, point.value, profile).inc()

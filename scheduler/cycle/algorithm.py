@@ -210,18 +210,21 @@ class Algorithm:
         filters = framework.active_filters(state)
         run_filters = framework.run_filters
         verdicts = framework.filter_verdicts(state, pod, filters, len(nodes))
+        passed = 0  # nodes that ran every filter (for the evaluation counts)
+        rejected_by: dict[str, int] = {}
         for offset in range(count):
             node_info = nodes[(start + offset) % count]
-            if verdicts is None:
-                status = run_filters(filters, state, pod, node_info)
+            cached = verdicts.get(node_info.name) if verdicts is not None else None
+            if cached is not None and cached[0] == node_info.generation:
+                status = cached[1]
             else:
-                cached = verdicts.get(node_info.name)
-                if cached is not None and cached[0] == node_info.generation:
-                    status = cached[1]
+                status = run_filters(filters, state, pod, node_info)
+                if status is None:
+                    passed += 1
                 else:
-                    status = run_filters(filters, state, pod, node_info)
-                    if status is None or not status.is_error():
-                        verdicts[node_info.name] = (node_info.generation, status)
+                    rejected_by[status.plugin] = rejected_by.get(status.plugin, 0) + 1
+                if verdicts is not None and (status is None or not status.is_error()):
+                    verdicts[node_info.name] = (node_info.generation, status)
             if status is None:
                 feasible.append(node_info)
                 if len(feasible) >= to_find:
@@ -232,6 +235,7 @@ class Algorithm:
                 break
             statuses[node_info.name] = status
             _add_plugin_status(diagnosis, status)
+        framework.count_filter_evaluations(filters, passed, rejected_by)
         framework.observe_filter(error, begun)
         # Even after an error, so that every node gets its turn (upstream).
         self._advance_start(len(feasible) + len(statuses), num_all_nodes)

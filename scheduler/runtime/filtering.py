@@ -4,7 +4,7 @@ upstream run semantics."""
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import (
@@ -32,6 +32,16 @@ class FilteringPoints(ExtensionPoints):
     def run_pre_filter(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
     ) -> tuple[PreFilterResult | None, Status | None, set[str]]:
+        """See ``_run_pre_filter``; also counts the plugins that ran."""
+        called: dict[str, int] = {}
+        try:
+            return self._run_pre_filter(state, pod, nodes, called)
+        finally:
+            self._evaluated(ExtensionPoint.PRE_FILTER, called)
+
+    def _run_pre_filter(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], called: dict[str, int]
+    ) -> tuple[PreFilterResult | None, Status | None, set[str]]:
         """Returns the merged node narrowing, the status, and the plugins that
         narrowed the node set (empty after an UnschedulableAndUnresolvable from
         a plugin or an Error: upstream does not report them then).
@@ -44,6 +54,7 @@ class FilteringPoints(ExtensionPoints):
         rejection: Status | None = None
         for plugin in self.pre_filter:
             begun = time.perf_counter()
+            called[plugin.name] = 1
             try:
                 plugin_result, status = plugin.pre_filter(state, pod, nodes)
             except Exception as error:  # a plugin bug is an Error, not a crash
@@ -168,6 +179,18 @@ class FilteringPoints(ExtensionPoints):
             if status is not None and status.code is not Code.SUCCESS:
                 return filter_failure(plugin.name, status)
         return None
+
+    def count_filter_evaluations(
+        self, filters: Sequence[FilterPlugin], passed: int, rejected_by: Mapping[str, int]
+    ) -> None:
+        """Per-plugin Filter calls of a cycle, from per-node outcomes: a node
+        that passed ran every filter; one rejected by plugin k ran plugins 0..k."""
+        counts: dict[str, int] = {}
+        running = passed
+        for plugin in reversed(filters):
+            running += rejected_by.get(plugin.name, 0)
+            counts[plugin.name] = running
+        self._evaluated(ExtensionPoint.FILTER, counts)
 
     def observe_filter(self, status: Status | None, started: float) -> None:
         self._observe(ExtensionPoint.FILTER, status, started)

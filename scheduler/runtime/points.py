@@ -6,7 +6,7 @@ NormalizeScore) and binding.py (Reserve through PostBind)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Protocol, TypeVar
 
 from scheduler.framework.cycle_state import CycleState
@@ -45,6 +45,10 @@ class FrameworkMetrics(Protocol):
 
     def permit_wait(self, status: Code, seconds: float) -> None: ...
 
+    def plugin_evaluations(
+        self, point: ExtensionPoint, profile: str, counts: Mapping[str, int]
+    ) -> None: ...
+
 
 # (plugin, extension point, status code, seconds) of one plugin call.
 PluginSample = tuple[str, ExtensionPoint, Code, float]
@@ -60,6 +64,11 @@ class NoMetrics:
         return None
 
     def permit_wait(self, status: Code, seconds: float) -> None:
+        return None
+
+    def plugin_evaluations(
+        self, point: ExtensionPoint, profile: str, counts: Mapping[str, int]
+    ) -> None:
         return None
 
 
@@ -132,6 +141,10 @@ class ExtensionPoints:
         if self._samples:  # one batch per extension point run, not one per call
             self._metrics.plugin_executions(self._samples)
             self._samples = []
+
+    def _evaluated(self, point: ExtensionPoint, counts: Mapping[str, int]) -> None:
+        """Upstream ``scheduler_plugin_evaluation_total``: real plugin calls."""
+        self._metrics.plugin_evaluations(point, self.profile_name, counts)
 
     def _plugin(
         self,

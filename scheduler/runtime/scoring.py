@@ -35,8 +35,10 @@ class ScoringPoints(ExtensionPoints):
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
     ) -> Status | None:
         started = time.perf_counter()
+        called: dict[str, int] = {}
         for plugin in self.pre_score:
             begun = time.perf_counter()
+            called[plugin.name] = 1
             try:
                 status = plugin.pre_score(state, pod, nodes)
             except Exception as error:
@@ -50,8 +52,10 @@ class ScoringPoints(ExtensionPoints):
                 final = Status.as_error(
                     f'running PreScore plugin "{plugin.name}": {status.message()}'
                 ).with_plugin(plugin.name)
+                self._evaluated(ExtensionPoint.PRE_SCORE, called)
                 self._observe(ExtensionPoint.PRE_SCORE, final, started)
                 return final
+        self._evaluated(ExtensionPoint.PRE_SCORE, called)
         self._observe(ExtensionPoint.PRE_SCORE, None, started)
         return None
 
@@ -117,9 +121,11 @@ class ScoringPoints(ExtensionPoints):
                 if status is not None:
                     return [], status
                 raw.append(values)
+            self._evaluated(ExtensionPoint.SCORE, {p.name: len(nodes) for p in plugins})
             return raw, None
         rows: list[tuple[int, ...]] = []
         append = rows.append
+        computed_nodes = 0
         for node_info in nodes:
             cached = table.get(node_info.name)
             if cached is not None and cached[0] == node_info.generation:
@@ -137,6 +143,8 @@ class ScoringPoints(ExtensionPoints):
                 scores = tuple(computed)
                 table[node_info.name] = (node_info.generation, scores)
                 append(scores)
+                computed_nodes += 1
+        self._evaluated(ExtensionPoint.SCORE, {p.name: computed_nodes for p in plugins})
         if not rows:
             return [[] for _ in plugins], None
         return [list(column) for column in zip(*rows, strict=True)], None

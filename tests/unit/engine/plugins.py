@@ -288,6 +288,7 @@ class RecordingFrameworkMetrics:
     points: list[tuple[ExtensionPoint, Code]] = field(default_factory=list)
     plugins: list[tuple[str, ExtensionPoint, Code]] = field(default_factory=list)
     permit_waits: list[Code] = field(default_factory=list)
+    evaluations: dict[tuple[str, ExtensionPoint], int] = field(default_factory=dict)
 
     def extension_point(
         self, point: ExtensionPoint, status: Code, profile: str, seconds: float
@@ -299,6 +300,13 @@ class RecordingFrameworkMetrics:
 
     def permit_wait(self, status: Code, seconds: float) -> None:
         self.permit_waits.append(status)
+
+    def plugin_evaluations(
+        self, point: ExtensionPoint, profile: str, counts: Mapping[str, int]
+    ) -> None:
+        for plugin, count in counts.items():
+            key = (plugin, point)
+            self.evaluations[key] = self.evaluations.get(key, 0) + count
 
 
 PROFILE = "default-scheduler"

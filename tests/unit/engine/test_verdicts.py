@@ -11,11 +11,25 @@ import pytest
 
 from scheduler.cache import Cache, Snapshot
 from scheduler.cycle.algorithm import Algorithm
-from scheduler.framework import CycleState, NodeInfo, NodeScore, Pod, SignPlugin, Status, parse_pod
+from scheduler.framework import (
+    CycleState,
+    ExtensionPoint,
+    NodeInfo,
+    NodeScore,
+    Pod,
+    SignPlugin,
+    Status,
+    parse_pod,
+)
 from scheduler.framework.objects import parse_node
 from scheduler.runtime.verdicts import VerdictCache
 from tests.support.builders import make_node, make_pod
-from tests.unit.engine.plugins import FilterStub, ScoreStub, make_framework
+from tests.unit.engine.plugins import (
+    FilterStub,
+    RecordingFrameworkMetrics,
+    ScoreStub,
+    make_framework,
+)
 
 
 class CountingFilter(FilterStub, SignPlugin):
@@ -174,3 +188,25 @@ def test_normalizing_the_same_raw_scores_again_reuses_the_result() -> None:
     third, _ = framework.run_score(CycleState(), pod, snapshot.node_infos())
     assert score_plugin.normalized == 2, "raw scores changed: normalized again"
     assert list(third.totals) == [10, 0, 0]
+
+
+def test_evaluation_counts_follow_the_calls_that_really_ran() -> None:
+    # scheduler_plugin_evaluation_total: a node that passed ran every filter;
+    # a node rejected by the first filter ran only that one; reused verdicts
+    # ran nothing.
+    metrics = RecordingFrameworkMetrics()
+    first = CountingFilter("First", {"n1": Status.unschedulable("no")})
+    second = CountingFilter("Second")
+    framework = make_framework(filter=[first, second], score=[CountingScore("S")], metrics=metrics)
+    cache = cluster(4)
+    algorithm = Algorithm(random.Random(1))
+    snapshot = Snapshot()
+    place(cache, algorithm, framework, snapshot, 0)
+    assert metrics.evaluations[("First", ExtensionPoint.FILTER)] == 4 == first.calls
+    assert metrics.evaluations[("Second", ExtensionPoint.FILTER)] == 3 == second.calls
+    assert metrics.evaluations[("S", ExtensionPoint.SCORE)] == 3
+    place(cache, algorithm, framework, snapshot, 1)
+    assert metrics.evaluations[("First", ExtensionPoint.FILTER)] == 5 == first.calls, (
+        "one node changed"
+    )
+    assert metrics.evaluations[("S", ExtensionPoint.SCORE)] == 4
