@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from scheduler.framework import NodeInfo, Pod, parse_node, parse_pod
+from scheduler.framework import Node, NodeInfo, Pod, parse_node, parse_pod
 
 Obj = dict[str, Any]
 
@@ -24,3 +24,8 @@ def node_info(node: Obj, *pods: Obj) -> NodeInfo:
     for raw in pods:
         info.add_pod(pod(raw))
     return info
+
+
+def maybe_node(raw: Obj | None) -> Node | None:
+    """A parsed node, or None for an absent one (queueing hints' old/new)."""
+    return None if raw is None else parse_node(raw)

@@ -9,13 +9,11 @@ from scheduler.framework import (
     ActionType,
     ClusterEvent,
     EventResource,
-    Node,
     Pod,
     QueueingHint,
-    parse_node,
 )
 from tests.support.builders import make_node, make_pod
-from tests.unit.plugins.support import Obj, pod
+from tests.unit.plugins.support import Obj, maybe_node, pod
 
 QUEUE = QueueingHint.QUEUE
 SKIP = QueueingHint.QUEUE_SKIP
@@ -119,10 +117,6 @@ def test_pod_event_hint(old: Obj | None, new: Obj | None, hint: QueueingHint) ->
     assert plugin().is_schedulable_after_pod_event(pod(WAITING), _pod(old), _pod(new)) is hint
 
 
-def _node(raw: Obj | None) -> Node | None:
-    return None if raw is None else parse_node(raw)
-
-
 def node(cpu: str, memory: str = "8Gi", pods: str = "110") -> Obj:
     return make_node("n").capacity(cpu=cpu, memory=memory, pods=pods).obj()
 
@@ -145,11 +139,17 @@ def node(cpu: str, memory: str = "8Gi", pods: str = "110") -> Obj:
     ],
 )
 def test_node_change_hint(old: Obj | None, new: Obj, hint: QueueingHint) -> None:
-    assert plugin().is_schedulable_after_node_change(pod(WAITING), _node(old), _node(new)) is hint
+    assert (
+        plugin().is_schedulable_after_node_change(pod(WAITING), maybe_node(old), maybe_node(new))
+        is hint
+    )
 
 
 def test_extended_resource_growth_queues() -> None:
     waiting = pod(make_pod("w").request("example.com/gpu", "1").obj())
     old = make_node("n").obj()
     new = make_node("n").resource("example.com/gpu", "1").obj()
-    assert plugin().is_schedulable_after_node_change(waiting, _node(old), _node(new)) is QUEUE
+    assert (
+        plugin().is_schedulable_after_node_change(waiting, maybe_node(old), maybe_node(new))
+        is QUEUE
+    )

@@ -16,14 +16,12 @@ from scheduler.framework import (
     Code,
     CycleState,
     EventResource,
-    Node,
     NodeInfo,
     Pod,
     QueueingHint,
-    parse_node,
 )
 from tests.support.builders import make_node, make_pod
-from tests.unit.plugins.support import Obj, node_info, pod
+from tests.unit.plugins.support import Obj, maybe_node, node_info, pod
 
 UNSCHEDULABLE_KEY = "node.kubernetes.io/unschedulable"
 CORDONED = make_node("n").unschedulable().obj()
@@ -114,10 +112,6 @@ def test_events(incoming: ClusterEvent, matches: bool) -> None:
     assert any(r.event.matches(incoming) for r in registered) is matches
 
 
-def _node(raw: Obj | None) -> Node | None:
-    return None if raw is None else parse_node(raw)
-
-
 @pytest.mark.parametrize(
     ("old", "new", "hint"),
     [
@@ -134,7 +128,9 @@ def _node(raw: Obj | None) -> Node | None:
 def test_node_change_hint(old: Obj | None, new: Obj, hint: QueueingHint) -> None:
     plugin = NodeUnschedulable()
     waiting = pod(make_pod("w").obj())
-    assert plugin.is_schedulable_after_node_change(waiting, _node(old), _node(new)) is hint
+    assert (
+        plugin.is_schedulable_after_node_change(waiting, maybe_node(old), maybe_node(new)) is hint
+    )
 
 
 WAITING = make_pod("w").uid("waiting").obj()

@@ -16,13 +16,11 @@ from scheduler.framework import (
     Code,
     CycleState,
     EventResource,
-    Node,
     NodeScore,
     QueueingHint,
-    parse_node,
 )
 from tests.support.builders import make_node, make_pod
-from tests.unit.plugins.support import Obj, node_info, pod
+from tests.unit.plugins.support import Obj, maybe_node, node_info, pod
 
 
 @pytest.mark.parametrize(
@@ -231,10 +229,6 @@ def test_events(incoming: ClusterEvent, matches: bool) -> None:
     assert any(r.event.matches(incoming) for r in registered) is matches
 
 
-def _node(raw: Obj | None) -> Node | None:
-    return None if raw is None else parse_node(raw)
-
-
 TAINTED = make_node("n").taint("dedicated", "gpu").obj()
 CLEAN = make_node("n").obj()
 SOFT = make_node("n").taint("dedicated", "gpu", PREFER).obj()
@@ -272,7 +266,10 @@ SOFT = make_node("n").taint("dedicated", "gpu", PREFER).obj()
 )
 def test_node_change_hint(raw_pod: Obj, old: Obj | None, new: Obj, hint: QueueingHint) -> None:
     plugin = TaintToleration()
-    assert plugin.is_schedulable_after_node_change(pod(raw_pod), _node(old), _node(new)) is hint
+    assert (
+        plugin.is_schedulable_after_node_change(pod(raw_pod), maybe_node(old), maybe_node(new))
+        is hint
+    )
 
 
 @pytest.mark.parametrize(
