@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from plugins import (
     default_binder,
+    inter_pod_affinity,
     node_name,
     node_resources_fit,
     node_unschedulable,
+    pod_topology_spread,
     priority_sort,
     scheduling_gates,
     taint_toleration,
@@ -27,6 +29,8 @@ DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
     (node_name.NAME, 0),
     (taint_toleration.NAME, 3),
     (node_resources_fit.NAME, 1),
+    (pod_topology_spread.NAME, 2),
+    (inter_pod_affinity.NAME, 2),
     (default_binder.NAME, 0),
 )
 
@@ -40,6 +44,8 @@ def in_tree_registry() -> Registry:
             node_name.SPEC,
             taint_toleration.SPEC,
             node_resources_fit.SPEC,
+            pod_topology_spread.SPEC,
+            inter_pod_affinity.SPEC,
             default_binder.SPEC,
         ]
     )

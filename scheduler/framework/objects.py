@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from scheduler.framework.podaffinity import NO_POD_AFFINITY, PodAffinityTerms, parse_pod_affinity
 from scheduler.framework.quantity import QuantityError
 from scheduler.framework.resource import ZERO, Resource, pod_requests
 
@@ -86,6 +87,8 @@ class Pod:
     resource_version: str
     generation: int
     parse_error: str = ""
+    # Parsed pod (anti-)affinity terms (InterPodAffinity's hot path).
+    pod_affinity: PodAffinityTerms = NO_POD_AFFINITY
 
     @property
     def key(self) -> str:
@@ -184,6 +187,9 @@ def parse_pod(raw: Raw) -> Pod:
         resource_version=metadata.get("resourceVersion") or "",
         generation=int(metadata.get("generation") or 0),
         parse_error=parse_error,
+        pod_affinity=parse_pod_affinity(
+            spec.get("affinity"), metadata.get("namespace") or "", metadata.get("labels") or _EMPTY
+        ),
     )
 
 

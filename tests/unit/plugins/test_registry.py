@@ -25,6 +25,8 @@ EXPECTED_DEFAULTS = (
     ("NodeName", 0),
     ("TaintToleration", 3),
     ("NodeResourcesFit", 1),
+    ("PodTopologySpread", 2),
+    ("InterPodAffinity", 2),
     ("DefaultBinder", 0),
 )
 
