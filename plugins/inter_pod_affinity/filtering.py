@@ -116,7 +116,7 @@ def incoming_counts(
         if node is None:
             continue
         for existing in node_info.pods.values():
-            if matches_all(affinity_terms, existing):
+            if affinity_terms and matches_all(affinity_terms, existing):
                 for term in affinity_terms:
                     affinity.update_pair(node, term.topology_key, 1)
             for term in anti_affinity_terms:

@@ -69,6 +69,9 @@ PRE_FILTER_KEY: StateKey[PreFilterState] = StateKey(f"PreFilter{NAME}")
 PRE_SCORE_KEY: StateKey[PreScoreState] = StateKey(f"PreScore{NAME}")
 
 _NO_LABELS: Mapping[str, str] = {}
+_AFFINITY_NOT_MATCH = Status.unresolvable(REASON_AFFINITY_NOT_MATCH)
+_ANTI_AFFINITY_NOT_MATCH = Status.unschedulable(REASON_ANTI_AFFINITY_NOT_MATCH)
+_EXISTING_ANTI_AFFINITY_NOT_MATCH = Status.unschedulable(REASON_EXISTING_ANTI_AFFINITY_NOT_MATCH)
 
 
 class InterPodAffinity(
@@ -190,14 +193,9 @@ class InterPodAffinity(
         affinity_terms = tuple(self._resolve(term) for term in terms.required_affinity)
         anti_terms = tuple(self._resolve(term) for term in terms.required_anti_affinity)
         namespace_labels = self._namespace_labels(pod.namespace)
-        with_anti = [
-            node_info
-            for node_info in self._snapshot.have_pods_with_affinity()
-            if any(
-                p.pod_affinity.required_anti_affinity for p in node_info.pods_with_affinity.values()
-            )
-        ]
-        existing_anti = existing_anti_affinity_counts(pod, namespace_labels, with_anti)
+        existing_anti = existing_anti_affinity_counts(
+            pod, namespace_labels, self._snapshot.have_pods_with_affinity()
+        )
         if not existing_anti and not affinity_terms and not anti_terms:
             return None, Status.skip()
         affinity, anti = incoming_counts(affinity_terms, anti_terms, nodes)
@@ -240,12 +238,12 @@ class InterPodAffinity(
         if node is None:
             return Status.as_error("node not found")
         labels = node.labels
-        if not satisfies_pod_affinity(pre_filter, pod, labels):
-            return Status.unresolvable(REASON_AFFINITY_NOT_MATCH)
-        if not satisfies_pod_anti_affinity(pre_filter, labels):
-            return Status.unschedulable(REASON_ANTI_AFFINITY_NOT_MATCH)
-        if not satisfies_existing_anti_affinity(pre_filter, labels):
-            return Status.unschedulable(REASON_EXISTING_ANTI_AFFINITY_NOT_MATCH)
+        if pre_filter.affinity_terms and not satisfies_pod_affinity(pre_filter, pod, labels):
+            return _AFFINITY_NOT_MATCH
+        if pre_filter.anti and not satisfies_pod_anti_affinity(pre_filter, labels):
+            return _ANTI_AFFINITY_NOT_MATCH
+        if pre_filter.existing_anti and not satisfies_existing_anti_affinity(pre_filter, labels):
+            return _EXISTING_ANTI_AFFINITY_NOT_MATCH
         return None
 
     # ------------------------------------------------------- PreScore/Score

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -59,6 +59,24 @@ class Selector:
 
     requirements: tuple[Requirement, ...] = ()
     nothing: bool = False
+    # Derived, for the hot path: single-value In requirements as (key, value)
+    # pairs (what matchLabels give), and the rest.
+    _equalities: tuple[tuple[str, str], ...] = field(
+        init=False, repr=False, compare=False, default=()
+    )
+    _others: tuple[Requirement, ...] = field(init=False, repr=False, compare=False, default=())
+
+    def __post_init__(self) -> None:
+        equalities = []
+        others = []
+        for requirement in self.requirements:
+            if requirement.operator is Operator.IN and len(requirement.values) == 1:
+                (value,) = requirement.values
+                equalities.append((requirement.key, value))
+            else:
+                others.append(requirement)
+        object.__setattr__(self, "_equalities", tuple(equalities))
+        object.__setattr__(self, "_others", tuple(others))
 
     @property
     def empty(self) -> bool:
@@ -69,16 +87,20 @@ class Selector:
     def matches(self, labels: Mapping[str, str]) -> bool:
         if self.nothing:
             return False
-        return all(requirement.matches(labels) for requirement in self.requirements)
+        get = labels.get
+        for key, value in self._equalities:
+            if get(key) != value:
+                return False
+        for requirement in self._others:  # noqa: SIM110 - hot path, no generator
+            if not requirement.matches(labels):
+                return False
+        return True
 
     def add(self, requirements: Iterable[Requirement]) -> Selector:
         """Upstream ``Selector.Add``: more requirements (nothing stays nothing)."""
         if self.nothing:
             return self
         return Selector((*self.requirements, *requirements))
-
-    def has_requirement_on(self, key: str, operator: Operator) -> bool:
-        return any(r.key == key and r.operator is operator for r in self.requirements)
 
 
 EVERYTHING = Selector()
