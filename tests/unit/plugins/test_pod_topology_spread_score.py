@@ -406,3 +406,82 @@ def test_node_change_hint(old: Obj | None, new: Obj | None, hint: QueueingHint) 
         plugin.is_schedulable_after_node_change(pod(SPREAD_POD), maybe_node(old), maybe_node(new))
         is hint
     )
+
+
+def _controller(kind: str, api_version: str, selector: Obj) -> Obj:
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {"name": "owner", "namespace": "default"},
+        "spec": {"selector": selector},
+    }
+
+
+@pytest.mark.parametrize(
+    ("stores", "owner", "selected", "not_selected"),
+    [
+        pytest.param(
+            {
+                "replicationcontrollers": [
+                    _controller("ReplicationController", "v1", {"app": "web"})
+                ]
+            },
+            ("ReplicationController", "v1"),
+            {"app": "web", "x": "1"},
+            {"app": "db"},
+            id="ReplicationController selector",
+        ),
+        pytest.param(
+            {
+                "statefulsets": [
+                    _controller(
+                        "StatefulSet",
+                        "apps/v1",
+                        {"matchExpressions": [{"key": "app", "operator": "In", "values": ["web"]}]},
+                    )
+                ]
+            },
+            ("StatefulSet", "apps/v1"),
+            {"app": "web"},
+            {"app": "db"},
+            id="StatefulSet selector",
+        ),
+        pytest.param(
+            {
+                "services": [
+                    {
+                        "metadata": {"name": "s", "namespace": "default"},
+                        "spec": {"selector": {"app": "web"}},
+                    },
+                    {
+                        "metadata": {"name": "t", "namespace": "default"},
+                        "spec": {"selector": {"tier": "front"}},
+                    },
+                    {
+                        "metadata": {"name": "u", "namespace": "other"},
+                        "spec": {"selector": {"app": "web"}},
+                    },
+                ]
+            },
+            None,
+            {"app": "web", "tier": "front"},
+            {"app": "web"},
+            id="selectors of every service in the namespace selecting the pod",
+        ),
+    ],
+)
+def test_default_selector_sources(
+    stores: dict[str, list[Obj]],
+    owner: tuple[str, str] | None,
+    selected: dict[str, str],
+    not_selected: dict[str, str],
+) -> None:
+    informers = FakeInformers({name: FakeStore(objects) for name, objects in stores.items()})
+    plugin = plugin_for([], informers=informers)
+    builder = make_pod("p").label("app", "web").label("tier", "front")
+    if owner is not None:
+        builder.owner(owner[0], "owner", api_version=owner[1])
+    constraints = plugin.constraints(pod(builder.obj()), SOFT)
+    assert [c.topology_key for c in constraints] == [HOST, "topology.kubernetes.io/zone"]
+    assert constraints[0].selector.matches(selected)
+    assert not constraints[0].selector.matches(not_selected)
