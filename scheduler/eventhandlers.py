@@ -20,6 +20,7 @@ from scheduler.cache.cache import Cache
 from scheduler.framework.events import (
     ASSIGNED_POD_DELETE,
     NODE_ADD,
+    NODE_DELETE,
     ActionType,
     ClusterEvent,
     Resource,
@@ -140,6 +141,14 @@ class EventHandlers:
                 self._queue.assigned_pod_updated(old, new)
             self._timed("AssignedPodUpdate", started)
             return
+        if self._cache.is_assumed(new.uid):
+            # Its bind is in flight: the queue must not get a fresh
+            # QueuedPodInfo (a failed bind requeues the one it has, with its
+            # backoff and attempts). A deletion that starts frees it at once.
+            if new.deleting and not old.deleting:
+                self._assumed_pod_gone(new)
+            self._timed("UnscheduledPodUpdate", started)
+            return
         if self._responsible(new):
             if self._responsible(old):
                 self._queue.update(old, new)
@@ -150,17 +159,39 @@ class EventHandlers:
         self._timed("UnscheduledPodUpdate", started)
 
     def pod_deleted(self, raw: Raw) -> None:
+        """The copy may be stale (a relist reports a deletion with the last
+        version it saw, which may predate the bind), so the cache is cleaned
+        by UID whatever the copy says, as upstream's DeletedFinalStateUnknown."""
         started = time.perf_counter()
         pod = parse_pod(raw)
-        if pod.assigned:
+        stored = self._cache.get_pod(pod.uid)
+        if stored is not None and self._cache.is_assumed(pod.uid):
+            if not pod.assigned and pod.scheduler_name in self._ours:
+                self._queue.delete(pod)
+            self._assumed_pod_gone(pod)
+            self._timed("UnscheduledPodDelete", started)
+            return
+        if pod.assigned or stored is not None:
             self._cache.remove_pod(pod)
-            self._queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, pod, None)
+            self._queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, stored or pod, None)
             self._timed("AssignedPodDelete", started)
-        elif pod.scheduler_name in self._ours:
+        if not pod.assigned and pod.scheduler_name in self._ours:
             self._queue.delete(pod)
             self._timed("UnscheduledPodDelete", started)
         if self._on_pod_deleted is not None:
             self._on_pod_deleted(pod)
+
+    def _assumed_pod_gone(self, pod: Pod) -> None:
+        """Deleted, or deleting, while its bind is in flight (kubernetes#134157):
+        reject it at Permit, release its assumed resources now (the binding
+        cycle will fail and find nothing to forget) and wake pods that may fit."""
+        if self._on_pod_deleted is not None:
+            self._on_pod_deleted(pod)
+        assumed = self._cache.get_pod(pod.uid)
+        if assumed is None or not self._cache.is_assumed(pod.uid):
+            return
+        self._cache.remove_pod(assumed)
+        self._queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, assumed, None)
 
     # ----------------------------------------------------------------- nodes
     def node_added(self, raw: Raw) -> None:
@@ -191,5 +222,6 @@ class EventHandlers:
     def node_deleted(self, raw: Raw) -> None:
         started = time.perf_counter()
         node = parse_node(raw)
+        self._queue.move_all_to_active_or_backoff(NODE_DELETE, node, None)
         self._cache.remove_node(node.name)
         self._timed("NodeDelete", started)

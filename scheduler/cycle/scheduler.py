@@ -302,6 +302,11 @@ class Scheduler:
         return NominatingInfo(mode=NominatingMode.NOOP)
 
     def _forget(self, assumed: Pod) -> bool:
+        if self._cache.get_pod(assumed.uid) is None:
+            # Deleted while its bind was in flight: the event handlers have
+            # already released it (kubernetes#134157).
+            log.debug("assumed pod %s was already forgotten", assumed.key)
+            return False
         try:
             self._cache.forget_pod(assumed)
         except CacheError as error:
