@@ -157,8 +157,8 @@ def parse_pod(raw: Raw) -> Pod:
     status = raw.get("status") or _EMPTY
     parse_error = ""
     try:
-        requests = pod_requests(spec)
-        non_zero = pod_requests(spec, non_zero=True)
+        requests = pod_requests(spec, status=status)
+        non_zero = pod_requests(spec, non_zero=True, status=status)
     except (QuantityError, TypeError, AttributeError) as error:
         requests = non_zero = ZERO
         parse_error = str(error)

@@ -167,6 +167,40 @@ class PodBuilder:
         self._obj["spec"]["overhead"] = dict(resources)
         return self
 
+    def pod_requests(self, **resources: str) -> Self:
+        """Pod-level ``spec.resources.requests``."""
+        self._obj["spec"].setdefault("resources", {})["requests"] = dict(resources)
+        return self
+
+    def container_status(
+        self,
+        name: str,
+        *,
+        requests: dict[str, str] | None = None,
+        allocated: dict[str, str] | None = None,
+        init: bool = False,
+    ) -> Self:
+        """A container status as the kubelet reports it during an in-place
+        resize: actuated ``resources.requests`` and ``allocatedResources``."""
+        status: Obj = {"name": name}
+        if requests is not None:
+            status["resources"] = {"requests": dict(requests)}
+        if allocated is not None:
+            status["allocatedResources"] = dict(allocated)
+        field = "initContainerStatuses" if init else "containerStatuses"
+        self._obj.setdefault("status", {}).setdefault(field, []).append(status)
+        return self
+
+    def pod_status_resources(
+        self, *, requests: dict[str, str], allocated: dict[str, str] | None = None
+    ) -> Self:
+        """Pod-level ``status.resources`` (and ``status.allocatedResources``)."""
+        status = self._obj.setdefault("status", {})
+        status["resources"] = {"requests": dict(requests)}
+        if allocated is not None:
+            status["allocatedResources"] = dict(allocated)
+        return self
+
     def request(self, name: str, quantity: str) -> Self:
         """One more request on the first container (for extended resource names)."""
         container = self._obj["spec"]["containers"][0]
