@@ -4,12 +4,22 @@ per-attempt diagnosis kept for the debug endpoint.
 Condition patches are written by a background writer that coalesces by pod
 (only the newest message per pod is written), so a burst of failures never
 blocks the scheduling loop and binds are not starved by status writes.
+
+Attempt records (``failed_attempt``, ``scheduled_attempt``) are bounded
+whatever the cluster size: the reason histogram (at most ``REASONS_KEPT``
+reasons, the most frequent), the number of rejected nodes and the verdicts of
+a sample of at most ``NODE_SAMPLE`` nodes, every text cut to ``TEXT_LIMIT``
+characters and the message to ``MESSAGE_LIMIT``. One record takes at most
+``ATTEMPT_BYTES_BOUND`` bytes (checked by a test with worst-case texts; a
+typical one, two reasons, is about 7 KiB). Building one visits at most ``NODE_SAMPLE`` node
+statuses: the histogram is the one the failure message already counted.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime
+import itertools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -31,6 +41,13 @@ ACTION_BINDING = "Binding"
 TYPE_WARNING = "Warning"
 TYPE_NORMAL = "Normal"
 POD_SCHEDULED = "PodScheduled"
+
+NODE_SAMPLE = 8
+REASONS_KEPT = 16
+REASONS_PER_NODE = 4
+TEXT_LIMIT = 256
+MESSAGE_LIMIT = 1024
+ATTEMPT_BYTES_BOUND = 32 * 1024
 
 PatchStatus = Callable[[str, str, Mapping[str, Any]], Awaitable[object]]
 
@@ -144,29 +161,53 @@ def _transient(http_status: int | None) -> bool:
     return http_status is None or http_status == 429 or http_status >= 500
 
 
-def _verdicts(node_to_status: NodeToStatus) -> dict[str, Any]:
+def _cut(text: str, limit: int = TEXT_LIMIT) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _sample(node_to_status: NodeToStatus) -> dict[str, Any]:
+    """The verdicts of the first ``NODE_SAMPLE`` rejected nodes."""
     return {
-        name: {"plugin": status.plugin, "code": status.code.label, "reasons": list(status.reasons)}
-        for name, status in node_to_status.statuses.items()
+        _cut(name): {
+            "plugin": status.plugin,
+            "code": status.code.label,
+            "reasons": [_cut(reason) for reason in status.reasons[:REASONS_PER_NODE]],
+        }
+        for name, status in itertools.islice(node_to_status.statuses.items(), NODE_SAMPLE)
     }
+
+
+def _histogram(counts: Mapping[str, int]) -> dict[str, int]:
+    """The ``REASONS_KEPT`` most frequent reasons, most frequent first."""
+    kept = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:REASONS_KEPT]
+    return {_cut(reason): count for reason, count in kept}
 
 
 def failed_attempt(
     cycle: int, wall: float, reason: str, message: str, fit_error: FitError | None
 ) -> dict[str, Any]:
-    """What ``/debug/pods`` shows of a failed attempt: per node, who said no."""
-    return {
+    """What ``/debug/pods`` shows of a failed attempt: how many nodes said no
+    for each reason, and a sample of who said no."""
+    record: dict[str, Any] = {
         "cycle": cycle,
         "time": wall,
         "result": reason,
-        "message": message,
-        "nodes": _verdicts(fit_error.diagnosis.node_to_status) if fit_error else {},
+        "message": _cut(message, MESSAGE_LIMIT),
+        "nodes": {},
     }
+    if fit_error is not None:
+        node_to_status = fit_error.diagnosis.node_to_status
+        record["nodes"] = _sample(node_to_status)
+        record["rejectedNodes"] = len(node_to_status.statuses)
+        record["reasons"] = _histogram(fit_error.reason_counts())
+    return record
 
 
 def scheduled_attempt(cycle: int, wall: float, result: ScheduleResult) -> dict[str, Any]:
-    """What ``/debug/pods`` shows of a successful attempt, with the best scores."""
+    """What ``/debug/pods`` shows of a successful attempt, with the best scores
+    and a sample of the nodes that were rejected."""
     top = result.scores.best(3) if result.scores is not None else []
+    node_to_status = result.diagnosis.node_to_status
     return {
         "cycle": cycle,
         "time": wall,
@@ -174,7 +215,8 @@ def scheduled_attempt(cycle: int, wall: float, result: ScheduleResult) -> dict[s
         "node": result.suggested_host,
         "evaluatedNodes": result.evaluated_nodes,
         "feasibleNodes": result.feasible_nodes,
-        "nodes": _verdicts(result.diagnosis.node_to_status),
+        "rejectedNodes": len(node_to_status.statuses),
+        "nodes": _sample(node_to_status),
         "topScores": [
             {"node": s.name, "total": s.total, "plugins": {w.plugin: w.score for w in s.scores}}
             for s in top
