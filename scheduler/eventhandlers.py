@@ -52,6 +52,12 @@ class QueueEvents(Protocol):
     def assigned_pod_updated(self, old: Pod, new: Pod) -> None: ...
 
 
+class PendingStatus(Protocol):
+    """The status writer's side: forget a pod's pending patch."""
+
+    def drop(self, namespace: str, name: str) -> None: ...
+
+
 class EventTimer(Protocol):
     def event_handling(self, event: str, seconds: float) -> None: ...
 
@@ -93,10 +99,13 @@ class EventHandlers:
         cache: Cache,
         queue: QueueEvents,
         scheduler_names: Collection[str],
+        *,
         on_pod_deleted: Callable[[Pod], None] | None = None,
         timer: EventTimer | None = None,
+        status: PendingStatus | None = None,
     ) -> None:
         self._cache = cache
+        self._status = status
         self._queue = queue
         self._ours = frozenset(scheduler_names)
         self._on_pod_deleted = on_pod_deleted
@@ -127,8 +136,10 @@ class EventHandlers:
         old, new = parse_pod(old_raw), parse_pod(new_raw)
         if new.assigned:
             if not old.assigned and old.scheduler_name in self._ours:
-                # Bound (by us or by someone else): it leaves the queue for good.
+                # Bound (by us or by someone else): it leaves the queue for good,
+                # and a failure patch still pending would now be a lie.
                 self._queue.delete(old)
+                self._drop_status(new)
             if new.terminal:
                 self._cache.remove_pod(new)
                 if not old.terminal:
@@ -164,6 +175,7 @@ class EventHandlers:
         by UID whatever the copy says, as upstream's DeletedFinalStateUnknown."""
         started = time.perf_counter()
         pod = parse_pod(raw)
+        self._drop_status(pod)
         stored = self._cache.get_pod(pod.uid)
         if stored is not None and self._cache.is_assumed(pod.uid):
             if not pod.assigned and pod.scheduler_name in self._ours:
@@ -180,6 +192,10 @@ class EventHandlers:
             self._timed("UnscheduledPodDelete", started)
         if self._on_pod_deleted is not None:
             self._on_pod_deleted(pod)
+
+    def _drop_status(self, pod: Pod) -> None:
+        if self._status is not None:
+            self._status.drop(pod.namespace, pod.name)
 
     def _assumed_pod_gone(self, pod: Pod) -> None:
         """Deleted, or deleting, while its bind is in flight (kubernetes#134157):

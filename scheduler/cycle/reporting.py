@@ -22,6 +22,7 @@ import datetime
 import itertools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from scheduler.framework.objects import Pod
@@ -99,21 +100,51 @@ def scheduled_condition_patch(
     return {"status": patch} if patch else None
 
 
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    uid: str
+    patch: Mapping[str, Any]
+
+
 class StatusWriter:
-    """Writes pod status patches in the background, newest per pod wins."""
+    """Writes pod status patches in the background, newest per pod wins.
+
+    Invariants:
+    - A patch carries ``metadata.uid`` of the pod it was computed for, a
+      precondition: it can never land on a recreated pod of the same name.
+    - A pending patch is dropped when the pod binds or is deleted (``drop``,
+      from the event handlers) and before the binding cycle binds
+      (``settle``, which also waits for a write of that pod in flight), so a
+      stale ``PodScheduled=False`` never lands after the bind.
+    """
 
     def __init__(self, patch: PatchStatus, retries: int = 3) -> None:
         self._patch = patch
         self._retries = retries
-        self._pending: dict[tuple[str, str], Mapping[str, Any]] = {}
+        self._pending: dict[tuple[str, str], _Pending] = {}
         self._wake = asyncio.Event()
+        self._writing: tuple[str, str] | None = None
+        self._idle = asyncio.Event()
+        self._idle.set()
         self._closed = False
         self.written = 0
         self.failed = 0
 
-    def submit(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
-        self._pending[(namespace, name)] = patch
+    def submit(self, namespace: str, name: str, patch: Mapping[str, Any], uid: str = "") -> None:
+        self._pending[(namespace, name)] = _Pending(uid, patch)
         self._wake.set()
+
+    def drop(self, namespace: str, name: str) -> None:
+        """Forget the pod's pending patch: it bound or went away."""
+        self._pending.pop((namespace, name), None)
+
+    async def settle(self, namespace: str, name: str) -> None:
+        """Drop the pod's pending patch and wait until no write of it is in
+        flight (the binding cycle, right before Bind)."""
+        key = (namespace, name)
+        self._pending.pop(key, None)
+        while self._writing == key:
+            await self._idle.wait()
 
     def pending(self) -> int:
         return len(self._pending)
@@ -128,8 +159,17 @@ class StatusWriter:
                 await self._wake.wait()
                 continue
             key = next(iter(self._pending))
-            patch = self._pending.pop(key)
-            await self._write(key, patch)
+            pending = self._pending.pop(key)
+            body = pending.patch
+            if pending.uid:
+                body = {"metadata": {"uid": pending.uid}, **pending.patch}
+            self._writing = key
+            self._idle.clear()
+            try:
+                await self._write(key, body)
+            finally:
+                self._writing = None
+                self._idle.set()
 
     def close(self) -> None:
         self._closed = True
@@ -144,7 +184,7 @@ class StatusWriter:
                 raise
             except Exception as error:
                 status = getattr(error, "status", None)
-                if status == 404:  # the pod is gone: nothing to report on
+                if status in (404, 409):  # the pod is gone or was recreated
                     return
                 if attempt + 1 == self._retries or not _transient(status):
                     self.failed += 1

@@ -371,7 +371,7 @@ class Scheduler:
             nominated = ""  # clearNominatedNode
         patch = scheduled_condition_patch(fresh, reason, message, self._clock.wall(), nominated)
         if patch is not None:
-            self._status.submit(fresh.namespace, fresh.name, patch)
+            self._status.submit(fresh.namespace, fresh.name, patch, uid=fresh.uid)
         log.info(
             "pod %s is unschedulable: %s" if rejected else "error scheduling pod %s: %s",
             pod.key,
