@@ -23,7 +23,7 @@ PODS = int(os.environ.get("PYSCHEDULER_DIFF_PODS", "50"))
 FIRST_SEED = int(os.environ.get("PYSCHEDULER_DIFF_FIRST_SEED", "1"))
 
 
-@pytest.mark.timeout(60 * 60)
+@pytest.mark.timeout(max(600, 90 * SEEDS))
 async def test_same_outcomes_as_upstream_kube_scheduler(
     control_plane: Cluster, kube: client.ApiClient, tmp_path: Path
 ) -> None:
