@@ -25,7 +25,6 @@ from plugins.pod_topology_spread.constraints import (
     count_matching,
     node_has_all_keys,
 )
-from plugins.pod_topology_spread.node_inclusion import RequiredNodeAffinity
 from scheduler.framework import Node, NodeInfo, Pod
 
 MAX_INT32 = 2**31 - 1
@@ -61,14 +60,12 @@ class PreFilterState:
     constraints: tuple[Constraint, ...]
     critical_paths: list[CriticalPaths]
     counts: list[dict[str, int]]  # per constraint: topology value -> matching pods
-    required_affinity: RequiredNodeAffinity
 
     def clone(self) -> PreFilterState:
         return PreFilterState(
             self.constraints,
             [paths.clone() for paths in self.critical_paths],
             [dict(counts) for counts in self.counts],
-            self.required_affinity,
         )
 
     def min_match(self, index: int, min_domains: int) -> int:
@@ -87,7 +84,7 @@ class PreFilterState:
         for index, constraint in enumerate(self.constraints):
             if not constraint.selector.matches(changed.labels):
                 continue
-            if not constraint.includes(pod, node, self.required_affinity):
+            if not constraint.includes(pod, node):
                 continue
             value = node.labels[constraint.topology_key]
             counts = self.counts[index]
@@ -99,7 +96,6 @@ def compute_pre_filter_state(
     pod: Pod, constraints: tuple[Constraint, ...], nodes: Sequence[NodeInfo]
 ) -> PreFilterState:
     """Upstream ``calPreFilterState`` over all nodes."""
-    required = RequiredNodeAffinity(pod)
     counts: list[dict[str, int]] = [{} for _ in constraints]
     namespace = pod.namespace
     for node_info in nodes:
@@ -108,7 +104,7 @@ def compute_pre_filter_state(
             continue
         pods = node_info.pods.values()
         for index, constraint in enumerate(constraints):
-            if not constraint.includes(pod, node, required):
+            if not constraint.includes(pod, node):
                 continue
             value = node.labels[constraint.topology_key]
             matched = count_matching(pods, constraint.selector, namespace)
@@ -119,7 +115,7 @@ def compute_pre_filter_state(
         for value, count in domain_counts.items():
             critical.update(value, count)
         paths.append(critical)
-    return PreFilterState(constraints, paths, counts, required)
+    return PreFilterState(constraints, paths, counts)
 
 
 def violated(state: PreFilterState, pod: Pod, node: Node) -> tuple[bool, bool]:

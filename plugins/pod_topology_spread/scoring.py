@@ -23,7 +23,6 @@ from plugins.pod_topology_spread.constraints import (
     count_matching,
     node_has_all_keys,
 )
-from plugins.pod_topology_spread.node_inclusion import RequiredNodeAffinity
 from scheduler.framework import MAX_NODE_SCORE, NodeInfo, NodeScore, Pod
 
 
@@ -82,7 +81,6 @@ def compute_pre_score_state(
             size = len(filtered) - len(state.ignored_nodes)
         state.weights.append(normalizing_weight(size))
 
-    required = RequiredNodeAffinity(pod)
     namespace = pod.namespace
     for node_info in all_nodes:
         node = node_info.node
@@ -91,7 +89,7 @@ def compute_pre_score_state(
         if require_all_topologies and not node_has_all_keys(node.labels, constraints):
             continue
         for index, constraint in enumerate(constraints):
-            if not constraint.includes(pod, node, required):
+            if not constraint.includes(pod, node):
                 continue
             value = node.labels.get(constraint.topology_key, "")
             counts = state.counts[index]
