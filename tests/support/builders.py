@@ -307,6 +307,73 @@ class PodBuilder:
         )
         return self
 
+    def spread(
+        self,
+        max_skew: int,
+        topology_key: str,
+        when: str = "DoNotSchedule",
+        *,
+        selector: Obj | None = None,
+        **extra: object,
+    ) -> Self:
+        """A topology spread constraint; ``selector`` is the labelSelector
+        (absent if None); ``extra`` takes other fields by their API names
+        (``minDomains=2``, ``nodeTaintsPolicy="Honor"``, ``matchLabelKeys=[...]``)."""
+        constraint: Obj = {
+            "maxSkew": max_skew,
+            "topologyKey": topology_key,
+            "whenUnsatisfiable": when,
+            **extra,
+        }
+        if selector is not None:
+            constraint["labelSelector"] = selector
+        self._obj["spec"].setdefault("topologySpreadConstraints", []).append(constraint)
+        return self
+
+    def pod_affinity_term(
+        self,
+        kind: str,
+        topology_key: str,
+        selector: Obj | None,
+        *,
+        weight: int | None = None,
+        **extra: object,
+    ) -> Self:
+        """A pod affinity term of ``kind`` (``podAffinity``/``podAntiAffinity``):
+        required, or preferred with ``weight``; ``extra`` takes other term
+        fields by API name (``namespaces``, ``namespaceSelector``,
+        ``matchLabelKeys``, ``mismatchLabelKeys``)."""
+        term: Obj = {"topologyKey": topology_key, **extra}
+        if selector is not None:
+            term["labelSelector"] = selector
+        section = self._obj["spec"].setdefault("affinity", {}).setdefault(kind, {})
+        if weight is None:
+            section.setdefault("requiredDuringSchedulingIgnoredDuringExecution", []).append(term)
+        else:
+            section.setdefault("preferredDuringSchedulingIgnoredDuringExecution", []).append(
+                {"weight": weight, "podAffinityTerm": term}
+            )
+        return self
+
+    def required_pod_anti_affinity(self, topology_key: str, **match_labels: str) -> Self:
+        """A required pod anti-affinity term selecting pods with these labels."""
+        return self.pod_affinity_term(
+            "podAntiAffinity", topology_key, {"matchLabels": dict(match_labels)}
+        )
+
+    def owner(self, kind: str, name: str, api_version: str = "apps/v1") -> Self:
+        """A controlling owner reference (``ReplicaSet``, ``StatefulSet``...)."""
+        self._obj["metadata"].setdefault("ownerReferences", []).append(
+            {
+                "apiVersion": api_version,
+                "kind": kind,
+                "name": name,
+                "uid": f"{kind}-{name}",
+                "controller": True,
+            }
+        )
+        return self
+
     def obj(self) -> Obj:
         return copy.deepcopy(self._obj)
 
