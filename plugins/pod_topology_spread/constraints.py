@@ -70,7 +70,10 @@ SYSTEM_DEFAULT_CONSTRAINTS = (
 
 
 def _policy(raw: object) -> NodeInclusionPolicy | None:
-    return NodeInclusionPolicy(raw) if raw in ("Honor", "Ignore") else None
+    try:
+        return NodeInclusionPolicy(str(raw))
+    except ValueError:
+        return None
 
 
 def filter_constraints(
