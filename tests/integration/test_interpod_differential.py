@@ -5,8 +5,9 @@ not and on the ``PodScheduled`` message, word for word.
 
 Order-independent by construction: the pods to schedule carry only ``team``
 and ``app=new`` labels, and every term or spread selector they have selects
-``role`` labels, which only the pods placed beforehand (bound by hand, in the
-same namespace, before the scheduler starts) carry; placed pods' required
+``role`` labels (narrowed by ``team`` through matchLabelKeys and
+mismatchLabelKeys), which only the pods placed beforehand (bound by hand, in
+the same namespace, before the scheduler starts) carry; placed pods' required
 anti-affinity selects ``team`` labels. So a pod's fate depends on the nodes and
 the placed pods only, never on which pods were scheduled before it.
 5 seeds x 30 pods; ``PYSCHEDULER_INTERPOD_DIFF_SEEDS`` asks for more."""
@@ -58,6 +59,16 @@ def _role(rng: random.Random) -> Obj:
     return {"matchLabels": {"role": rng.choice(ROLES)}}
 
 
+def _label_keys(rng: random.Random) -> dict[str, list[str]]:
+    """matchLabelKeys or mismatchLabelKeys on ``team`` (merged by the API server)."""
+    roll = rng.random()
+    if roll < 0.2:
+        return {"matchLabelKeys": ["team"]}
+    if roll < 0.4:
+        return {"mismatchLabelKeys": ["team"]}
+    return {}
+
+
 def _nodes(rng: random.Random, seed: int) -> list[Obj]:
     nodes = []
     for index in range(rng.randint(6, 9)):
@@ -77,6 +88,8 @@ def _placed(rng: random.Random, node_names: list[str]) -> list[Obj]:
     for index in range(rng.randint(4, 12)):
         pod = make_pod(f"placed-{index}").node(rng.choice(node_names)).requests(cpu="100m")
         pod.label("role", rng.choice(ROLES))
+        if rng.random() < 0.5:
+            pod.label("team", rng.choice(TEAMS))
         if rng.random() < 0.3:
             team = {"matchLabels": {"team": rng.choice(TEAMS)}}
             pod.pod_affinity_term("podAntiAffinity", rng.choice((ZONE, HOST)), team)
@@ -100,13 +113,15 @@ def _pod(rng: random.Random, index: int) -> Obj:
             extra["nodeAffinityPolicy"] = rng.choice(("Honor", "Ignore"))
         if rng.random() < 0.3:
             extra["nodeTaintsPolicy"] = rng.choice(("Honor", "Ignore"))
+        if rng.random() < 0.3:
+            extra["matchLabelKeys"] = ["team"]
         pod.spread(rng.randint(1, 2), rng.choice(KEYS), selector=_role(rng), **extra)
     if rng.random() < 0.3:
         pod.spread(1, rng.choice(KEYS), "ScheduleAnyway", selector=_role(rng))
     if rng.random() < 0.3:
-        pod.pod_affinity_term("podAffinity", rng.choice(KEYS), _role(rng))
+        pod.pod_affinity_term("podAffinity", rng.choice(KEYS), _role(rng), **_label_keys(rng))
     if rng.random() < 0.3:
-        pod.pod_affinity_term("podAntiAffinity", rng.choice(KEYS), _role(rng))
+        pod.pod_affinity_term("podAntiAffinity", rng.choice(KEYS), _role(rng), **_label_keys(rng))
     if rng.random() < 0.3:
         kind = rng.choice(("podAffinity", "podAntiAffinity"))
         pod.pod_affinity_term(kind, rng.choice(KEYS), _role(rng), weight=rng.randint(1, 100))
