@@ -35,9 +35,11 @@ from tests.support.differential import (
     upstream_runner,
 )
 from tests.support.kubeapi import create_all
+from tests.support.wait import eventually
 from tests.support.workloads import Workload
 
 Obj = dict[str, Any]
+HTTP_NOT_FOUND = 404
 SEEDS = int(os.environ.get("PYSCHEDULER_INTERPOD_DIFF_SEEDS", "5"))
 PODS = int(os.environ.get("PYSCHEDULER_INTERPOD_DIFF_PODS", "30"))
 
@@ -46,6 +48,7 @@ HOST = "kubernetes.io/hostname"
 RACK = "rack"
 KEYS = (ZONE, HOST, RACK)
 ROLES = ("web", "db", "cache")
+NAMESPACE_LABEL = "interpod-diff"
 TEAMS = ("x", "y")
 
 
@@ -59,14 +62,24 @@ def _role(rng: random.Random) -> Obj:
     return {"matchLabels": {"role": rng.choice(ROLES)}}
 
 
-def _label_keys(rng: random.Random) -> dict[str, list[str]]:
-    """matchLabelKeys or mismatchLabelKeys on ``team`` (merged by the API server)."""
+def _term_extras(rng: random.Random) -> dict[str, object]:
+    """matchLabelKeys or mismatchLabelKeys on ``team`` (merged by the API
+    server); namespaces by name or by labels (``NAMESPACE_LABEL`` marks the
+    run's namespace; no other namespace holds pods with ``role`` labels)."""
+    extras: dict[str, object] = {}
     roll = rng.random()
     if roll < 0.2:
-        return {"matchLabelKeys": ["team"]}
-    if roll < 0.4:
-        return {"mismatchLabelKeys": ["team"]}
-    return {}
+        extras["matchLabelKeys"] = ["team"]
+    elif roll < 0.4:
+        extras["mismatchLabelKeys"] = ["team"]
+    roll = rng.random()
+    if roll < 0.15:
+        extras["namespaceSelector"] = {}
+    elif roll < 0.3:
+        extras["namespaceSelector"] = {"matchLabels": {NAMESPACE_LABEL: rng.choice(("yes", "no"))}}
+    elif roll < 0.4:
+        extras["namespaces"] = ["no-such-namespace"]
+    return extras
 
 
 def _nodes(rng: random.Random, seed: int) -> list[Obj]:
@@ -119,9 +132,9 @@ def _pod(rng: random.Random, index: int) -> Obj:
     if rng.random() < 0.3:
         pod.spread(1, rng.choice(KEYS), "ScheduleAnyway", selector=_role(rng))
     if rng.random() < 0.3:
-        pod.pod_affinity_term("podAffinity", rng.choice(KEYS), _role(rng), **_label_keys(rng))
+        pod.pod_affinity_term("podAffinity", rng.choice(KEYS), _role(rng), **_term_extras(rng))
     if rng.random() < 0.3:
-        pod.pod_affinity_term("podAntiAffinity", rng.choice(KEYS), _role(rng), **_label_keys(rng))
+        pod.pod_affinity_term("podAntiAffinity", rng.choice(KEYS), _role(rng), **_term_extras(rng))
     if rng.random() < 0.3:
         kind = rng.choice(("podAffinity", "podAntiAffinity"))
         pod.pod_affinity_term(kind, rng.choice(KEYS), _role(rng), weight=rng.randint(1, 100))
@@ -137,6 +150,21 @@ def generate(seed: int, pod_count: int) -> Workload:
 
 def _in(pod: Obj, namespace: str) -> Obj:
     return {**pod, "metadata": {**pod["metadata"], "namespace": namespace}}
+
+
+async def _delete_namespace(core: client.CoreV1Api, namespace: str) -> None:
+    """Delete and wait until gone: terms selecting every namespace must not
+    see the pods of the previous run."""
+    await core.delete_namespace(namespace, propagation_policy="Background")
+
+    async def gone() -> bool:
+        try:
+            await core.read_namespace(namespace)
+        except client.ApiException as error:
+            return error.status == HTTP_NOT_FOUND
+        return False
+
+    await eventually(gone, timeout=120, what=f"namespace {namespace} deleted")
 
 
 @pytest.mark.timeout(max(600, 120 * SEEDS))
@@ -157,7 +185,9 @@ async def test_spreading_and_affinity_agree_with_upstream_kube_scheduler(
         try:
             for profile, runner in runners.items():
                 namespace = f"ip-{secrets.token_hex(3)}"
-                await core.create_namespace({"metadata": {"name": namespace}})
+                await core.create_namespace(
+                    {"metadata": {"name": namespace, "labels": {NAMESPACE_LABEL: "yes"}}}
+                )
                 try:
                     await create_all(
                         lambda body, ns=namespace: core.create_namespaced_pod(ns, body),
@@ -167,7 +197,7 @@ async def test_spreading_and_affinity_agree_with_upstream_kube_scheduler(
                         core, workload, namespace, profile, runner
                     )
                 finally:
-                    await core.delete_namespace(namespace, propagation_policy="Background")
+                    await _delete_namespace(core, namespace)
         finally:
             for node in workload.nodes:
                 with contextlib.suppress(client.ApiException):
