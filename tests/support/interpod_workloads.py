@@ -156,6 +156,8 @@ async def run_namespace(core: client.CoreV1Api, placed: list[Obj]) -> AsyncItera
         )
         yield namespace
     finally:
+        # No kubelet confirms graceful deletions here: delete the pods at once.
+        await core.delete_collection_namespaced_pod(namespace, grace_period_seconds=0)
         await core.delete_namespace(namespace, propagation_policy="Background")
 
         async def gone() -> bool:
