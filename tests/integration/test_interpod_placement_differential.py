@@ -6,10 +6,11 @@ best, upstream picks the same node; unschedulable pods get the same message.
 Pods are created one by one, each after the previous one is bound (or told
 why not, and then deleted), so both schedulers see the same cluster for every
 pod, and the pods may select each other (``self_selecting``): spreading and
-affinity among the pods being scheduled are compared too. A tie broken
-differently makes the two clusters diverge, so comparison stops there for
-that seed. 3 seeds x 25 pods; ``PYSCHEDULER_INTERPOD_PLACEMENT_SEEDS`` asks
-for more."""
+affinity among the pods being scheduled are compared too. Every pod prefers
+the nodes by rank with distinct weights, so exact ties are rare; a tie broken
+differently would make the two clusters diverge, so comparison stops there
+for that seed. 3 seeds x 25 pods; ``PYSCHEDULER_INTERPOD_PLACEMENT_SEEDS``
+asks for more. (Halving PodTopologySpread's topology weight makes it fail.)"""
 
 from __future__ import annotations
 
