@@ -10,7 +10,11 @@ affinity among the pods being scheduled are compared too. Every pod prefers
 the nodes by rank with distinct weights, so exact ties are rare; a tie broken
 differently would make the two clusters diverge, so comparison stops there
 for that seed. 3 seeds x 25 pods; ``PYSCHEDULER_INTERPOD_PLACEMENT_SEEDS``
-asks for more. (Halving PodTopologySpread's topology weight makes it fail.)"""
+asks for more. Pods labelled ``role=web`` belong to a ReplicaSet and
+``role=db`` ones are selected by a Service, so pods without constraints of
+their own get the system default spread constraints. (Halving
+PodTopologySpread's topology weight, or dropping the default constraints,
+makes it fail.)"""
 
 from __future__ import annotations
 
@@ -92,15 +96,21 @@ async def _place_one_by_one(
     core: client.CoreV1Api,
     workload: Workload,
     namespace: str,
+    *,
     scheduler_name: str,
     app: SchedulerApp | None,
+    apps: client.AppsV1Api,
 ) -> list[Placement]:
     placements = []
+    owner = await _controllers(apps, core, namespace)
     for raw in workload.pods:
         name = raw["metadata"]["name"]
+        metadata = {**raw["metadata"], "namespace": namespace}
+        if metadata.get("labels", {}).get("role") == "web":
+            metadata["ownerReferences"] = [owner]
         body = {
             **raw,
-            "metadata": {**raw["metadata"], "namespace": namespace},
+            "metadata": metadata,
             "spec": {**raw["spec"], "schedulerName": scheduler_name},
         }
         await core.create_namespaced_pod(namespace, body)
@@ -111,6 +121,38 @@ async def _place_one_by_one(
         if not node:  # it must not bind later, when the two runs' timings differ
             await _delete(core, namespace, name)
     return placements
+
+
+async def _controllers(apps: client.AppsV1Api, core: client.CoreV1Api, namespace: str) -> Obj:
+    """A ReplicaSet selecting ``role=web`` (its pods get it as controlling
+    owner) and a Service selecting ``role=db``: pods without constraints of
+    their own get the system default spread constraints from them. Returns the
+    owner reference for the ReplicaSet's pods."""
+    template = {
+        "metadata": {"labels": {"role": "web"}},
+        "spec": {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10"}]},
+    }
+    replica_set = {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {"name": "web"},
+        "spec": {"replicas": 0, "selector": {"matchLabels": {"role": "web"}}, "template": template},
+    }
+    created = await apps.create_namespaced_replica_set(namespace, replica_set)
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "db"},
+        "spec": {"selector": {"role": "db"}, "ports": [{"port": 80}]},
+    }
+    await core.create_namespaced_service(namespace, service)
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "name": "web",
+        "uid": created.metadata.uid,
+        "controller": True,
+    }
 
 
 Runner = Callable[[], contextlib.AbstractAsyncContextManager[SchedulerApp | None]]
@@ -191,7 +233,12 @@ async def test_placements_agree_with_upstream_kube_scheduler(
             for profile, runner in runners.items():
                 async with run_namespace(core, workload.placed) as namespace, runner() as app:
                     placements[profile] = await _place_one_by_one(
-                        core, workload, namespace, profile, app
+                        core,
+                        workload,
+                        namespace,
+                        scheduler_name=profile,
+                        app=app,
+                        apps=client.AppsV1Api(kube),
                     )
         problems = compare(workload, placements[OURS_PROFILE], placements[UPSTREAM_PROFILE])
         failures.extend(f"seed {seed}: {line}" for line in problems)
