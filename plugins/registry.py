@@ -14,6 +14,7 @@ from __future__ import annotations
 from plugins import (
     default_binder,
     image_locality,
+    inter_pod_affinity,
     node_affinity,
     node_declared_features,
     node_name,
@@ -21,6 +22,7 @@ from plugins import (
     node_resources_balanced_allocation,
     node_resources_fit,
     node_unschedulable,
+    pod_topology_spread,
     priority_sort,
     scheduling_gates,
     taint_toleration,
@@ -37,7 +39,8 @@ DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
     (node_ports.NAME, 0),
     (node_resources_fit.NAME, 1),
     # VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone (0 each)
-    # PodTopologySpread (2), InterPodAffinity (2)
+    (pod_topology_spread.NAME, 2),
+    (inter_pod_affinity.NAME, 2),
     # DynamicResources (2: upstream inserts it right before DefaultPreemption)
     # DefaultPreemption (0)
     (node_resources_balanced_allocation.NAME, 1),
@@ -58,6 +61,8 @@ def in_tree_registry() -> Registry:
             node_affinity.SPEC,
             node_ports.SPEC,
             node_resources_fit.SPEC,
+            pod_topology_spread.SPEC,
+            inter_pod_affinity.SPEC,
             node_resources_balanced_allocation.SPEC,
             image_locality.SPEC,
             default_binder.SPEC,

@@ -24,6 +24,7 @@ from scheduler.framework.nodeaffinity import (
     preferred_node_affinity,
     required_node_affinity,
 )
+from scheduler.framework.podaffinity import NO_POD_AFFINITY, PodAffinityTerms, parse_pod_affinity
 from scheduler.framework.quantity import QuantityError
 from scheduler.framework.resource import ZERO, Resource, pod_requests
 
@@ -104,6 +105,8 @@ class Pod:
     # volumes, in that order (repeats kept), and the number of containers.
     images: tuple[str, ...] = ()
     container_count: int = 0
+    # Parsed pod (anti-)affinity terms (InterPodAffinity's hot path).
+    pod_affinity: PodAffinityTerms = NO_POD_AFFINITY
 
     @property
     def key(self) -> str:
@@ -211,8 +214,8 @@ def parse_pod(raw: Raw) -> Pod:
     status = raw.get("status") or _EMPTY
     parse_error = ""
     try:
-        requests = pod_requests(spec)
-        non_zero = pod_requests(spec, non_zero=True)
+        requests = pod_requests(spec, status=status)
+        non_zero = pod_requests(spec, non_zero=True, status=status)
     except (QuantityError, TypeError, AttributeError) as error:
         requests = non_zero = ZERO
         parse_error = str(error)
@@ -244,6 +247,9 @@ def parse_pod(raw: Raw) -> Pod:
         preferred_affinity_error=preferred_error,
         images=_images(spec),
         container_count=len(spec.get("initContainers") or ()) + len(spec.get("containers") or ()),
+        pod_affinity=parse_pod_affinity(
+            spec.get("affinity"), metadata.get("namespace") or "", metadata.get("labels") or _EMPTY
+        ),
     )
 
 

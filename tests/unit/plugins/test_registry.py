@@ -39,6 +39,8 @@ EXPECTED_DEFAULTS = (
     ("NodeAffinity", 2),
     ("NodePorts", 0),
     ("NodeResourcesFit", 1),
+    ("PodTopologySpread", 2),
+    ("InterPodAffinity", 2),
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),
     ("DefaultBinder", 0),
