@@ -23,7 +23,6 @@ import asyncio
 import dataclasses
 import logging
 import random
-import time
 from collections.abc import Callable, Mapping
 
 from scheduler.cache.cache import Cache, CacheError
@@ -145,10 +144,10 @@ class Scheduler:
             # available, so without this a burst would run cycle after cycle
             # without letting binds, informers and event writes make progress.
             # Yield at least every YIELD_INTERVAL_SECONDS of scheduling.
-            now = time.perf_counter()
+            now = self._clock.now()
             if now >= next_yield:
-                await asyncio.sleep(0)
-                next_yield = time.perf_counter() + YIELD_INTERVAL_SECONDS
+                await self._clock.sleep(0)
+                next_yield = self._clock.now() + YIELD_INTERVAL_SECONDS
 
     def _recover(self, pinfo: QueuedPodInfo) -> None:
         """After a crashed cycle: undo Reserve and the assume, requeue with backoff."""
@@ -249,7 +248,7 @@ class Scheduler:
     ) -> ScheduleResult | None:
         """Find a host; on failure run PostFilter, report, requeue, return None."""
         pod = pinfo.pod
-        algorithm_started = time.perf_counter()
+        algorithm_started = self._clock.now()
         self._cache.update_snapshot(self._snapshot)
         percentage = self._profile_percentages.get(framework.profile_name)
         try:
@@ -269,7 +268,7 @@ class Scheduler:
         except SchedulingError as error:
             self._fail(framework, pinfo, None, error.status, cycle=cycle, started=started)
         finally:
-            self._metrics.algorithm(time.perf_counter() - algorithm_started)
+            self._metrics.algorithm(self._clock.now() - algorithm_started)
         return None
 
     def _undo_assume(self, binding: Binding, status: Status) -> None:
