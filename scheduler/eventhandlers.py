@@ -77,6 +77,9 @@ def node_update_action(old: Node, new: Node) -> ActionType:
     old_meta, new_meta = old.raw.get("metadata") or {}, new.raw.get("metadata") or {}
     if (old_meta.get("annotations") or {}) != (new_meta.get("annotations") or {}):
         action |= ActionType.UPDATE_NODE_ANNOTATION
+    # Kept sorted by the kubelet, so comparing the lists is enough (as upstream).
+    if (old_status.get("declaredFeatures") or []) != (new_status.get("declaredFeatures") or []):
+        action |= ActionType.UPDATE_NODE_DECLARED_FEATURE
     return action
 
 
@@ -86,6 +89,7 @@ _NODE_UPDATE_BITS = (
     ActionType.UPDATE_NODE_TAINT,
     ActionType.UPDATE_NODE_CONDITION,
     ActionType.UPDATE_NODE_ANNOTATION,
+    ActionType.UPDATE_NODE_DECLARED_FEATURE,
 )
 
 
