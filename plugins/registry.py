@@ -14,9 +14,13 @@ from plugins import (
     node_name,
     node_resources_fit,
     node_unschedulable,
+    node_volume_limits,
     priority_sort,
     scheduling_gates,
     taint_toleration,
+    volume_binding,
+    volume_restrictions,
+    volume_zone,
 )
 from scheduler.framework import Registry
 
@@ -27,6 +31,10 @@ DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
     (node_name.NAME, 0),
     (taint_toleration.NAME, 3),
     (node_resources_fit.NAME, 1),
+    (volume_restrictions.NAME, 0),
+    (node_volume_limits.NAME, 0),
+    (volume_binding.NAME, 0),
+    (volume_zone.NAME, 0),
     (default_binder.NAME, 0),
 )
 
@@ -40,6 +48,10 @@ def in_tree_registry() -> Registry:
             node_name.SPEC,
             taint_toleration.SPEC,
             node_resources_fit.SPEC,
+            volume_restrictions.SPEC,
+            node_volume_limits.SPEC,
+            volume_binding.SPEC,
+            volume_zone.SPEC,
             default_binder.SPEC,
         ]
     )

@@ -25,6 +25,10 @@ EXPECTED_DEFAULTS = (
     ("NodeName", 0),
     ("TaintToleration", 3),
     ("NodeResourcesFit", 1),
+    ("VolumeRestrictions", 0),
+    ("NodeVolumeLimits", 0),
+    ("VolumeBinding", 0),
+    ("VolumeZone", 0),
     ("DefaultBinder", 0),
 )
 
