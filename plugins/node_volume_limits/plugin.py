@@ -42,6 +42,11 @@ from scheduler.framework import (
     Status,
 )
 from scheduler.framework.volumes import (
+    CSI_DRIVERS,
+    CSI_NODES,
+    PVCS,
+    PVS,
+    STORAGE_CLASSES,
     VOLUME_ATTACHMENTS,
     StorageLister,
     meta,
@@ -184,4 +189,8 @@ def _counts(csi_node: Raw | None) -> dict[str, int]:
 
 def new(args: object, handle: Handle) -> NodeVolumeLimits:
     # Upstream: a random 32-character prefix makes unbound claims' handles unique.
-    return NodeVolumeLimits(StorageLister(handle.informers), secrets.token_hex(16))
+    lister = StorageLister(
+        handle.informers,
+        (PVCS, PVS, STORAGE_CLASSES, CSI_NODES, CSI_DRIVERS, VOLUME_ATTACHMENTS),
+    )
+    return NodeVolumeLimits(lister, secrets.token_hex(16))

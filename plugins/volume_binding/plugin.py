@@ -35,7 +35,7 @@ from plugins.volume_binding.binder import (
     PodVolumes,
     VolumeBinder,
 )
-from plugins.volume_binding.prebind import VolumeBindingWriter
+from plugins.volume_binding.prebind import NODES, PODS, VolumeBindingWriter
 from scheduler.framework import (
     ActionType,
     ClusterEvent,
@@ -60,8 +60,12 @@ from scheduler.framework import (
 )
 from scheduler.framework.volumes import (
     ANN_MIGRATED_PLUGINS,
+    CSI_DRIVERS,
+    CSI_NODES,
+    CSI_STORAGE_CAPACITIES,
     PVCS,
     PVS,
+    STORAGE_CLASSES,
     StorageLister,
     annotations_of,
     meta,
@@ -71,6 +75,9 @@ from scheduler.framework.volumes import (
 )
 
 NAME = "VolumeBinding"
+
+# The stores read, opened by the factory so the first cycle sees them synced.
+WATCHED = (PVCS, PVS, STORAGE_CLASSES, CSI_NODES, CSI_DRIVERS, CSI_STORAGE_CAPACITIES, NODES, PODS)
 
 Raw = Mapping[str, Any]
 
@@ -298,7 +305,7 @@ def new(args: object, handle: Handle) -> VolumeBinding:
         args = VolumeBindingArgs()
     if not isinstance(args, VolumeBindingArgs):
         raise TypeError(f"{NAME} wants VolumeBindingArgs, got {type(args).__name__}")
-    lister = StorageLister(handle.informers)
+    lister = StorageLister(handle.informers, WATCHED)
     binder = VolumeBinder(
         lister,
         AssumeCache(lister.store(PVS), PVS),

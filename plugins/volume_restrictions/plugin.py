@@ -39,6 +39,7 @@ from scheduler.framework import (
     Status,
 )
 from scheduler.framework.volumes import (
+    PVCS,
     READ_WRITE_ONCE_POD,
     NotFound,
     StorageLister,
@@ -260,4 +261,4 @@ def satisfies_disk_conflicts(pod: Pod, others: Iterable[Pod]) -> bool:
 
 
 def new(args: object, handle: Handle) -> VolumeRestrictions:
-    return VolumeRestrictions(StorageLister(handle.informers), handle.snapshot)
+    return VolumeRestrictions(StorageLister(handle.informers, (PVCS,)), handle.snapshot)

@@ -39,6 +39,9 @@ from scheduler.framework import (
     Status,
 )
 from scheduler.framework.volumes import (
+    PVCS,
+    PVS,
+    STORAGE_CLASSES,
     WAIT_FOR_FIRST_CONSUMER,
     NotFound,
     StorageLister,
@@ -250,4 +253,4 @@ def fits_zones(topologies: Sequence[VolumeTopology], node_labels: Mapping[str, s
 
 
 def new(args: object, handle: Handle) -> VolumeZone:
-    return VolumeZone(StorageLister(handle.informers))
+    return VolumeZone(StorageLister(handle.informers, (PVCS, PVS, STORAGE_CLASSES)))

@@ -181,11 +181,18 @@ def ephemeral_claim_error(pod: Pod, pvc: Raw) -> str:
 
 
 class StorageLister:
-    """Typed reads of the shared storage stores, with upstream NotFound messages."""
+    """Typed reads of the shared storage stores, with upstream NotFound messages.
 
-    def __init__(self, informers: InformerAccess) -> None:
+    The stores of ``resources`` are opened when the lister is built (in the
+    plugin's factory, before the informers start), so that the scheduler
+    waits for their initial lists before its first cycle; a store first
+    asked for later would be empty until its informer syncs."""
+
+    def __init__(self, informers: InformerAccess, resources: Iterable[str] = ()) -> None:
         self._informers = informers
         self._stores: dict[str, ObjectStore] = {}
+        for resource in resources:
+            self.store(resource)
 
     def store(self, resource: str) -> ObjectStore:
         store = self._stores.get(resource)

@@ -83,8 +83,12 @@ def test_factory_and_events(
 ) -> None:
     spec = in_tree_registry()[name]
     args = spec.args_model.model_validate({}) if spec.args_model else None
-    plugin = spec.factory(args, cast(Handle, FakeHandle()))
+    handle = FakeHandle()
+    assert handle.informers.stores == {}
+    plugin = spec.factory(args, cast(Handle, handle))
     assert plugin.name == name
+    # Stores opened by the factory, so that readiness waits for their lists.
+    assert "persistentvolumeclaims" in handle.informers.stores
     for point in points:
         assert isinstance(plugin, point)
     assert isinstance(plugin, EnqueueExtensions)
