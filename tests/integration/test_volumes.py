@@ -21,7 +21,13 @@ from tests.integration.conftest import Cluster, NodePool
 from tests.support.builders import make_node, make_pod
 from tests.support.kubeapi import condition, read_json, read_pod
 from tests.support.scheduler import running_scheduler, unique_scheduler_name
-from tests.support.storage import claim_volume, make_pv, make_pvc, make_storage_class
+from tests.support.storage import (
+    claim_volume,
+    for_create,
+    make_pv,
+    make_pvc,
+    make_storage_class,
+)
 from tests.support.wait import eventually
 
 HOSTNAME = "kubernetes.io/hostname"
@@ -78,7 +84,7 @@ async def test_wait_for_first_consumer_claim_is_provisioned_on_the_chosen_node(
 
         # Creating the claim wakes the pod (PersistentVolumeClaimAdd hint).
         claim = make_pvc("data", namespace).storage_class(class_name).request("1Gi").obj()
-        await core.create_namespaced_persistent_volume_claim(namespace, claim)
+        await core.create_namespaced_persistent_volume_claim(namespace, for_create(claim))
 
         async def selected() -> str:
             annotations = (await read_claim(core, namespace, "data"))["metadata"].get(
@@ -100,7 +106,7 @@ async def test_wait_for_first_consumer_claim_is_provisioned_on_the_chosen_node(
             .claim_ref("data", namespace, uid=written["metadata"]["uid"])
             .obj()
         )
-        await core.create_persistent_volume(pv)
+        await core.create_persistent_volume(for_create(pv))
         try:
             written["spec"]["volumeName"] = volume
             written["metadata"]["annotations"][ANN_BIND_COMPLETED] = "yes"
@@ -126,7 +132,7 @@ async def test_unbound_immediate_claim_keeps_the_pod_pending(
         running_scheduler(control_plane.kubeconfig, name) as app,
     ):
         claim = make_pvc("now", namespace).storage_class(class_name).request("1Gi").obj()
-        await core.create_namespaced_persistent_volume_claim(namespace, claim)
+        await core.create_namespaced_persistent_volume_claim(namespace, for_create(claim))
         pod = make_pod("app", namespace).scheduler(name).volume("data", **claim_volume("now"))
         await core.create_namespaced_pod(namespace, pod.obj())
 

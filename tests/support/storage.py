@@ -269,3 +269,11 @@ class FakeInformers:
 
     def on_change(self, resource: str, handler: Any) -> None:
         raise NotImplementedError
+
+
+def for_create(obj: Mapping[str, Any]) -> Obj:
+    """A copy fit for POST: without the uid and resourceVersion the API server sets."""
+    body: Obj = copy.deepcopy(dict(obj))
+    body["metadata"].pop("uid", None)
+    body["metadata"].pop("resourceVersion", None)
+    return body
