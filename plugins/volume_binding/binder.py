@@ -25,11 +25,7 @@ from typing import Any
 
 from plugins.volume_binding.assume import AssumeCache, AssumeError
 from scheduler.framework import Node, Pod, QuantityError
-from scheduler.framework.selectors import (
-    SelectorError,
-    label_selector_matches,
-    topology_selector_terms_match,
-)
+from scheduler.framework.labels import LabelSelectorError, parse_label_selector
 from scheduler.framework.volumes import (
     ANN_BOUND_BY_CONTROLLER,
     ANN_SELECTED_NODE,
@@ -53,6 +49,7 @@ from scheduler.framework.volumes import (
     spec,
     storage_capacity,
     storage_request,
+    topology_selector_terms_match,
     volume_class,
 )
 
@@ -419,8 +416,8 @@ def _node_has_access(capacity: Raw, node: Node) -> bool:
     if topology is None:
         return False
     try:
-        return label_selector_matches(topology, node.labels)
-    except SelectorError:
+        return parse_label_selector(topology).matches(node.labels)
+    except LabelSelectorError:
         return False
 
 
@@ -439,7 +436,13 @@ def find_matching_volume(
     requested = _requested_bytes(claim)
     requested_class = claim_class(claim)
     claim_spec = spec(claim)
-    selector = claim_spec.get("selector")
+    raw_selector = claim_spec.get("selector")
+    try:
+        selector = parse_label_selector(raw_selector) if raw_selector is not None else None
+    except LabelSelectorError as error:
+        raise BindingError(
+            f"error creating internal label selector for claim: {claim_key(claim)}: {error}"
+        ) from None
     smallest: Raw | None = None
     smallest_size = 0
     for pv in volumes:
@@ -464,14 +467,8 @@ def find_matching_volume(
             return pv if affinity_ok else None
         if (pv.get("status") or {}).get("phase") != VOLUME_AVAILABLE:
             continue
-        if selector is not None:
-            try:
-                if not label_selector_matches(selector, meta(pv).get("labels") or {}):
-                    continue
-            except SelectorError as error:
-                raise BindingError(
-                    f"error creating internal label selector for claim: {claim_key(claim)}: {error}"
-                ) from None
+        if selector is not None and not selector.matches(meta(pv).get("labels") or {}):
+            continue
         if volume_class(pv) != requested_class:
             continue
         if not affinity_ok:

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from scheduler.framework.handle import InformerAccess, ObjectStore
+from scheduler.framework.nodeaffinity import parse_node_selector
 from scheduler.framework.objects import Pod
 from scheduler.framework.quantity import QuantityError, to_units
-from scheduler.framework.selectors import node_selector_terms_match
 
 Raw = Mapping[str, Any]
 _EMPTY: Raw = {}
@@ -146,12 +146,31 @@ def storage_capacity(pv: Raw) -> int:
 
 
 def pv_node_affinity_matches(pv: Raw, node_labels: Mapping[str, str]) -> bool:
-    """``volume.CheckNodeAffinity``: only ``required`` terms are checked, and
-    against the node's labels only (as upstream, fields never match)."""
+    """``volume.CheckNodeAffinity``: only ``required`` terms are checked, against
+    a node that has only labels (as upstream: match fields are skipped)."""
     required = (spec(pv).get("nodeAffinity") or _EMPTY).get("required")
     if required is None:
         return True
-    return node_selector_terms_match(required.get("nodeSelectorTerms") or (), node_labels)
+    return parse_node_selector(required).matches("", node_labels)
+
+
+def topology_selector_terms_match(terms: Iterable[Raw], labels: Mapping[str, str]) -> bool:
+    """``v1helper.MatchTopologySelectorTerms`` (a StorageClass's
+    ``allowedTopologies``): no terms allow every node; a term matches when each
+    of its expressions has the label with a listed value; an empty term, or one
+    with an expression without values, matches nothing."""
+    terms = tuple(terms)
+    if not terms:
+        return True
+    for term in terms:
+        expressions = term.get("matchLabelExpressions") or ()
+        if expressions and all(
+            (values := expression.get("values") or ())
+            and labels.get(expression.get("key") or "") in values
+            for expression in expressions
+        ):
+            return True
+    return False
 
 
 def is_volume_bound_to_claim(pv: Raw, pvc: Raw) -> bool:
