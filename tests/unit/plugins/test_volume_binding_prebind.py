@@ -6,6 +6,8 @@ import pytest
 
 from plugins.volume_binding.args import VolumeBindingArgs
 from plugins.volume_binding.plugin import VolumeBinding
+from scheduler.app import build_registry, resolve
+from scheduler.config import ConfigError, parse_config
 from scheduler.framework import Code, CycleState, Node, Pod, status_code
 from scheduler.framework.volumes import ANN_SELECTED_NODE
 from tests.support.builders import make_node
@@ -288,3 +290,25 @@ def _node(raw: Obj) -> Node:
     info = node_info(raw)
     assert info.node is not None
     return info.node
+
+
+CONFIG = """
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: s
+  pluginConfig:
+  - name: VolumeBinding
+    args: {bindTimeoutSeconds: %s}
+"""
+
+
+def test_bind_timeout_from_the_configuration_file() -> None:
+    (profile,) = resolve(parse_config(CONFIG % 30), build_registry())
+    assert profile.plugin_args["VolumeBinding"] == VolumeBindingArgs(bind_timeout_seconds=30)
+    with pytest.raises(ConfigError) as raised:
+        resolve(parse_config(CONFIG % -1), build_registry())
+    assert str(raised.value) == (
+        "profiles[0].pluginConfig[VolumeBinding].args.bindTimeoutSeconds: "
+        "invalid BindTimeoutSeconds, should not be a negative value"
+    )
