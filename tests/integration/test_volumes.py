@@ -1,6 +1,8 @@
 """Volumes on a real API server: a WaitForFirstConsumer claim is provisioned
-for the node the scheduler chose, and the pod lands there once it is bound;
-an unbound Immediate claim keeps its pod pending with upstream's message.
+for the node the scheduler chose (selected-node annotation), or bound to a
+matching static volume (claimRef), and the pod lands there once the claim is
+bound; an unbound Immediate claim keeps its pod pending with upstream's
+message until it is bound; a missing claim's creation wakes its pod.
 
 No PV controller or provisioner runs in the test control plane: the test
 plays both, as an external provisioner would (create a volume for the
@@ -34,11 +36,13 @@ HOSTNAME = "kubernetes.io/hostname"
 
 
 @contextlib.asynccontextmanager
-async def storage_class(kube: client.ApiClient, *, wait: bool) -> AsyncIterator[str]:
+async def storage_class(
+    kube: client.ApiClient, *, wait: bool, provisioner: str = "example.com/no-op"
+) -> AsyncIterator[str]:
     """A StorageClass whose provisioner nobody runs; deleted afterwards."""
     storage = client.StorageV1Api(kube)
     name = f"sc-{secrets.token_hex(3)}"
-    builder = make_storage_class(name).provisioner("example.com/no-op")
+    builder = make_storage_class(name).provisioner(provisioner)
     if wait:
         builder = builder.wait_for_first_consumer()
     await storage.create_storage_class(builder.obj())
@@ -54,6 +58,31 @@ async def read_claim(core: client.CoreV1Api, namespace: str, name: str) -> dict[
     )
     claim: dict[str, Any] = await read_json(response)
     return claim
+
+
+async def read_volume(core: client.CoreV1Api, name: str) -> dict[str, Any]:
+    volume: dict[str, Any] = await read_json(
+        await core.read_persistent_volume(name, _preload_content=False)
+    )
+    return volume
+
+
+async def make_available(core: client.CoreV1Api, name: str) -> None:
+    volume = await read_volume(core, name)
+    volume["status"] = {"phase": "Available"}
+    await core.replace_persistent_volume_status(name, volume)
+
+
+async def bind_claim(core: client.CoreV1Api, namespace: str, claim: str, volume: str) -> None:
+    """What the PV controller does once a claim has its volume."""
+    written = await read_claim(core, namespace, claim)
+    written["spec"]["volumeName"] = volume
+    written["metadata"].setdefault("annotations", {})[ANN_BIND_COMPLETED] = "yes"
+    await core.replace_namespaced_persistent_volume_claim(claim, namespace, written)
+
+
+async def bound_node(core: client.CoreV1Api, namespace: str, pod: str) -> str:
+    return str((await read_pod(core, namespace, pod))["spec"].get("nodeName") or "")
 
 
 async def pending_message(core: client.CoreV1Api, namespace: str, pod: str) -> str:
@@ -97,26 +126,61 @@ async def test_wait_for_first_consumer_claim_is_provisioned_on_the_chosen_node(
         assert (await read_pod(core, namespace, "app"))["spec"].get("nodeName", "") == ""
 
         # Play the provisioner and the PV controller.
-        written = await read_claim(core, namespace, "data")
-        volume = f"pvc-{written['metadata']['uid']}"
+        uid = (await read_claim(core, namespace, "data"))["metadata"]["uid"]
+        volume = f"pvc-{uid}"
         pv = (
             make_pv(volume)
             .storage_class(class_name)
             .node_affinity(HOSTNAME, chosen)
-            .claim_ref("data", namespace, uid=written["metadata"]["uid"])
+            .claim_ref("data", namespace, uid=uid)
             .obj()
         )
         await core.create_persistent_volume(for_create(pv))
         try:
-            written["spec"]["volumeName"] = volume
-            written["metadata"]["annotations"][ANN_BIND_COMPLETED] = "yes"
-            await core.replace_namespaced_persistent_volume_claim("data", namespace, written)
-
-            async def bound_node() -> str:
-                return str((await read_pod(core, namespace, "app"))["spec"].get("nodeName") or "")
-
-            placed = await eventually(bound_node, what="pod bound once its claim is bound")
+            await bind_claim(core, namespace, "data", volume)
+            placed = await eventually(
+                lambda: bound_node(core, namespace, "app"), what="pod bound once its claim is"
+            )
             assert placed == chosen
+        finally:
+            await core.delete_persistent_volume(volume)
+
+
+async def test_static_volume_is_bound_to_the_claim_for_the_chosen_node(
+    control_plane: Cluster, kube: client.ApiClient, namespace: str, nodes: NodePool
+) -> None:
+    core = client.CoreV1Api(kube)
+    name = unique_scheduler_name()
+    await nodes.create(make_node("w0").obj())
+    target = await nodes.create(make_node("w1").obj())
+    async with (
+        storage_class(kube, wait=True, provisioner="kubernetes.io/no-provisioner") as class_name,
+        running_scheduler(control_plane.kubeconfig, name),
+    ):
+        volume = f"local-{secrets.token_hex(3)}"
+        pv = make_pv(volume).storage_class(class_name).node_affinity(HOSTNAME, target).obj()
+        await core.create_persistent_volume(for_create(pv))
+        try:
+            await make_available(core, volume)  # the PV controller's job
+            claim = make_pvc("data", namespace).storage_class(class_name).request("1Gi").obj()
+            await core.create_namespaced_persistent_volume_claim(namespace, for_create(claim))
+            pod = make_pod("app", namespace).scheduler(name).volume("data", **claim_volume("data"))
+            await core.create_namespaced_pod(namespace, pod.obj())
+
+            async def claimed() -> dict[str, Any] | None:
+                ref = (await read_volume(core, volume))["spec"].get("claimRef")
+                return ref if ref else None
+
+            ref = await eventually(claimed, what="the volume's claimRef written in PreBind")
+            uid = (await read_claim(core, namespace, "data"))["metadata"]["uid"]
+            assert (ref["namespace"], ref["name"], ref["uid"]) == (namespace, "data", uid)
+            assert (await read_pod(core, namespace, "app"))["spec"].get("nodeName", "") == ""
+
+            await bind_claim(core, namespace, "data", volume)  # the PV controller's job
+            placed = await eventually(
+                lambda: bound_node(core, namespace, "app"), what="pod bound once its claim is"
+            )
+            assert placed == target
         finally:
             await core.delete_persistent_volume(volume)
 
@@ -142,6 +206,19 @@ async def test_unbound_immediate_claim_keeps_the_pod_pending(
         await assert_reason(core, message, "pod has unbound immediate PersistentVolumeClaims")
         assert (await read_pod(core, namespace, "app"))["spec"].get("nodeName", "") == ""
         assert app.queue.get(f"{namespace}/app") is not None  # still queued, not dropped
+
+        # The PV controller binds the claim: the claim's update wakes the pod.
+        volume = f"pv-{secrets.token_hex(3)}"
+        await core.create_persistent_volume(
+            for_create(make_pv(volume).storage_class(class_name).obj())
+        )
+        try:
+            await bind_claim(core, namespace, "now", volume)
+            assert await eventually(
+                lambda: bound_node(core, namespace, "app"), what="pod bound once its claim is"
+            )
+        finally:
+            await core.delete_persistent_volume(volume)
 
 
 async def assert_reason(core: client.CoreV1Api, message: str, reason: str) -> None:
