@@ -18,36 +18,38 @@ Missing objects produce upstream's messages; reasons are upstream's strings.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from plugins.volume_binding.assume import AssumeCache, AssumeError
+from plugins.volume_binding.matching import (
+    MatchError,
+    bind_volume_to_claim,
+    claim_key,
+    find_matching_volume,
+    requested_bytes,
+    with_annotation,
+)
 from scheduler.framework import Node, Pod, QuantityError
 from scheduler.framework.labels import LabelSelectorError, parse_label_selector
 from scheduler.framework.volumes import (
-    ANN_BOUND_BY_CONTROLLER,
     ANN_SELECTED_NODE,
     CLAIM_LOST,
     CSI_STORAGE_CAPACITIES,
     NOT_SUPPORTED_PROVISIONER,
-    VOLUME_AVAILABLE,
     NotFound,
     StorageLister,
-    access_modes,
     annotations_of,
     claim_class,
     ephemeral_claim_error,
     is_claim_fully_bound,
-    is_volume_bound_to_claim,
     meta,
     name_of,
     pod_claims,
     pv_node_affinity_matches,
     resource_version,
     spec,
-    storage_capacity,
     storage_request,
     topology_selector_terms_match,
     volume_class,
@@ -99,11 +101,6 @@ class PodVolumes:
     @property
     def empty(self) -> bool:
         return not self.static_bindings and not self.dynamic_provisions
-
-
-def claim_key(pvc: Raw) -> str:
-    metadata = meta(pvc)
-    return f"{metadata.get('namespace')}/{metadata.get('name')}"
 
 
 def compare_versions(a: Raw, b: Raw) -> int:
@@ -243,10 +240,13 @@ class VolumeBinder:
         chosen: set[str] = set()
         bindings: list[StaticBinding] = []
         unmatched: list[Raw] = []
-        for claim in sorted(claims, key=_requested_bytes):
-            pv = find_matching_volume(
-                claim, volumes_by_class.get(claim_class(claim), ()), node, chosen
-            )
+        for claim in sorted(claims, key=requested_bytes):
+            try:
+                pv = find_matching_volume(
+                    claim, volumes_by_class.get(claim_class(claim), ()), node, chosen
+                )
+            except MatchError as error:
+                raise BindingError(str(error)) from None
             if pv is None:
                 unmatched.append(claim)
                 continue
@@ -289,7 +289,7 @@ class VolumeBinder:
         driver = self._lister.csi_driver(provisioner)
         if driver is None or not spec(driver).get("storageCapacity"):
             return True, None
-        size = _requested_bytes(claim)
+        size = requested_bytes(claim)
         for capacity in self._lister.list(CSI_STORAGE_CAPACITIES):
             if (
                 capacity.get("storageClassName") == class_name
@@ -392,13 +392,6 @@ class VolumeBinder:
         return True
 
 
-def _requested_bytes(claim: Raw) -> int:
-    try:
-        return storage_request(claim)
-    except QuantityError:
-        return 0
-
-
 def _capacity_sufficient(capacity: Raw, size: int) -> bool:
     limit = capacity.get("maximumVolumeSize")
     if limit is None:
@@ -419,104 +412,3 @@ def _node_has_access(capacity: Raw, node: Node) -> bool:
         return parse_label_selector(topology).matches(node.labels)
     except LabelSelectorError:
         return False
-
-
-def _volume_mode(obj: Raw) -> str:
-    return str(spec(obj).get("volumeMode") or "Filesystem")
-
-
-def find_matching_volume(
-    claim: Raw, volumes: Sequence[Raw], node: Node, excluded: set[str]
-) -> Raw | None:
-    """Upstream ``FindMatchingVolume`` with delayed binding and a node: a
-    volume already bound to the claim if it allows the node, else the
-    smallest available volume of the claim's class that is big enough, has the
-    same volume mode and attributes class, matches the claim's selector, allows
-    the node and offers every access mode the claim asks for."""
-    requested = _requested_bytes(claim)
-    requested_class = claim_class(claim)
-    claim_spec = spec(claim)
-    raw_selector = claim_spec.get("selector")
-    try:
-        selector = parse_label_selector(raw_selector) if raw_selector is not None else None
-    except LabelSelectorError as error:
-        raise BindingError(
-            f"error creating internal label selector for claim: {claim_key(claim)}: {error}"
-        ) from None
-    smallest: Raw | None = None
-    smallest_size = 0
-    for pv in volumes:
-        if name_of(pv) in excluded:
-            continue
-        bound_to_claim = is_volume_bound_to_claim(pv, claim)
-        if spec(pv).get("claimRef") is not None and not bound_to_claim:
-            continue
-        size = storage_capacity(pv)
-        if size < requested:
-            continue
-        if _volume_mode(claim) != _volume_mode(pv):
-            continue
-        if (claim_spec.get("volumeAttributesClassName") or "") != (
-            spec(pv).get("volumeAttributesClassName") or ""
-        ):
-            continue
-        if meta(pv).get("deletionTimestamp"):
-            continue
-        affinity_ok = pv_node_affinity_matches(pv, node.labels)
-        if bound_to_claim:
-            return pv if affinity_ok else None
-        if (pv.get("status") or {}).get("phase") != VOLUME_AVAILABLE:
-            continue
-        if selector is not None and not selector.matches(meta(pv).get("labels") or {}):
-            continue
-        if volume_class(pv) != requested_class:
-            continue
-        if not affinity_ok:
-            continue
-        if not set(access_modes(claim)) <= set(access_modes(pv)):
-            continue
-        if smallest is None or smallest_size > size:
-            smallest, smallest_size = pv, size
-    return smallest
-
-
-def with_annotation(obj: Raw, key: str, value: str) -> dict[str, Any]:
-    """A deep copy of ``obj`` with one annotation set."""
-    clone: dict[str, Any] = copy.deepcopy(dict(obj))
-    metadata = clone.setdefault("metadata", {})
-    metadata["annotations"] = {**(metadata.get("annotations") or {}), key: value}
-    return clone
-
-
-def bind_volume_to_claim(pv: Raw, claim: Raw) -> tuple[Raw, bool]:
-    """Upstream ``GetBindVolumeToClaim``: the volume with its claimRef set to
-    the claim (and bound-by-controller when it was not pre-bound), and
-    whether anything changed."""
-    already_bound = is_volume_bound_to_claim(pv, claim)
-    clone: dict[str, Any] = copy.deepcopy(dict(pv))
-    dirty = False
-    claim_meta = meta(claim)
-    ref = spec(pv).get("claimRef")
-    if (
-        ref is None
-        or ref.get("name") != claim_meta.get("name")
-        or ref.get("namespace") != claim_meta.get("namespace")
-        or ref.get("uid") != claim_meta.get("uid")
-    ):
-        clone.setdefault("spec", {})["claimRef"] = {
-            "kind": "PersistentVolumeClaim",
-            "namespace": claim_meta.get("namespace"),
-            "name": claim_meta.get("name"),
-            "uid": claim_meta.get("uid"),
-            "apiVersion": "v1",
-            "resourceVersion": claim_meta.get("resourceVersion"),
-        }
-        dirty = True
-    if not already_bound and ANN_BOUND_BY_CONTROLLER not in annotations_of(clone):
-        metadata = clone.setdefault("metadata", {})
-        metadata["annotations"] = {
-            **(metadata.get("annotations") or {}),
-            ANN_BOUND_BY_CONTROLLER: "yes",
-        }
-        dirty = True
-    return clone, dirty
