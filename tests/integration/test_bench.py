@@ -272,6 +272,7 @@ def test_node_affinity_workload_is_scheduler_perfs() -> None:
 
 
 # -------------------------------------------------------------- end to end
+@pytest.mark.integration  # bench.run starts its own control plane
 def test_tiny_benchmark_binds_every_pod_with_both_schedulers(tmp_path: Path) -> None:
     out = tmp_path / "report.json"
     argv = [
