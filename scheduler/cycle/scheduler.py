@@ -66,6 +66,8 @@ from scheduler.runtime.framework import Framework
 log = logging.getLogger(__name__)
 
 PLUGIN_METRICS_SAMPLE_RATE = 0.1
+# Upstream ``clearNominatedNode``: every failure but a PostFilter result.
+CLEAR_NOMINATION = NominatingInfo(mode=NominatingMode.OVERRIDE)
 # Longest stretch of back-to-back scheduling cycles before other tasks
 # (binding cycles, informers, writers) get the event loop.
 YIELD_INTERVAL_SECONDS = 0.002
@@ -102,7 +104,7 @@ class Scheduler:
         self._attempts = attempts
         self._profile_percentages = dict(profile_percentages or {})
         self._rng = rng or random.Random()
-        self._algorithm = Algorithm(self._rng, percentage_of_nodes_to_score)
+        self._algorithm = Algorithm(self._rng, percentage_of_nodes_to_score, nominated=queue)
         self._snapshot = snapshot if snapshot is not None else Snapshot()
         self._slots = asyncio.Semaphore(max_binding)
         self._binding = BindingCycles(
@@ -221,6 +223,7 @@ class Scheduler:
         except CacheError as error:
             self._fail(framework, pinfo, None, Status.as_error(error), cycle=cycle, started=started)
             return False
+        self._queue.delete_nominated_pod_if_exists(pod)
         binding = Binding(framework, state, pinfo, assumed, host, started, cycle)
         self._current = binding
 
@@ -353,6 +356,7 @@ class Scheduler:
             return
         pinfo.pod = fresh
         self._queue.add_unschedulable_if_not_present(pinfo, cycle)
+        self._queue.add_nominated_pod(fresh, nominating or CLEAR_NOMINATION)
 
         recorder = self._recorders.get(framework.profile_name)
         if recorder is not None:
