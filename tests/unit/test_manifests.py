@@ -348,7 +348,8 @@ def test_rules_name_groups_resources_and_verbs_without_wildcards(kind: str) -> N
         assert "secrets" not in rule["resources"]
         assert not {"escalate", "bind", "impersonate"} & set(rule["verbs"]), rule
         if "delete" in rule["verbs"]:  # preemption deletes pods, and nothing else
-            assert rule["apiGroups"] == [""] and rule["resources"] == ["pods"], rule
+            assert rule["apiGroups"] == [""], rule
+            assert rule["resources"] == ["pods"], rule
 
 
 # --------------------------------------------------------------- monitoring
