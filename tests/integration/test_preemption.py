@@ -1,0 +1,99 @@
+"""DefaultPreemption on a real API server: a high-priority pod that fits
+nowhere evicts lower-priority pods, sparing the ones a PodDisruptionBudget
+protects when another node would do, and is bound to the node it was
+nominated to."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from kubernetes_asyncio import client
+
+from tests.integration.conftest import Cluster, NodePool
+from tests.support.builders import make_node, make_pod
+from tests.support.kubeapi import list_pods, read_json
+from tests.support.scheduler import running_scheduler, unique_scheduler_name
+from tests.support.wait import eventually
+
+LOW, HIGH = 10, 1000
+
+
+@pytest.fixture
+async def priority_classes(kube: client.ApiClient) -> AsyncIterator[tuple[str, str]]:
+    scheduling = client.SchedulingV1Api(kube)
+    suffix = secrets.token_hex(3)
+    names = (f"low-{suffix}", f"high-{suffix}")
+    for name, value in zip(names, (LOW, HIGH), strict=True):
+        await scheduling.create_priority_class(
+            {"metadata": {"name": name}, "value": value, "preemptionPolicy": "PreemptLowerPriority"}
+        )
+    yield names
+    for name in names:
+        await scheduling.delete_priority_class(name)
+
+
+async def _events(kube: client.ApiClient, namespace: str) -> list[dict[str, Any]]:
+    events = client.EventsV1Api(kube)
+    listed = await read_json(await events.list_namespaced_event(namespace, _preload_content=False))
+    items: list[dict[str, Any]] = listed["items"]
+    return items
+
+
+async def test_high_priority_pod_preempts_the_victim_no_pdb_protects_and_binds_there(
+    control_plane: Cluster,
+    kube: client.ApiClient,
+    namespace: str,
+    nodes: NodePool,
+    priority_classes: tuple[str, str],
+) -> None:
+    core = client.CoreV1Api(kube)
+    low, high = priority_classes
+    name = unique_scheduler_name()
+    guarded = await nodes.create(make_node("guarded").capacity(cpu="1", memory="4Gi").obj())
+    plain = await nodes.create(make_node("plain").capacity(cpu="1", memory="4Gi").obj())
+    # No disruption controller runs here, so the PDB's status allows no
+    # disruption at all: evicting the guarded pod would violate it.
+    await client.PolicyV1Api(kube).create_namespaced_pod_disruption_budget(
+        namespace,
+        {
+            "metadata": {"name": "keep-guarded"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "guarded"}}},
+        },
+    )
+    for pod_name, node, labels in (
+        ("victim-guarded", guarded, {"app": "guarded"}),
+        ("victim-plain", plain, {"app": "plain"}),
+    ):
+        pod = make_pod(pod_name, namespace).node(node).priority_class(low).requests(cpu="800m")
+        pod = pod.termination_grace(0)
+        for key, value in labels.items():
+            pod = pod.label(key, value)
+        await core.create_namespaced_pod(namespace, pod.obj())
+
+    async with running_scheduler(control_plane.kubeconfig, name) as app:
+        preemptor = make_pod("preemptor", namespace).scheduler(name).priority_class(high)
+        await core.create_namespaced_pod(namespace, preemptor.requests(cpu="500m").obj())
+
+        async def bound() -> str | None:
+            pods = {p["metadata"]["name"]: p for p in await list_pods(core, namespace)}
+            node: str | None = pods.get("preemptor", {}).get("spec", {}).get("nodeName")
+            return node or None
+
+        placed = await eventually(bound, timeout=30, what="preemptor bound after preemption")
+        assert placed == plain
+
+        remaining = {p["metadata"]["name"] for p in await list_pods(core, namespace)}
+        assert remaining == {"victim-guarded", "preemptor"}, "only the unprotected victim went"
+        preempted = [e for e in await _events(kube, namespace) if e["reason"] == "Preempted"]
+        assert [(e["regarding"]["name"], e["action"]) for e in preempted] == [
+            ("victim-plain", "Preempting")
+        ]
+        assert preempted[0]["note"].endswith(f"on node {plain}")
+        attempts = app.metrics_registry.get_sample_value("scheduler_preemption_attempts_total")
+        assert attempts is not None
+        assert attempts >= 1
+        victims = app.metrics_registry.get_sample_value("scheduler_preemption_victims_sum")
+        assert victims == 1.0
