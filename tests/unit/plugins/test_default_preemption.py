@@ -1,0 +1,374 @@
+"""DefaultPreemption end to end in one scheduling cycle: the real framework,
+handle and NodeResourcesFit; the API and informers are fakes. What users see
+(the FitError with its ``preemption: ...`` tail, word for word), the
+nomination, the victims' API writes, the PreEnqueue gate and the metrics."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from plugins.default_preemption import NAME, DefaultPreemption, DefaultPreemptionArgs
+from plugins.node_resources_fit import NodeResourcesFit, NodeResourcesFitArgs
+from scheduler.cache import Cache, Snapshot
+from scheduler.cycle.algorithm import Algorithm
+from scheduler.framework import (
+    CycleState,
+    ExtensionPoint,
+    NominatingMode,
+    Plugin,
+    Pod,
+    PostFilterResult,
+    Status,
+    parse_node,
+    parse_pod,
+)
+from scheduler.framework.types import FitError
+from scheduler.handle import ProfileHandle
+from scheduler.runtime.background import BackgroundTasks
+from scheduler.runtime.framework import Framework
+from scheduler.runtime.waiting import WaitingPods
+from tests.support.builders import PodBuilder, make_node, make_pod
+from tests.support.clock import FakeClock
+
+Raw = Mapping[str, Any]
+
+
+class Store:
+    def __init__(self) -> None:
+        self.objects: dict[str, Raw] = {}
+
+    def get(self, key: str) -> Raw | None:
+        return self.objects.get(key)
+
+    def list(self) -> Iterable[Raw]:
+        return list(self.objects.values())
+
+
+class Informers:
+    def __init__(self) -> None:
+        self.stores: dict[str, Store] = {}
+
+    def store(self, resource: str) -> Store:
+        return self.stores.setdefault(resource, Store())
+
+    def on_change(self, resource: str, handler: Callable[[Raw | None, Raw | None], None]) -> None:
+        return None
+
+
+class ApiFailure(Exception):
+    def __init__(self, status: int) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status = status
+
+
+@dataclass
+class Api:
+    calls: list[tuple[str, str, Any]] = field(default_factory=list)
+    failures: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    async def bind(self, pod: Pod, node_name: str) -> None:
+        raise AssertionError("preemption never binds")
+
+    async def request(
+        self, method: str, path: str, body: Any = None, content_type: str | None = None
+    ) -> Any:
+        self.calls.append((method, path, body))
+        status = self.failures.get((method, path))
+        if status is not None:
+            raise ApiFailure(status)
+        return {}
+
+
+@dataclass
+class Recorder:
+    events: list[tuple[str, str, str, str, str]] = field(default_factory=list)
+
+    def event(self, regarding: Raw, type_: str, reason: str, action: str, note: str) -> None:
+        self.events.append((regarding["metadata"]["name"], type_, reason, action, note))
+
+
+@dataclass
+class Metrics:
+    attempts: int = 0
+    victims: list[int] = field(default_factory=list)
+
+    def preemption_attempt(self) -> None:
+        self.attempts += 1
+
+    def preemption_victims(self, count: int) -> None:
+        self.victims.append(count)
+
+
+@dataclass
+class Queue:
+    nominated: dict[str, list[Pod]] = field(default_factory=dict)
+    activated: list[str] = field(default_factory=list)
+
+    def activate(self, pods: Iterable[Pod]) -> None:
+        self.activated.extend(pod.key for pod in pods)
+
+    def nominated_pods_for_node(self, node_name: str) -> Sequence[Pod]:
+        return self.nominated.get(node_name, [])
+
+
+class Cluster:
+    """Nodes and pods in a cache; one profile: NodeResourcesFit + DefaultPreemption."""
+
+    def __init__(self, args: DefaultPreemptionArgs | None = None) -> None:
+        self.cache = Cache()
+        self.snapshot = Snapshot()
+        self.informers = Informers()
+        self.api = Api()
+        self.recorder = Recorder()
+        self.metrics = Metrics()
+        self.queue = Queue()
+        self.background = BackgroundTasks()
+        self.handle = ProfileHandle(
+            profile_name="default-scheduler",
+            clock=FakeClock(),
+            snapshot=self.snapshot,
+            informers=self.informers,
+            events=self.recorder,
+            api=self.api,
+            waiting_pods=WaitingPods(),
+            background=self.background,
+            metrics=self.metrics,
+        )
+        fit = NodeResourcesFit(NodeResourcesFitArgs())
+        self.plugin = DefaultPreemption(
+            args or DefaultPreemptionArgs(), self.handle, random.Random(0)
+        )
+        by_point: dict[ExtensionPoint, Sequence[Plugin]] = {
+            ExtensionPoint.PRE_FILTER: [fit],
+            ExtensionPoint.FILTER: [fit],
+            ExtensionPoint.POST_FILTER: [self.plugin],
+            ExtensionPoint.PRE_ENQUEUE: [self.plugin],
+        }
+        self.framework = Framework("default-scheduler", by_point, {}, WaitingPods())
+        self.handle.bind_framework(self.framework)
+        self.handle.bind_queue(self.queue)
+
+    def node(self, name: str, cpu: str) -> None:
+        self.cache.add_node(
+            parse_node(make_node(name).capacity(cpu=cpu, memory="8Gi", pods="110").obj())
+        )
+
+    def pod(self, builder: PodBuilder) -> Pod:
+        raw = builder.obj()
+        raw["metadata"]["uid"] = f"uid-{raw['metadata']['name']}"
+        pod = parse_pod(raw)
+        self.informers.store("pods").objects[pod.key] = raw
+        if pod.node_name:
+            self.cache.add_pod(pod)
+        return pod
+
+    def pdb(self, name: str, app: str, allowed: int = 0) -> None:
+        self.informers.store("poddisruptionbudgets").objects[f"default/{name}"] = {
+            "metadata": {"namespace": "default", "name": name},
+            "spec": {"selector": {"matchLabels": {"app": app}}},
+            "status": {"disruptionsAllowed": allowed},
+        }
+
+    def attempt(self, pod: Pod) -> tuple[str, PostFilterResult | None, Status]:
+        """One failed scheduling cycle: the FitError message and PostFilter's verdict."""
+        self.cache.update_snapshot(self.snapshot)
+        state = CycleState()
+        with pytest.raises(FitError) as raised:
+            Algorithm(random.Random(0)).schedule_pod(
+                self.framework, state, pod, self.snapshot, None
+            )
+        fit_error = raised.value
+        result, status = self.framework.run_post_filter(
+            state, pod, fit_error.diagnosis.node_to_status
+        )
+        fit_error.diagnosis.post_filter_msg = status.message()
+        return str(fit_error), result, status
+
+
+def running(name: str, node: str, priority: int, cpu: str = "1") -> PodBuilder:
+    return make_pod(name).node(node).priority(priority).requests(cpu=cpu)
+
+
+def incoming(priority: int, cpu: str = "1") -> PodBuilder:
+    return make_pod("preemptor").priority(priority).requests(cpu=cpu)
+
+
+# ----------------------------------------------------------------- messages
+def full_cluster(cluster: Cluster) -> None:
+    for name in ("a", "b", "c"):
+        cluster.node(name, "1")
+        cluster.pod(running(f"on-{name}", name, 0))
+
+
+@pytest.mark.parametrize(
+    ("preemptor", "message"),
+    [
+        pytest.param(
+            incoming(0),
+            "0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are "
+            "available: 3 No preemption victims found for incoming pod.",
+            id="nobody of lower priority",
+        ),
+        pytest.param(
+            incoming(100).preemption_policy("Never"),
+            "0/3 nodes are available: 3 Insufficient cpu. preemption: not eligible due to "
+            "preemptionPolicy=Never.",
+            id="preemptionPolicy Never",
+        ),
+    ],
+)
+async def test_no_preemption_message(preemptor: PodBuilder, message: str) -> None:
+    cluster = Cluster()
+    full_cluster(cluster)
+    text, _, status = cluster.attempt(cluster.pod(preemptor))
+    assert text == message
+    assert status.is_rejected()
+    assert cluster.api.calls == []
+    assert cluster.metrics.attempts == 1
+
+
+async def test_unresolvable_nodes_are_no_candidates() -> None:
+    cluster = Cluster()
+    cluster.node("tiny", "1")  # the pod can never fit: UnschedulableAndUnresolvable
+    for name in ("a", "b"):
+        cluster.node(name, "2")
+        cluster.pod(running(f"on-{name}", name, 0, cpu="2"))
+    text, result, _ = cluster.attempt(cluster.pod(incoming(0, cpu="2")))
+    assert text == (
+        "0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available: "
+        "1 Preemption is not helpful for scheduling, 2 No preemption victims found for "
+        "incoming pod."
+    )
+    assert result is not None
+    assert result.nominating_info is not None
+    assert (result.nominating_info.node_name, result.nominating_info.mode) == (
+        "",
+        NominatingMode.OVERRIDE,
+    ), "the nomination is cleared"
+
+
+# ----------------------------------------------------------------- success
+async def test_preempts_where_no_pdb_is_violated_and_nominates_the_node() -> None:
+    cluster = Cluster()
+    for name in ("a", "b"):
+        cluster.node(name, "1")
+    cluster.pod(running("guarded", "a", 10).label("app", "web"))
+    plain = cluster.pod(running("plain", "b", 10))
+    cluster.pdb("keep-web", "web")
+    preemptor = cluster.pod(incoming(100))
+
+    _, result, status = cluster.attempt(preemptor)
+
+    assert status.is_success()
+    assert result is not None
+    assert result.nominating_info is not None
+    assert (result.nominating_info.node_name, result.nominating_info.mode) == (
+        "b",
+        NominatingMode.OVERRIDE,
+    )
+    assert cluster.plugin.pre_enqueue(preemptor) == Status.unresolvable(
+        "waiting for the preemption for this pod to be finished"
+    ), "gated while the deletions are in flight"
+    assert cluster.api.calls == [], "no API call inside the scheduling cycle"
+
+    assert await cluster.background.drain(5) == 0
+
+    (patch, delete) = cluster.api.calls
+    assert patch[:2] == ("PATCH", "/api/v1/namespaces/default/pods/plain/status")
+    (condition,) = patch[2]["status"]["conditions"]
+    assert {k: condition[k] for k in ("type", "status", "reason", "message")} == {
+        "type": "DisruptionTarget",
+        "status": "True",
+        "reason": "PreemptionByScheduler",
+        "message": "default-scheduler: preempting to accommodate a higher priority pod",
+    }
+    assert delete == ("DELETE", "/api/v1/namespaces/default/pods/plain", None)
+    assert cluster.recorder.events == [
+        (
+            "plain",
+            "Normal",
+            "Preempted",
+            "Preempting",
+            f"Preempted by pod {preemptor.uid} on node b",
+        )
+    ]
+    assert cluster.plugin.pre_enqueue(preemptor) is None
+    assert (cluster.metrics.attempts, cluster.metrics.victims) == (1, [1])
+    assert cluster.queue.activated == []
+    assert plain.key not in cluster.queue.activated
+
+
+async def test_lower_priority_nominations_on_the_node_are_cleared() -> None:
+    cluster = Cluster()
+    cluster.node("a", "1")
+    cluster.pod(running("low", "a", 10))
+    waiting_low = cluster.pod(make_pod("waiting-low").priority(5).nominated("a"))
+    waiting_high = cluster.pod(make_pod("waiting-high").priority(500).nominated("a"))
+    cluster.queue.nominated["a"] = [waiting_low, waiting_high]
+    preemptor = cluster.pod(incoming(100))
+
+    cluster.attempt(preemptor)
+    await cluster.background.drain(5)
+
+    patches = [(path, body) for method, path, body in cluster.api.calls if method == "PATCH"]
+    assert (
+        "/api/v1/namespaces/default/pods/waiting-low/status",
+        {"status": {"nominatedNodeName": None}},
+    ) in patches
+    assert all("waiting-high" not in path for path, _ in patches)
+
+
+@pytest.mark.parametrize(
+    ("failure", "activated"),
+    [
+        pytest.param(404, [], id="a victim already gone is fine"),
+        pytest.param(500, ["default/preemptor"], id="a failed deletion activates the preemptor"),
+    ],
+)
+async def test_api_failures(failure: int, activated: list[str]) -> None:
+    cluster = Cluster()
+    cluster.node("a", "1")
+    cluster.pod(running("low", "a", 10))
+    cluster.api.failures[("DELETE", "/api/v1/namespaces/default/pods/low")] = failure
+    preemptor = cluster.pod(incoming(100))
+
+    cluster.attempt(preemptor)
+    await cluster.background.drain(5)
+
+    assert cluster.queue.activated == activated
+    assert cluster.plugin.pre_enqueue(preemptor) is None
+
+
+# ------------------------------------------------------------- eligibility
+async def test_waits_while_its_victims_terminate_on_the_nominated_node() -> None:
+    cluster = Cluster()
+    cluster.node("a", "1")
+    cluster.pod(
+        running("leaving", "a", 10)
+        .deleting()
+        .condition("DisruptionTarget", "True", reason="PreemptionByScheduler")
+    )
+    text, result, _ = cluster.attempt(cluster.pod(incoming(100).nominated("a")))
+    assert text == (
+        "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to a "
+        "terminating pod on the nominated node."
+    )
+    assert result is None, "the nomination is kept"
+
+
+def test_args_validation() -> None:
+    assert DefaultPreemptionArgs.model_validate({}) == DefaultPreemptionArgs(
+        min_candidate_nodes_percentage=10, min_candidate_nodes_absolute=100
+    )
+    with pytest.raises(ValueError, match="cannot both be zero"):
+        DefaultPreemptionArgs.model_validate(
+            {"minCandidateNodesPercentage": 0, "minCandidateNodesAbsolute": 0}
+        )
+    with pytest.raises(ValueError, match="less than or equal to 100"):
+        DefaultPreemptionArgs.model_validate({"minCandidateNodesPercentage": 101})
+    assert NAME == "DefaultPreemption"
