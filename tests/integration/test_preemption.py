@@ -14,7 +14,7 @@ from kubernetes_asyncio import client
 
 from tests.integration.conftest import Cluster, NodePool
 from tests.support.builders import make_node, make_pod
-from tests.support.kubeapi import list_pods, read_json
+from tests.support.kubeapi import condition, list_pods, read_json, read_pod
 from tests.support.scheduler import running_scheduler, unique_scheduler_name
 from tests.support.wait import eventually
 
@@ -63,37 +63,61 @@ async def test_high_priority_pod_preempts_the_victim_no_pdb_protects_and_binds_t
             "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "guarded"}}},
         },
     )
-    for pod_name, node, labels in (
-        ("victim-guarded", guarded, {"app": "guarded"}),
-        ("victim-plain", plain, {"app": "plain"}),
+    for pod_name, node, app in (
+        ("victim-guarded", guarded, "guarded"),
+        ("victim-plain", plain, "plain"),
     ):
-        pod = make_pod(pod_name, namespace).node(node).priority_class(low).requests(cpu="800m")
-        pod = pod.termination_grace(0)
-        for key, value in labels.items():
-            pod = pod.label(key, value)
-        await core.create_namespaced_pod(namespace, pod.obj())
+        # Bound by hand; without a kubelet a deleted pod stays terminating
+        # (its grace period) until it is force-deleted, as a kubelet would.
+        pod = make_pod(pod_name, namespace).node(node).priority_class(low).label("app", app)
+        await core.create_namespaced_pod(namespace, pod.requests(cpu="800m").obj())
 
     async with running_scheduler(control_plane.kubeconfig, name) as app:
         preemptor = make_pod("preemptor", namespace).scheduler(name).priority_class(high)
         await core.create_namespaced_pod(namespace, preemptor.requests(cpu="500m").obj())
 
-        async def bound() -> str | None:
-            pods = {p["metadata"]["name"]: p for p in await list_pods(core, namespace)}
-            node: str | None = pods.get("preemptor", {}).get("spec", {}).get("nodeName")
-            return node or None
+        async def nominated() -> str | None:
+            found: str | None = (await read_pod(core, namespace, "preemptor"))["status"].get(
+                "nominatedNodeName"
+            )
+            return found or None
 
-        placed = await eventually(bound, timeout=30, what="preemptor bound after preemption")
-        assert placed == plain
+        assert await eventually(nominated, timeout=30, what="preemptor nominated") == plain
 
-        remaining = {p["metadata"]["name"] for p in await list_pods(core, namespace)}
-        assert remaining == {"victim-guarded", "preemptor"}, "only the unprotected victim went"
+        async def terminating() -> dict[str, Any] | None:
+            victim = await read_pod(core, namespace, "victim-plain")
+            return victim if victim["metadata"].get("deletionTimestamp") else None
+
+        victim = await eventually(terminating, what="the unprotected victim deleted")
+        disruption = condition(victim, "DisruptionTarget")
+        assert disruption is not None
+        assert (disruption["status"], disruption["reason"], disruption["message"]) == (
+            "True",
+            "PreemptionByScheduler",
+            f"{name}: preempting to accommodate a higher priority pod",
+        )
+        spared = await read_pod(core, namespace, "victim-guarded")
+        assert "deletionTimestamp" not in spared["metadata"], "the PDB-protected pod is spared"
         preempted = [e for e in await _events(kube, namespace) if e["reason"] == "Preempted"]
-        assert [(e["regarding"]["name"], e["action"]) for e in preempted] == [
-            ("victim-plain", "Preempting")
+        assert [(e["regarding"]["name"], e["action"], e["type"]) for e in preempted] == [
+            ("victim-plain", "Preempting", "Normal")
         ]
         assert preempted[0]["note"].endswith(f"on node {plain}")
+
+        # The kubelet would now finish the victim off.
+        await core.delete_namespaced_pod("victim-plain", namespace, grace_period_seconds=0)
+
+        async def bound() -> str | None:
+            node: str | None = (await read_pod(core, namespace, "preemptor"))["spec"].get(
+                "nodeName"
+            )
+            return node or None
+
+        assert await eventually(bound, timeout=30, what="preemptor bound") == plain
+        remaining = {p["metadata"]["name"] for p in await list_pods(core, namespace)}
+        assert remaining == {"victim-guarded", "preemptor"}
         attempts = app.metrics_registry.get_sample_value("scheduler_preemption_attempts_total")
         assert attempts is not None
         assert attempts >= 1
         victims = app.metrics_registry.get_sample_value("scheduler_preemption_victims_sum")
-        assert victims == 1.0
+        assert victims == 1.0, "one preemption, one victim"

@@ -128,10 +128,6 @@ class PodBuilder:
         self._obj["spec"]["priorityClassName"] = name
         return self
 
-    def termination_grace(self, seconds: int) -> Self:
-        self._obj["spec"]["terminationGracePeriodSeconds"] = seconds
-        return self
-
     def start_time(self, timestamp: str) -> Self:
         self._obj.setdefault("status", {})["startTime"] = timestamp
         return self
