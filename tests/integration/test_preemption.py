@@ -52,8 +52,10 @@ async def test_high_priority_pod_preempts_the_victim_no_pdb_protects_and_binds_t
     core = client.CoreV1Api(kube)
     low, high = priority_classes
     name = unique_scheduler_name()
-    guarded = await nodes.create(make_node("guarded").capacity(cpu="1", memory="4Gi").obj())
-    plain = await nodes.create(make_node("plain").capacity(cpu="1", memory="4Gi").obj())
+    guarded = await nodes.create(
+        make_node("guarded").capacity(cpu="1", memory="4Gi", pods="10").obj()
+    )
+    plain = await nodes.create(make_node("plain").capacity(cpu="1", memory="4Gi", pods="10").obj())
     # No disruption controller runs here, so the PDB's status allows no
     # disruption at all: evicting the guarded pod would violate it.
     await client.PolicyV1Api(kube).create_namespaced_pod_disruption_budget(
