@@ -87,8 +87,7 @@ async def test_unschedulable_pod_is_told_why_then_binds_soon_after_a_node_is_add
     )
     expected = (
         "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu. "
-        "preemption: 0/3 nodes are available: 1 Preemption is not helpful for scheduling, "
-        "2 No preemption victims found for incoming pod."
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
     async with running_scheduler(control_plane.kubeconfig, name) as app:
         pod = make_pod("waiting", namespace).scheduler(name).requests(cpu="2")
