@@ -231,11 +231,15 @@ class Algorithm:
         verdicts = framework.filter_verdicts(state, pod, filters, len(nodes))
         passed = 0  # nodes that ran every filter (for the evaluation counts)
         rejected_by: dict[str, int] = {}
-        nominations = self._nominations()
+        nominations = self._nominations() or None  # usually empty: one test per node
         for offset in range(count):
             node_info = nodes[(start + offset) % count]
             cached = verdicts.get(node_info.name) if verdicts is not None else None
-            ahead = yielding_to(pod, nominations.get(node_info.name, ())) if nominations else None
+            ahead = (
+                yielding_to(pod, nominations.get(node_info.name, ()))
+                if nominations is not None
+                else None
+            )
             if ahead:
                 # Nominated pods to yield to: not a node-local verdict, never cached.
                 status = run_filters_with_nominated_pods(

@@ -5,6 +5,7 @@ nomination, the victims' API writes, the PreEnqueue gate and the metrics."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,7 +32,7 @@ from scheduler.framework.types import FitError
 from scheduler.handle import ProfileHandle
 from scheduler.runtime.background import BackgroundTasks
 from scheduler.runtime.framework import Framework
-from scheduler.runtime.waiting import WaitingPods
+from scheduler.runtime.waiting import WaitingPodImpl, WaitingPods
 from tests.support.builders import PodBuilder, make_node, make_pod
 from tests.support.clock import FakeClock
 
@@ -70,6 +71,7 @@ class ApiFailure(Exception):
 class Api:
     calls: list[tuple[str, str, Any]] = field(default_factory=list)
     failures: dict[tuple[str, str], int] = field(default_factory=dict)
+    holds: dict[tuple[str, str], asyncio.Event] = field(default_factory=dict)
 
     async def bind(self, pod: Pod, node_name: str) -> None:
         raise AssertionError("preemption never binds")
@@ -78,6 +80,9 @@ class Api:
         self, method: str, path: str, body: Any = None, content_type: str | None = None
     ) -> Any:
         self.calls.append((method, path, body))
+        hold = self.holds.get((method, path))
+        if hold is not None:
+            await hold.wait()
         status = self.failures.get((method, path))
         if status is not None:
             raise ApiFailure(status)
@@ -128,6 +133,7 @@ class Cluster:
         self.metrics = Metrics()
         self.queue = Queue()
         self.background = BackgroundTasks()
+        self.waiting = WaitingPods()
         self.handle = ProfileHandle(
             profile_name="default-scheduler",
             clock=FakeClock(),
@@ -135,7 +141,7 @@ class Cluster:
             informers=self.informers,
             events=self.recorder,
             api=self.api,
-            waiting_pods=WaitingPods(),
+            waiting_pods=self.waiting,
             background=self.background,
             metrics=self.metrics,
         )
@@ -342,6 +348,53 @@ async def test_api_failures(failure: int, activated: list[str]) -> None:
 
     assert cluster.queue.activated == activated
     assert cluster.plugin.pre_enqueue(preemptor) is None
+
+
+async def test_gate_opens_once_the_informer_shows_the_last_victim_gone() -> None:
+    """Upstream ``IsPodRunningPreemption``: the last deletion may be seen by
+    the informer before its API call returns; the pod must not stay gated."""
+    cluster = Cluster()
+    cluster.node("a", "2")
+    cluster.pod(running("first", "a", 10))
+    cluster.pod(running("last", "a", 10))
+    last_delete = ("DELETE", "/api/v1/namespaces/default/pods/last")
+    cluster.api.holds[last_delete] = asyncio.Event()
+    preemptor = cluster.pod(incoming(100, cpu="2"))
+
+    cluster.attempt(preemptor)
+    while last_delete not in [call[:2] for call in cluster.api.calls]:
+        await asyncio.sleep(0)
+    assert cluster.plugin.pre_enqueue(preemptor) is not None, "the last deletion is in flight"
+    del cluster.informers.store("pods").objects["default/last"]
+    assert cluster.plugin.pre_enqueue(preemptor) is None, "the informer already saw it go"
+
+    cluster.api.holds[last_delete].set()
+    await cluster.background.drain(5)
+    deleted = [path for method, path, _ in cluster.api.calls if method == "DELETE"]
+    assert deleted == [
+        "/api/v1/namespaces/default/pods/first",
+        "/api/v1/namespaces/default/pods/last",
+    ]
+
+
+async def test_a_victim_waiting_at_permit_is_rejected_in_memory() -> None:
+    cluster = Cluster()
+    cluster.node("a", "1")
+    waiting = cluster.pod(running("waiting", "a", 10))
+    cluster.waiting.add(WaitingPodImpl(waiting, {"Gate": 60.0}))
+    preemptor = cluster.pod(incoming(100))
+
+    cluster.attempt(preemptor)
+    await cluster.background.drain(5)
+
+    assert cluster.api.calls == [], "no API call for a pod that is not bound yet"
+    result = await cluster.waiting.get(waiting.uid).wait()  # type: ignore[union-attr]
+    assert (result.code, result.plugin, result.message()) == (
+        Status.unschedulable().code,
+        NAME,
+        "preempted",
+    )
+    assert cluster.recorder.events[0][4].endswith("(in kube-scheduler memory).")
 
 
 # ------------------------------------------------------------- eligibility
