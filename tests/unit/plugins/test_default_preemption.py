@@ -72,6 +72,7 @@ class Api:
     calls: list[tuple[str, str, Any]] = field(default_factory=list)
     failures: dict[tuple[str, str], int] = field(default_factory=dict)
     holds: dict[tuple[str, str], asyncio.Event] = field(default_factory=dict)
+    held: asyncio.Event = field(default_factory=asyncio.Event)  # a held call arrived
 
     async def bind(self, pod: Pod, node_name: str) -> None:
         raise AssertionError("preemption never binds")
@@ -82,6 +83,7 @@ class Api:
         self.calls.append((method, path, body))
         hold = self.holds.get((method, path))
         if hold is not None:
+            self.held.set()
             await hold.wait()
         status = self.failures.get((method, path))
         if status is not None:
@@ -362,8 +364,7 @@ async def test_gate_opens_once_the_informer_shows_the_last_victim_gone() -> None
     preemptor = cluster.pod(incoming(100, cpu="2"))
 
     cluster.attempt(preemptor)
-    while last_delete not in [call[:2] for call in cluster.api.calls]:
-        await asyncio.sleep(0)
+    await asyncio.wait_for(cluster.api.held.wait(), 5)
     assert cluster.plugin.pre_enqueue(preemptor) is not None, "the last deletion is in flight"
     del cluster.informers.store("pods").objects["default/last"]
     assert cluster.plugin.pre_enqueue(preemptor) is None, "the informer already saw it go"
