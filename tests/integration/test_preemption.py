@@ -25,12 +25,13 @@ LOW, HIGH = 10, 1000
 async def priority_classes(kube: client.ApiClient) -> AsyncIterator[tuple[str, str]]:
     scheduling = client.SchedulingV1Api(kube)
     suffix = secrets.token_hex(3)
-    names = (f"low-{suffix}", f"high-{suffix}")
-    for name, value in zip(names, (LOW, HIGH), strict=True):
+    names = (f"low-{suffix}", f"high-{suffix}", f"polite-{suffix}")
+    policies = ("PreemptLowerPriority", "PreemptLowerPriority", "Never")
+    for name, value, policy in zip(names, (LOW, HIGH, HIGH), policies, strict=True):
         await scheduling.create_priority_class(
-            {"metadata": {"name": name}, "value": value, "preemptionPolicy": "PreemptLowerPriority"}
+            {"metadata": {"name": name}, "value": value, "preemptionPolicy": policy}
         )
-    yield names
+    yield names[0], names[1]
     for name in names:
         await scheduling.delete_priority_class(name)
 
@@ -123,3 +124,34 @@ async def test_high_priority_pod_preempts_the_victim_no_pdb_protects_and_binds_t
         assert attempts >= 1
         victims = app.metrics_registry.get_sample_value("scheduler_preemption_victims_sum")
         assert victims == 1.0, "one preemption, one victim"
+
+
+async def test_pod_with_preemption_policy_never_waits_and_says_why(
+    control_plane: Cluster,
+    kube: client.ApiClient,
+    namespace: str,
+    nodes: NodePool,
+    priority_classes: tuple[str, str],
+) -> None:
+    core = client.CoreV1Api(kube)
+    low, high = priority_classes
+    polite = high.replace("high-", "polite-")
+    name = unique_scheduler_name()
+    only = await nodes.create(make_node("only").capacity(cpu="1", memory="4Gi", pods="10").obj())
+    victim = make_pod("low", namespace).node(only).priority_class(low).requests(cpu="800m")
+    await core.create_namespaced_pod(namespace, victim.obj())
+    async with running_scheduler(control_plane.kubeconfig, name):
+        pod = make_pod("polite", namespace).scheduler(name).priority_class(polite)
+        await core.create_namespaced_pod(namespace, pod.requests(cpu="500m").obj())
+
+        async def told() -> str | None:
+            found = condition(await read_pod(core, namespace, "polite"), "PodScheduled")
+            return found.get("message") if found else None
+
+        message = await eventually(told, what="PodScheduled condition written")
+        assert message == (
+            "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to "
+            "preemptionPolicy=Never."
+        )
+        left = await read_pod(core, namespace, "low")
+        assert "deletionTimestamp" not in left["metadata"]
