@@ -47,6 +47,14 @@ from scheduler.framework.interfaces import (
     ScorePlugin,
     SignPlugin,
 )
+from scheduler.framework.nodeaffinity import (
+    NodeSelector,
+    NodeSelectorError,
+    PreferredTerms,
+    RequiredNodeAffinity,
+    parse_preferred_terms,
+    strict_node_selector,
+)
 from scheduler.framework.nodeinfo import NodeInfo
 from scheduler.framework.objects import (
     HostPort,
@@ -54,6 +62,8 @@ from scheduler.framework.objects import (
     Pod,
     Taint,
     Toleration,
+    node_images,
+    normalized_image_name,
     parse_node,
     parse_pod,
 )
@@ -110,6 +120,8 @@ __all__ = [
     "Node",
     "NodeInfo",
     "NodeScore",
+    "NodeSelector",
+    "NodeSelectorError",
     "NodeToStatus",
     "NominatingInfo",
     "NominatingMode",
@@ -129,6 +141,7 @@ __all__ = [
     "PreFilterPlugin",
     "PreFilterResult",
     "PreScorePlugin",
+    "PreferredTerms",
     "QuantityError",
     "QueueSortPlugin",
     "QueuedPodInfo",
@@ -136,6 +149,7 @@ __all__ = [
     "QueueingHintFn",
     "Registry",
     "RegistryError",
+    "RequiredNodeAffinity",
     "ReservePlugin",
     "Resource",
     "ScoreExtensions",
@@ -152,11 +166,15 @@ __all__ = [
     "default_normalize",
     "fit_error_message",
     "is_success",
+    "node_images",
+    "normalized_image_name",
     "parse_node",
     "parse_pod",
+    "parse_preferred_terms",
     "parse_quantity",
     "pod_requests",
     "status_code",
+    "strict_node_selector",
     "to_milli",
     "to_units",
 ]
