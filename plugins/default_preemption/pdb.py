@@ -12,15 +12,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from plugins.default_preemption.selector import LabelSelector, parse_selector
 from scheduler.framework import Pod
+from scheduler.framework.labels import LabelSelectorError, Selector, parse_label_selector
 
 
 @dataclass(frozen=True, slots=True)
 class DisruptionBudget:
     namespace: str
     name: str
-    selector: LabelSelector | None  # None: invalid or absent, matches nothing
+    selector: Selector | None  # None: absent, empty or invalid; matches nothing
     disruptions_allowed: int
     disrupted_pods: frozenset[str]
 
@@ -32,6 +32,16 @@ class DisruptionBudget:
         )
 
 
+def pdb_selector(raw: Mapping[str, Any] | None) -> Selector | None:
+    """Upstream: an invalid selector matches no pod, and so does an absent
+    or empty one (``selector.Empty()``), unlike label selectors elsewhere."""
+    try:
+        selector = parse_label_selector(raw)
+    except LabelSelectorError:
+        return None
+    return None if selector.empty or selector.nothing else selector
+
+
 def parse_pdb(raw: Mapping[str, Any]) -> DisruptionBudget:
     metadata = raw.get("metadata") or {}
     spec = raw.get("spec") or {}
@@ -39,7 +49,7 @@ def parse_pdb(raw: Mapping[str, Any]) -> DisruptionBudget:
     return DisruptionBudget(
         namespace=metadata.get("namespace") or "",
         name=metadata.get("name") or "",
-        selector=parse_selector(spec.get("selector")),
+        selector=pdb_selector(spec.get("selector")),
         disruptions_allowed=int(status.get("disruptionsAllowed") or 0),
         disrupted_pods=frozenset(status.get("disruptedPods") or ()),
     )

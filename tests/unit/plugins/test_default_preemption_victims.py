@@ -7,8 +7,12 @@ from typing import Any
 
 import pytest
 
-from plugins.default_preemption.pdb import DisruptionBudget, parse_pdb, split_by_pdb_violation
-from plugins.default_preemption.selector import parse_selector
+from plugins.default_preemption.pdb import (
+    DisruptionBudget,
+    parse_pdb,
+    pdb_selector,
+    split_by_pdb_violation,
+)
 from plugins.default_preemption.victims import REASON_NO_VICTIMS, select_victims_on_node
 from scheduler.framework import Code, CycleState, NodeInfo, Pod, Status
 from tests.support.builders import make_node, make_pod
@@ -252,6 +256,8 @@ def test_split_ignores_other_namespaces_and_unlabelled_pods() -> None:
         ),
     ],
 )
-def test_selector(selector: dict[str, Any] | None, labels: dict[str, str], matches: bool) -> None:
-    parsed = parse_selector(selector)
+def test_pdb_selector(
+    selector: dict[str, Any] | None, labels: dict[str, str], matches: bool
+) -> None:
+    parsed = pdb_selector(selector)
     assert (parsed is not None and parsed.matches(labels)) == matches
