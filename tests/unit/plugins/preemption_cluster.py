@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from plugins.default_preemption import DefaultPreemption, DefaultPreemptionArgs
+from plugins.inter_pod_affinity import InterPodAffinity, InterPodAffinityArgs
 from plugins.node_resources_fit import NodeResourcesFit, NodeResourcesFitArgs
 from scheduler.cache import Cache, Snapshot
 from scheduler.cycle.algorithm import Algorithm
@@ -124,7 +125,9 @@ class Queue:
 class Cluster:
     """Nodes and pods in a cache; one profile: NodeResourcesFit + DefaultPreemption."""
 
-    def __init__(self, args: DefaultPreemptionArgs | None = None) -> None:
+    def __init__(
+        self, args: DefaultPreemptionArgs | None = None, *, inter_pod_affinity: bool = False
+    ) -> None:
         self.cache = Cache()
         self.snapshot = Snapshot()
         self.informers = Informers()
@@ -149,9 +152,16 @@ class Cluster:
         self.plugin = DefaultPreemption(
             args or DefaultPreemptionArgs(), self.handle, random.Random(0)
         )
+        filters: list[Plugin] = [fit]
+        if inter_pod_affinity:  # a PreFilter plugin with state that RemovePod must update
+            filters.append(
+                InterPodAffinity(
+                    InterPodAffinityArgs(), self.snapshot, self.informers.store("namespaces")
+                )
+            )
         by_point: dict[ExtensionPoint, Sequence[Plugin]] = {
-            ExtensionPoint.PRE_FILTER: [fit],
-            ExtensionPoint.FILTER: [fit],
+            ExtensionPoint.PRE_FILTER: filters,
+            ExtensionPoint.FILTER: filters,
             ExtensionPoint.POST_FILTER: [self.plugin],
             ExtensionPoint.PRE_ENQUEUE: [self.plugin],
         }

@@ -288,3 +288,29 @@ async def test_preemptor_gated_while_deleting_then_released_by_the_last_deletion
 
     cluster.api.holds[last_delete].set()
     await cluster.background.drain(5)
+
+
+async def test_victims_removed_through_inter_pod_affinity_remove_pod() -> None:
+    """The what-if removes victims through every PreFilter plugin's RemovePod:
+    InterPodAffinity's precomputed anti-affinity counts must drop, or no node
+    would ever look free."""
+    cluster = Cluster(inter_pod_affinity=True)
+    for name in ("a", "b"):
+        cluster.node(name, "4")
+    cluster.pod(running("low", "a", 10).label("app", "x"))
+    cluster.pod(running("high", "b", 500).label("app", "x"))
+    preemptor = cluster.pod(
+        incoming(100).required_pod_anti_affinity("kubernetes.io/hostname", app="x")
+    )
+
+    text, result, status = cluster.attempt(preemptor)
+
+    assert text == "0/2 nodes are available: 2 node(s) didn't match pod anti-affinity rules."
+    assert status.is_success()
+    assert result is not None
+    assert result.nominating_info is not None
+    assert result.nominating_info.node_name == "a"
+    await cluster.background.drain(5)
+    assert [path for method, path, _ in cluster.api.calls if method == "DELETE"] == [
+        "/api/v1/namespaces/default/pods/low"
+    ]
