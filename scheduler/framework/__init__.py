@@ -75,6 +75,9 @@ from scheduler.framework.resource import (
     MEMORY,
     PODS,
     Resource,
+    is_extended_resource_name,
+    is_native_resource_name,
+    is_scalar_resource_name,
     pod_requests,
 )
 from scheduler.framework.status import Code, Status, is_success, status_code
@@ -91,6 +94,7 @@ from scheduler.framework.types import (
     QueuedPodInfo,
     default_normalize,
     fit_error_message,
+    go_div,
 )
 
 __all__ = [
@@ -165,6 +169,10 @@ __all__ = [
     "WaitingPod",
     "default_normalize",
     "fit_error_message",
+    "go_div",
+    "is_extended_resource_name",
+    "is_native_resource_name",
+    "is_scalar_resource_name",
     "is_success",
     "node_images",
     "normalized_image_name",

@@ -319,6 +319,11 @@ class PodBuilder:
         )
         return self
 
+    def volume(self, name: str, **source: Any) -> Self:
+        """A pod volume: ``.volume("data", persistentVolumeClaim={"claimName": "c"})``."""
+        self._obj["spec"].setdefault("volumes", []).append({"name": name, **source})
+        return self
+
     def spread(
         self,
         max_skew: int,
