@@ -10,6 +10,8 @@ import asyncio
 import pytest
 
 from plugins.default_preemption import NAME, DefaultPreemptionArgs
+from scheduler.app import build_registry, resolve
+from scheduler.config import parse_config
 from scheduler.framework import ClusterEventWithHint, NominatingMode, QueueingHint, Status
 from scheduler.framework.events import ASSIGNED_POD_DELETE
 from scheduler.queue import QueueName, QueueProfile, SchedulingQueue
@@ -314,3 +316,23 @@ async def test_victims_removed_through_inter_pod_affinity_remove_pod() -> None:
     assert [path for method, path, _ in cluster.api.calls if method == "DELETE"] == [
         "/api/v1/namespaces/default/pods/low"
     ]
+
+
+def test_args_from_the_configuration_file() -> None:
+    text = """
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: x
+  pluginConfig:
+  - name: DefaultPreemption
+    args:
+      minCandidateNodesPercentage: {pct}
+      minCandidateNodesAbsolute: {abs}
+"""
+    (profile,) = resolve(parse_config(text.format(pct=20, abs=5)), build_registry())
+    assert profile.plugin_args[NAME] == DefaultPreemptionArgs(
+        min_candidate_nodes_percentage=20, min_candidate_nodes_absolute=5
+    )
+    with pytest.raises(ValueError, match=r"pluginConfig\[DefaultPreemption\].args: .*both be zero"):
+        resolve(parse_config(text.format(pct=0, abs=0)), build_registry())
