@@ -1,0 +1,1 @@
+"""AutoscaleEnforcer: node capacity authority for NeonVM VMs resized live by agents."""
