@@ -11,7 +11,8 @@ protocol module has already turned wire units into millicores and bytes):
   made before); what is not granted becomes capacity pressure;
 - the pod's start-up buffer is cleared: the agent has told us what it uses;
 - the outcome is checked before it is committed: no permit field is zero,
-  above the request, or (for an increase) below the old reservation. A
+  above the request, (for an increase) below the old reservation, or not
+  expressible in the request's protocol version. A
   violation raises ``AgentRequestBug`` and leaves the state as it was.
 
 ``RequestError`` carries the documented 4xx answers (unknown pod, migrating
@@ -33,6 +34,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from plugins.autoscale_enforcer.state import ZERO, Amounts, NodeState, PodState, State
+
+ONE = Amounts(1, 1)
 
 
 class RequestError(Exception):
@@ -56,6 +59,7 @@ class AgentInput:
     last_permit: Amounts | None
     metrics: float | None  # loadAvg1M
     check_unit: bool  # protocols before v4.0: requests must be whole compute units
+    granularity: Amounts = ONE  # the permit must be expressible on the wire
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +162,7 @@ def handle_request(state: State, request: AgentInput, *, migration_allowed: bool
         cpu = _grant(requested.cpu, pod.reserved.cpu, remaining.cpu, request.unit.cpu, last.cpu)
         mem = _grant(requested.mem, pod.reserved.mem, remaining.mem, request.unit.mem, last.mem)
     permit = Amounts(cpu[0], mem[0])
-    _check_permit(requested, pod.reserved, permit)
+    _check_permit(requested, pod.reserved, permit, request.granularity)
     new = dataclasses.replace(
         pod,
         reserved=permit,
@@ -172,10 +176,11 @@ def handle_request(state: State, request: AgentInput, *, migration_allowed: bool
     return AgentOutcome(permit=permit, migrate=migrate, unit=node.unit, node=node.name)
 
 
-def _check_permit(requested: Amounts, old: Amounts, permit: Amounts) -> None:
+def _check_permit(requested: Amounts, old: Amounts, permit: Amounts, step: Amounts) -> None:
     for attr in ("cpu", "mem"):
         q, r, p = getattr(requested, attr), getattr(old, attr), getattr(permit, attr)
-        if p == 0 or p > q or (q > r and p < r) or (q <= r and p != q):
+        bad_step = p % getattr(step, attr) != 0
+        if p == 0 or p > q or (q > r and p < r) or (q <= r and p != q) or bad_step:
             raise AgentRequestBug(
                 f"refusing to answer permit {_show(permit)} to request {_show(requested)} "
                 f"with reservation {_show(old)}"
