@@ -55,6 +55,7 @@ from scheduler.kube.resources import NODES, PODS
 from scheduler.kube.writer import KubeApiWriter
 from scheduler.leaderelection import ApiLeaseClient, LeaderElectionConfig, LeaderElector
 from scheduler.metrics import CacheType, SchedulerMetrics
+from scheduler.pluginservices import DaemonPluginServices
 from scheduler.queue import QueueProfile, SchedulingQueue
 from scheduler.runtime.framework import Framework
 from scheduler.runtime.waiting import WaitingPods
@@ -144,6 +145,8 @@ class SchedulerApp:
         self.snapshot = Snapshot()
         self.waiting = WaitingPods()
         self.attempt_log = AttemptLog()
+        self.plugin_services = DaemonPluginServices(self.metrics_registry)
+        self._plugins_started = False
 
         handles: list[ProfileHandle] = []
         self.frameworks: dict[str, Framework] = {}
@@ -159,6 +162,7 @@ class SchedulerApp:
                 events=recorder,
                 api=api,
                 waiting_pods=self.waiting,
+                services=self.plugin_services,
             )
             handles.append(handle)
             framework = build_framework(profile, registry, handle, self.waiting, self.metrics)
@@ -232,19 +236,35 @@ class SchedulerApp:
         if self.elector is not None:
             elector = self.elector
             self.metrics.leader_election(election.resource_name, lambda: elector.is_leader)
+        self.server = self._ops_server(config)
+
+    def _ops_server(self, config: SchedulerConfiguration) -> OpsServer:
         health = scheduler_health(
             shutting_down=lambda: self._shutting_down,
             handlers_synced=lambda: self._synced,
             leader_election=self.elector.healthy if self.elector else None,
         )
-        self.server = OpsServer(
+        return OpsServer(
             self.options.bind_address,
             self.options.port,
             self.metrics_registry,
             health,
             self.attempt_log,
             config_dump=lambda: config.model_dump(mode="json", by_alias=True),
+            listeners=self.plugin_services.listeners,
+            debug_routes=self.plugin_services.debug_routes,
+            gate=self._plugin_gate,
         )
+
+    def _plugin_gate(self, leader_only: bool) -> str | None:
+        """Why plugin listeners refuse now (503), or None to serve."""
+        if not self._plugins_started:
+            return "not ready: informers syncing or plugins starting"
+        if self._shutting_down:
+            return "not ready: shutting down"
+        if leader_only and self.elector is not None and not self.elector.is_leader:
+            return "not the leader: ask the leading scheduler"
+        return None
 
     def _reject_waiting(self, pod: Pod) -> None:
         waiting = self.waiting.get(pod.uid)
@@ -276,7 +296,11 @@ class SchedulerApp:
                 events = group.create_task(self.event_sink.run(), name="events")
                 status = group.create_task(self.status_writer.run(), name="pod-status")
                 cache_metrics = group.create_task(self._cache_metrics(), name="cache-metrics")
-                if not await self._until_stopped(self.informer_factory.wait_synced()):
+                stopped = await self._until_stopped(self.informer_factory.wait_synced())
+                if not stopped:  # plugins' start steps: a failure fails start-up
+                    stopped = await self._until_stopped(self.plugin_services.start())
+                if not stopped:
+                    self._plugins_started = True
                     self._synced = True
                     log.info(
                         "informers synced; scheduling",

@@ -20,6 +20,7 @@ from scheduler.framework.handle import (
     WaitingPod,
 )
 from scheduler.framework.objects import Pod
+from scheduler.framework.services import PluginServices
 from scheduler.runtime.waiting import WaitingPods
 
 
@@ -38,7 +39,9 @@ class ProfileHandle:
         events: EventRecorder,
         api: ApiWriter,
         waiting_pods: WaitingPods,
+        services: PluginServices,
     ) -> None:
+        self._services = services
         self._profile_name = profile_name
         self._clock = clock
         self._snapshot = snapshot
@@ -83,3 +86,7 @@ class ProfileHandle:
 
     def waiting_pods(self) -> Sequence[WaitingPod]:
         return self._waiting.all()
+
+    @property
+    def services(self) -> PluginServices:
+        return self._services

@@ -66,6 +66,13 @@ from scheduler.framework.resource import (
     Resource,
     pod_requests,
 )
+from scheduler.framework.services import (
+    HttpHandler,
+    HttpRequest,
+    HttpResponse,
+    PluginHttp,
+    PluginServices,
+)
 from scheduler.framework.status import Code, Status, is_success, status_code
 from scheduler.framework.types import (
     MAX_NODE_SCORE,
@@ -100,6 +107,9 @@ __all__ = [
     "FilterPlugin",
     "Handle",
     "HostPort",
+    "HttpHandler",
+    "HttpRequest",
+    "HttpResponse",
     "InformerAccess",
     "Node",
     "NodeInfo",
@@ -109,6 +119,8 @@ __all__ = [
     "PermitPlugin",
     "Plugin",
     "PluginFactory",
+    "PluginHttp",
+    "PluginServices",
     "PluginSpec",
     "Pod",
     "PostBindPlugin",

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from scheduler.clock import Clock
 from scheduler.framework.nodeinfo import NodeInfo
 from scheduler.framework.objects import Pod
+from scheduler.framework.services import PluginServices
 
 RawObject = Mapping[str, Any]
 
@@ -39,12 +40,18 @@ class ObjectStore(Protocol):
 
 
 class InformerAccess(Protocol):
-    def store(self, resource: str) -> ObjectStore:
+    def store(self, resource: str, *, field_selector: str | None = None) -> ObjectStore:
         """The shared store for a resource such as ``resourceclaims`` or ``nodes``;
-        one watch per resource in the process, however many ask for it."""
+        one watch per resource in the process, however many ask for it. A
+        ``field_selector`` narrows that one watch (e.g. to one ConfigMap); asking
+        for a different selector on the same resource later is an error."""
 
     def on_change(
-        self, resource: str, handler: Callable[[RawObject | None, RawObject | None], None]
+        self,
+        resource: str,
+        handler: Callable[[RawObject | None, RawObject | None], None],
+        *,
+        field_selector: str | None = None,
     ) -> None:
         """Call ``handler(old, new)`` for every change to the resource."""
 
@@ -101,3 +108,7 @@ class Handle(Protocol):
     def waiting_pod(self, uid: str) -> WaitingPod | None: ...
 
     def waiting_pods(self) -> Sequence[WaitingPod]: ...
+
+    @property
+    def services(self) -> PluginServices:
+        """HTTP endpoints, metrics and start-up steps (``framework.services``)."""
