@@ -10,6 +10,7 @@ as 1 for Score plugins and ignores for the others).
 from __future__ import annotations
 
 from plugins import (
+    autoscale_enforcer,
     default_binder,
     node_name,
     node_resources_fit,
@@ -41,5 +42,6 @@ def in_tree_registry() -> Registry:
             taint_toleration.SPEC,
             node_resources_fit.SPEC,
             default_binder.SPEC,
+            autoscale_enforcer.SPEC,  # not in the default profile
         ]
     )
