@@ -239,15 +239,20 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         if state.pod_of_vm(f"{info.namespace}/{info.name}") is not None:
             state.observe_vm(info)
             return
-        # A VM pod seen before its VM was counted by requests: now count it as a VM.
         pod_name = (new.get("status") or {}).get("podName")
         raw_pod = self._pods.get(f"{info.namespace}/{pod_name}") if pod_name else None
-        if (
-            raw_pod is not None
-            and (raw_pod.get("metadata") or {}).get("labels", {}).get(LABEL_VM) == info.name
-        ):
-            state.remove_pod(f"{info.namespace}/{pod_name}")
+        labels = {} if raw_pod is None else (raw_pod.get("metadata") or {}).get("labels") or {}
+        if raw_pod is None or labels.get(LABEL_VM) != info.name:
+            return
+        pod = parse_pod(raw_pod)
+        if pod.node_name:
+            # A VM pod seen before its VM was counted by requests: now count it as a VM.
+            state.remove_pod(pod.key)
             self._observe_pod(state, raw_pod)
+        elif old is None:
+            # Filter may have rejected it for want of this VM; VM events are no
+            # cluster events for the queue, so wake it here.
+            self._handle.activate([pod])
 
     def _vm_of(self, pod: Pod) -> VmInfo | None:
         name = vm_name_of_pod(pod.labels)

@@ -380,3 +380,17 @@ async def test_agent_api_and_state_dump_through_the_services() -> None:
     assert (
         'autoscaling_plugin_node_cpu_resources_current{field="Reserved",node="n1"} 3.0' in metrics
     )
+
+
+async def test_a_vm_seen_after_its_pending_pod_wakes_the_pod() -> None:
+    plugin, handle = await started()
+    activated: list[str] = []
+    handle.activate = lambda pods: activated.extend(p.key for p in pods)  # type: ignore[attr-defined]
+    handle.informers.put("pods", vm_pod("vm-pod", "vm"))
+    status = plugin.filter(
+        CycleState(), pod(vm_pod("vm-pod", "vm")), node_info(make_node("n1").obj())
+    )
+    assert status is not None
+    assert activated == []
+    handle.informers.put("virtualmachines", make_vm("vm").pod_name("vm-pod").obj())
+    assert activated == ["default/vm-pod"]
