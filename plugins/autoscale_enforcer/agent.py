@@ -68,6 +68,7 @@ class AgentOutcome:
     migrate: bool
     unit: Amounts  # the node's compute unit (sent to agents before v3.0)
     node: str
+    freed: bool = False  # the node's reservation went down (pending pods may fit)
 
 
 def _grant(
@@ -172,8 +173,10 @@ def handle_request(state: State, request: AgentInput, *, migration_allowed: bool
         metrics=request.metrics,
         migrating=pod.migrating or migrate,
     )
+    before = node.reserved
     state.replace_pod(pod, new)
-    return AgentOutcome(permit=permit, migrate=migrate, unit=node.unit, node=node.name)
+    freed = not before.fits_in(node.reserved)
+    return AgentOutcome(permit, migrate, node.unit, node.name, freed)
 
 
 def _check_permit(requested: Amounts, old: Amounts, permit: Amounts, step: Amounts) -> None:

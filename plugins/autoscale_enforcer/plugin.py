@@ -76,6 +76,7 @@ NAME = "AutoscaleEnforcer"
 AGENT_LISTENER = "autoscale-enforcer-agents"
 STATE_DUMP_PATH = "autoscale-enforcer/state"
 
+MAX_WAITING_FOR_ROOM = 10_000
 REASON_NO_ROOM = "Not enough resources for pod"
 REASON_NO_ROOM_RESERVE = "Not enough resources to reserve for pod"
 REASON_NOT_STARTED = "AutoscaleEnforcer has no configuration yet"
@@ -118,6 +119,9 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         informers.on_change(VM_RESOURCE, self._vm_changed)
 
         self._api: AgentApi | None = None
+        # Pods Filter rejected for room: an agent shrinking a VM is no cluster
+        # event, so they are woken here when room is freed. Bounded.
+        self._waiting_for_room: dict[str, None] = {}
         services = handle.services
         services.http.listen(
             AGENT_LISTENER, args.agent_port, self._serve_agent, max_body_bytes=MAX_HTTP_BODY_SIZE
@@ -326,8 +330,22 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         left_out, extra = self._what_if(plugin_state, pod, node_info)
         after = node.reserved.minus(left_out) + extra + amount
         if not after.fits_in(node.total):
+            self._remember_waiting(pod.key)
             return Status.unschedulable(REASON_NO_ROOM)
         return None
+
+    def _remember_waiting(self, key: str) -> None:
+        waiting = self._waiting_for_room
+        waiting[key] = None
+        if len(waiting) > MAX_WAITING_FOR_ROOM:
+            del waiting[next(iter(waiting))]
+
+    def _wake_waiting(self) -> None:
+        keys, self._waiting_for_room = list(self._waiting_for_room), {}
+        pods = [parse_pod(raw) for key in keys if (raw := self._pods.get(key)) is not None]
+        pending = [pod for pod in pods if not pod.node_name]
+        if pending:
+            self._handle.activate(pending)
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
         self._metrics.extension_calls.labels(Method.SCORE).inc()
@@ -392,6 +410,8 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         self._metrics.requests.labels(code).inc()
         if answer.node:
             self._metrics.request_results.labels(code, answer.node).inc()
+        if answer.outcome is not None and answer.outcome.freed:
+            self._wake_waiting()
         return HttpResponse(answer.status, answer.content_type, answer.body)
 
     def _serve_dump(self, request: HttpRequest) -> HttpResponse:

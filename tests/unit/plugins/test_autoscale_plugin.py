@@ -394,3 +394,27 @@ async def test_a_vm_seen_after_its_pending_pod_wakes_the_pod() -> None:
     assert activated == []
     handle.informers.put("virtualmachines", make_vm("vm").pod_name("vm-pod").obj())
     assert activated == ["default/vm-pod"]
+
+
+async def test_an_agent_shrinking_a_vm_wakes_pods_rejected_for_room() -> None:
+    plugin, handle = await started()
+    activated: list[str] = []
+    handle.activate = lambda pods: activated.extend(p.key for p in pods)  # type: ignore[attr-defined]
+    handle.informers.put("virtualmachines", make_vm("vm").cpus(1, 8, 7).memory_slots(1, 8, 7).obj())
+    handle.informers.put("pods", vm_pod("vm-pod", "vm", node="n1"))
+    waiting = plain_pod("waiting", cpu="4", memory="1Gi")
+    handle.informers.put("pods", waiting)
+    node = make_node("n1").allocatable(cpu="8", memory="8Gi").obj()
+    info = node_info(node, vm_pod("vm-pod", "vm", node="n1"))
+    assert plugin.filter(CycleState(), pod(waiting), info) is not None
+    (listener,) = handle.services.listeners
+
+    def ask(cpus: int, mem: int) -> int:
+        body = {"protoVersion": 2, "pod": {"namespace": "default", "name": "vm-pod"}}
+        body |= {"resources": {"vCPUs": cpus, "mem": mem}, "metrics": None}
+        return listener.handler(HttpRequest("POST", "/", orjson.dumps(body))).status
+
+    assert ask(8, 8) == 200  # held at its maximum since seen bound: nothing freed
+    assert activated == []
+    assert ask(2, 2) == 200
+    assert activated == ["default/waiting"]
