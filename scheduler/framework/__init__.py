@@ -46,6 +46,14 @@ from scheduler.framework.interfaces import (
     ScorePlugin,
     SignPlugin,
 )
+from scheduler.framework.nodeaffinity import (
+    NodeSelector,
+    NodeSelectorError,
+    PreferredTerms,
+    RequiredNodeAffinity,
+    parse_preferred_terms,
+    strict_node_selector,
+)
 from scheduler.framework.nodeinfo import NodeInfo
 from scheduler.framework.objects import (
     HostPort,
@@ -53,6 +61,8 @@ from scheduler.framework.objects import (
     Pod,
     Taint,
     Toleration,
+    node_images,
+    normalized_image_name,
     parse_node,
     parse_pod,
 )
@@ -114,6 +124,8 @@ __all__ = [
     "Node",
     "NodeInfo",
     "NodeScore",
+    "NodeSelector",
+    "NodeSelectorError",
     "NodeToStatus",
     "ObjectStore",
     "PermitPlugin",
@@ -132,6 +144,7 @@ __all__ = [
     "PreFilterPlugin",
     "PreFilterResult",
     "PreScorePlugin",
+    "PreferredTerms",
     "QuantityError",
     "QueueSortPlugin",
     "QueuedPodInfo",
@@ -139,6 +152,7 @@ __all__ = [
     "QueueingHintFn",
     "Registry",
     "RegistryError",
+    "RequiredNodeAffinity",
     "ReservePlugin",
     "Resource",
     "ScoreExtensions",
@@ -154,11 +168,15 @@ __all__ = [
     "WaitingPod",
     "default_normalize",
     "is_success",
+    "node_images",
+    "normalized_image_name",
     "parse_node",
     "parse_pod",
+    "parse_preferred_terms",
     "parse_quantity",
     "pod_requests",
     "status_code",
+    "strict_node_selector",
     "to_milli",
     "to_units",
 ]
