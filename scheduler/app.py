@@ -297,6 +297,7 @@ class SchedulerApp:
                 events = group.create_task(self.event_sink.run(), name="events")
                 status = group.create_task(self.status_writer.run(), name="pod-status")
                 cache_metrics = group.create_task(self._cache_metrics(), name="cache-metrics")
+                workers: list[asyncio.Task[None]] = []
                 stopped = await self._until_stopped(self.informer_factory.wait_synced())
                 if not stopped:  # plugins' start steps: a failure fails start-up
                     stopped = await self._until_stopped(self.plugin_services.start())
@@ -309,12 +310,16 @@ class SchedulerApp:
                     )
                     flushers = group.create_task(self.queue.run(), name="queue-flushers")
                     scheduling = group.create_task(self._lead_and_schedule(), name="scheduling")
+                    workers = [
+                        group.create_task(work(), name=f"plugin:{name}")
+                        for name, work in self.plugin_services.workers
+                    ]
                     await self._stop_or_done(scheduling)
                     await self._shutdown_scheduling(scheduling, flushers)
                 self._shutting_down = True
-                for task in (informers, cache_metrics):
+                for task in (*workers, informers, cache_metrics):
                     task.cancel()
-                await asyncio.wait({informers, cache_metrics})  # stopped before the flush
+                await asyncio.wait({*workers, informers, cache_metrics})  # stopped before the flush
                 await self._flush(status, events)
         finally:
             self._shutting_down = True

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry
 
-from scheduler.framework.services import HttpHandler, PluginHttp, StartStep
+from scheduler.framework.services import HttpHandler, PluginHttp, StartStep, Worker
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +31,7 @@ class DaemonPluginServices:
         self.listeners: list[Listener] = []
         self.debug_routes: dict[str, HttpHandler] = {}
         self.start_steps: list[tuple[str, StartStep]] = []
+        self.workers: list[tuple[str, Worker]] = []
 
     @property
     def http(self) -> PluginHttp:
@@ -64,6 +65,11 @@ class DaemonPluginServices:
 
     def on_start(self, name: str, step: StartStep) -> None:
         self.start_steps.append((name, step))
+
+    def run(self, name: str, worker: Worker) -> None:
+        if any(existing == name for existing, _ in self.workers):
+            raise ValueError(f"plugin worker {name!r} registered twice")
+        self.workers.append((name, worker))
 
     async def start(self) -> None:
         """Run every start step in registration order; the first failure

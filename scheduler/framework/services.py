@@ -1,5 +1,5 @@
 """What a plugin may ask of the daemon beyond scheduling: HTTP endpoints,
-metrics and a start-up step. Protocols and plain data only (no I/O here).
+metrics, a start-up step and background workers. Protocols and plain data only (no I/O here).
 
 A plugin that serves clients (the AutoscaleEnforcer's agent API) describes
 its endpoints with a synchronous ``HttpHandler`` over ``HttpRequest`` /
@@ -19,7 +19,7 @@ Guarantees the daemon gives to ``PluginHttp.listen`` handlers:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -44,6 +44,7 @@ class HttpResponse:
 
 HttpHandler = Callable[[HttpRequest], HttpResponse]
 StartStep = Callable[[], Awaitable[None]]
+Worker = Callable[[], Coroutine[object, object, None]]
 
 
 class PluginHttp(Protocol):
@@ -73,3 +74,9 @@ class PluginServices(Protocol):
     def on_start(self, name: str, step: StartStep) -> None:
         """Await ``step`` once the informers have synced, before scheduling
         starts; an exception fails start-up with its message."""
+
+    def run(self, name: str, worker: Worker) -> None:
+        """Run ``worker()`` as the daemon's task ``plugin:<name>`` from when
+        scheduling starts until shutdown (cancelled after the scheduling loop
+        and the binding cycles have stopped, before the informers). It should
+        run until cancelled; an exception it lets out stops the daemon."""

@@ -136,3 +136,15 @@ async def test_start_steps_run_in_order_and_a_failure_names_the_step() -> None:
     with pytest.raises(RuntimeError, match="Failing: no config within 5s"):
         await services.start()
     assert ran == ["first", "failing"]
+
+
+def test_workers_are_registered_once_by_name() -> None:
+    services = DaemonPluginServices(CollectorRegistry())
+
+    async def work() -> None:
+        return None
+
+    services.run("migrations", work)
+    with pytest.raises(ValueError, match="registered twice"):
+        services.run("migrations", work)
+    assert [name for name, _ in services.workers] == ["migrations"]
