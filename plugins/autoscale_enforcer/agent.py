@@ -18,7 +18,11 @@ protocol module has already turned wire units into millicores and bytes):
 ``RequestError`` carries the documented 4xx answers (unknown pod, migrating
 pod changing size, request not a multiple of the compute unit).
 
-Migration: a node is under too much pressure when, for either resource,
+Migration: a request from the pod to move asks for its migration
+(``wants_migration``; the adapter creates the VirtualMachineMigration);
+once the object exists the pod is migrating, and its agent's next answer
+carries ``migrate`` (increases become pressure); after that the agent may
+not change size. A node is under too much pressure when, for either resource,
 what is above the watermark plus pressure exceeds what migrations already
 account for plus slack. The pod to move is the first migratable,
 non-migrating pod in ``migration_order``: pods with metrics before pods
@@ -69,6 +73,8 @@ class AgentOutcome:
     unit: Amounts  # the node's compute unit (sent to agents before v3.0)
     node: str
     freed: bool = False  # the node's reservation went down (pending pods may fit)
+    wants_migration: bool = False  # start migrating this pod (create the object)
+    pod_key: str = ""
 
 
 def _grant(
@@ -140,10 +146,12 @@ def handle_request(state: State, request: AgentInput, *, migration_allowed: bool
     at_top = bool(order) and order[0] is pod
     should_migrate = at_top and too_much_pressure(node)
     forced = pod.vm.always_migrate and pod.metrics is not None
-    migrate = (should_migrate or forced) and not pod.migrating and migration_allowed
+    wants_migration = (should_migrate or forced) and not pod.migrating and migration_allowed
+    # Tell the agent only once its migration object exists (the pod is migrating).
+    migrate = pod.migrating and not pod.migrate_told
 
     requested = request.resources
-    if pod.migrating and requested != pod.reserved:
+    if pod.migrate_told and requested != pod.reserved:
         raise RequestError(
             400, "cannot change resources: agent has already been informed that pod is migrating"
         )
@@ -171,12 +179,14 @@ def handle_request(state: State, request: AgentInput, *, migration_allowed: bool
         buffer=ZERO,
         agent_contact=True,
         metrics=request.metrics,
-        migrating=pod.migrating or migrate,
+        migrate_told=pod.migrate_told or migrate,
     )
     before = node.reserved
     state.replace_pod(pod, new)
     freed = not before.fits_in(node.reserved)
-    return AgentOutcome(permit, migrate, node.unit, node.name, freed)
+    return AgentOutcome(
+        permit, migrate, node.unit, node.name, freed, wants_migration, request.pod_key
+    )
 
 
 def _check_permit(requested: Amounts, old: Amounts, permit: Amounts, step: Amounts) -> None:

@@ -21,6 +21,10 @@ API: no call per Filter.
   ConfigMap.
 - The agent API (POST, port 10299) and ``GET /debug/plugins/autoscale-enforcer/state``
   are served by the daemon (``Handle.services``); followers answer 503.
+- Migration (``doMigration``, default on): when an agent of the pod to move
+  asks, a VirtualMachineMigration is created by the migration worker; the
+  informer shows it, the pod is marked migrating and its agent is told
+  ``migrate`` on its next request; finished migrations we created are deleted.
 """
 
 from __future__ import annotations
@@ -43,10 +47,17 @@ from plugins.autoscale_enforcer.config import (
     config_from_config_map,
 )
 from plugins.autoscale_enforcer.metrics import AutoscaleMetrics, Method
+from plugins.autoscale_enforcer.migration import (
+    FINISHED_PHASES,
+    MigrationController,
+    created_by_us,
+    phase_of,
+)
 from plugins.autoscale_enforcer.protocol import MAX_HTTP_BODY_SIZE
 from plugins.autoscale_enforcer.state import Amounts, State
 from plugins.autoscale_enforcer.vm import (
     LABEL_VM,
+    MIGRATION_RESOURCE,
     VM_RESOURCE,
     VmError,
     VmInfo,
@@ -74,6 +85,7 @@ log = logging.getLogger(__name__)
 
 NAME = "AutoscaleEnforcer"
 AGENT_LISTENER = "autoscale-enforcer-agents"
+MIGRATION_WORKER = "autoscale-enforcer-migrations"
 STATE_DUMP_PATH = "autoscale-enforcer/state"
 
 MAX_WAITING_FOR_ROOM = 10_000
@@ -113,10 +125,13 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         self._vms = informers.store(VM_RESOURCE)
         self._pods = informers.store("pods")
         self._nodes = informers.store("nodes")
+        self._vm_migrations = informers.store(MIGRATION_RESOURCE)
         informers.on_change("configmaps", self._config_map_changed, field_selector=selector)
         informers.on_change("nodes", self._node_changed)
         informers.on_change("pods", self._pod_changed)
         informers.on_change(VM_RESOURCE, self._vm_changed)
+        informers.on_change(MIGRATION_RESOURCE, self._migration_changed)
+        self._migrations = MigrationController(handle.api, self._metrics)
 
         self._api: AgentApi | None = None
         # Pods Filter rejected for room: an agent shrinking a VM is no cluster
@@ -128,6 +143,7 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         )
         services.http.debug(STATE_DUMP_PATH, self._serve_dump)
         services.on_start(NAME, self.start)
+        services.run(MIGRATION_WORKER, self._migrations.run)
 
     # ------------------------------------------------------------ start-up
     async def start(self) -> None:
@@ -149,7 +165,8 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
                 f"{self._handle.profile_name!r} the plugin is enabled in"
             )
         self._state = self._rebuild(config)
-        self._api = AgentApi(self._state, lambda: False)  # migration: not yet implemented
+        state = self._state
+        self._api = AgentApi(state, lambda: state.config.migration_enabled)
         log.info(
             "AutoscaleEnforcer state rebuilt",
             extra={"nodes": len(self._state.nodes), "pods": len(self._state.pods)},
@@ -164,6 +181,8 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
             )
         for raw in self._pods.list():
             self._observe_pod(state, raw)
+        for raw in self._vm_migrations.list():
+            self._apply_migration(state, raw, raw)
         return state
 
     # --------------------------------------------------------- informers
@@ -257,6 +276,25 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
             # Filter may have rejected it for want of this VM; VM events are no
             # cluster events for the queue, so wake it here.
             self._handle.activate([pod])
+
+    def _migration_changed(self, old: ConfigMapRaw | None, new: ConfigMapRaw | None) -> None:
+        state = self._state
+        if state is not None and (raw := new or old) is not None:
+            self._apply_migration(state, raw, new)
+
+    def _apply_migration(self, state: State, raw: ConfigMapRaw, new: ConfigMapRaw | None) -> None:
+        """A migration marks its VM's pod migrating until it finishes or goes;
+        finished ones we created are deleted."""
+        metadata = raw.get("metadata") or {}
+        namespace, name = metadata.get("namespace") or "", metadata.get("name") or ""
+        vm_name = (raw.get("spec") or {}).get("vmName") or ""
+        pod = state.pod_of_vm(f"{namespace}/{vm_name}")
+        phase = "" if new is None else phase_of(new)
+        ongoing = new is not None and phase not in FINISHED_PHASES
+        if pod is not None:
+            state.set_migrating(pod.key, ongoing)
+        if new is not None and phase in FINISHED_PHASES and created_by_us(new):
+            self._migrations.finished(namespace, name, phase)
 
     def _vm_of(self, pod: Pod) -> VmInfo | None:
         name = vm_name_of_pod(pod.labels)
@@ -410,9 +448,20 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         self._metrics.requests.labels(code).inc()
         if answer.node:
             self._metrics.request_results.labels(code, answer.node).inc()
-        if answer.outcome is not None and answer.outcome.freed:
+        outcome = answer.outcome
+        if outcome is not None and outcome.freed:
             self._wake_waiting()
+        if outcome is not None and outcome.wants_migration:
+            self._start_migration(outcome.pod_key)
         return HttpResponse(answer.status, answer.content_type, answer.body)
+
+    def _start_migration(self, pod_key: str) -> None:
+        state = self._state
+        pod = None if state is None else state.pods.get(pod_key)
+        if pod is None or pod.vm is None:
+            return
+        namespace, pod_name = pod_key.split("/", 1)
+        self._migrations.want(namespace, pod_name, pod.vm.name)
 
     def _serve_dump(self, request: HttpRequest) -> HttpResponse:
         state = self._state

@@ -73,7 +73,8 @@ class PodState:
     buffer: Amounts = ZERO
     pressure: Amounts = ZERO
     confirmed: bool = False  # seen bound by the informer (else: only Reserved)
-    migrating: bool = False
+    migrating: bool = False  # a migration object exists for it
+    migrate_told: bool = False  # its agent has been answered ``migrate``
     metrics: float | None = None  # the agent's last loadAvg1M
     agent_contact: bool = False  # has had a successful agent request
 
@@ -219,6 +220,14 @@ class State:
         pod = self.pods.get(key)
         if pod is not None:
             self._detach(pod)
+
+    def set_migrating(self, key: str, migrating: bool) -> None:
+        """A migration object for the pod appeared (True) or ended (False)."""
+        pod = self.pods.get(key)
+        if pod is None or pod.migrating == migrating:
+            return
+        told = pod.migrate_told and migrating
+        self.replace_pod(pod, dataclasses.replace(pod, migrating=migrating, migrate_told=told))
 
     def pod_of_vm(self, vm_key: str) -> PodState | None:
         key = self._pods_by_vm.get(vm_key)
@@ -375,6 +384,7 @@ def _dump_node(node: NodeState) -> dict[str, object]:
             "vm": pod.vm_key,
             "confirmed": pod.confirmed,
             "migrating": pod.migrating,
+            "migrateTold": pod.migrate_told,
             "agentContact": pod.agent_contact,
         }
         for key, pod in sorted(node.pods.items())

@@ -340,3 +340,67 @@ async def test_a_restart_loses_no_reservation(
             await eventually(lambda: env.node_of("w-pod"), timeout=60, what="second VM placed")
             == node
         )
+
+
+async def test_a_node_over_its_watermark_gets_a_migration_that_is_cleaned_up_when_it_finishes(
+    control_plane: Cluster, env: Env, nodes: NodePool
+) -> None:
+    await env.put_config(enforcer_config(env.name, watermark=0.5, doMigration=True))
+    node = await nodes.create(make_node("mig").capacity(cpu="4", memory="4Gi", pods="20").obj())
+    body = make_vm("m", env.namespace).cpus(1, 4, 3).memory_slots(1, 4, 3).pod_name("m-pod")
+    body = body.label("autoscaling.neon.tech/auto-migration-enabled", "true")
+    vm = body.obj()
+    vm["spec"]["schedulerName"] = env.name
+    await env.custom.create_namespaced_custom_object(
+        GROUP, VERSION, env.namespace, "virtualmachines", vm
+    )
+    async with enforcer(control_plane, env) as (_, session, url):
+        await env.create_vm_pod("m")
+        assert await eventually(lambda: env.node_of("m-pod"), what="VM pod placed") == node
+        pod = {"namespace": env.namespace, "name": "m-pod"}
+        request = {"protoVersion": 3, "pod": pod, "resources": {"vCPUs": 3, "mem": 3}}
+        request["metrics"] = {"loadAvg1M": 0.3, "loadAvg5M": 0.2}
+        status, body_out = await post(session, url, request)
+        assert (status, "migrate" in body_out) == (200, False)  # asked for, not yet created
+
+        async def migration() -> dict[str, Any] | None:
+            try:
+                return dict(
+                    await env.custom.get_namespaced_custom_object(
+                        GROUP,
+                        VERSION,
+                        env.namespace,
+                        "virtualmachinemigrations",
+                        "schedplugin-m-pod",
+                    )
+                )
+            except client.ApiException as error:
+                if error.status == 404:
+                    return None
+                raise
+
+        created = await eventually(migration, what="VirtualMachineMigration created")
+        assert created["spec"]["vmName"] == "m"
+        assert created["metadata"]["labels"] == {
+            "autoscaling.neon.tech/created-by-scheduler": "true"
+        }
+
+        async def told() -> bool:
+            status, answer = await post(session, url, request)
+            return status == 200 and answer.get("migrate") == {}
+
+        await eventually(told, what="agent told to migrate")
+        # NeonVM finishes the migration: the plugin deletes what it created
+        await env.custom.patch_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            env.namespace,
+            "virtualmachinemigrations",
+            "schedplugin-m-pod",
+            [{"op": "add", "path": "/status", "value": {"phase": "Succeeded"}}],
+        )
+
+        async def gone() -> bool:
+            return await migration() is None
+
+        await eventually(gone, what="finished migration deleted")

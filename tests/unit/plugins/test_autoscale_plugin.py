@@ -4,6 +4,8 @@ through the plugin services, metrics."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import random
 import re
 from collections import defaultdict
@@ -15,6 +17,8 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from plugins.autoscale_enforcer import CONFIG_MAP_KEY, AutoscaleEnforcer, AutoscaleEnforcerArgs
+from plugins.autoscale_enforcer.metrics import AutoscaleMetrics
+from plugins.autoscale_enforcer.migration import MigrationController
 from plugins.autoscale_enforcer.plugin import AGENT_LISTENER, STATE_DUMP_PATH
 from scheduler.framework import Code, CycleState, Handle, HttpRequest, NodeScore
 from scheduler.pluginservices import DaemonPluginServices
@@ -80,10 +84,31 @@ class FakeEvents:
         self.events.append((type_, reason, note))
 
 
+class FakeApiError(Exception):
+    def __init__(self, status: int) -> None:
+        super().__init__(f"status {status}")
+        self.status = status
+
+
+class FakeApi:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, Any]] = []
+        self.failures: list[Exception] = []
+
+    async def request(
+        self, method: str, path: str, body: Any = None, content_type: str | None = None
+    ) -> Any:
+        self.calls.append((method, path, body))
+        if self.failures:
+            raise self.failures.pop(0)
+        return body
+
+
 class FakeHandle:
     profile_name = "autoscale-scheduler"
 
     def __init__(self) -> None:
+        self.api = FakeApi()
         self.informers = FakeInformers()
         self.events = FakeEvents()
         self.registry = CollectorRegistry()
@@ -418,3 +443,103 @@ async def test_an_agent_shrinking_a_vm_wakes_pods_rejected_for_room() -> None:
     assert activated == []
     assert ask(2, 2) == 200
     assert activated == ["default/waiting"]
+
+
+# ---------------------------------------------------------------- migration
+async def run_worker_until_idle(handle: FakeHandle) -> None:
+    ((_, work),) = handle.services.workers
+    task = asyncio.ensure_future(work())
+    for _ in range(50):
+        await asyncio.sleep(0)
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+async def test_a_node_over_its_watermark_migrates_the_opted_in_vm_and_cleans_up() -> None:
+    _, handle = await started()  # watermark 0.5 of 8 CPU / 8 GiB, doMigration on
+    vm = (
+        make_vm("vm")
+        .cpus(1, 8, 5)
+        .memory_slots(1, 8, 5)
+        .label("autoscaling.neon.tech/auto-migration-enabled", "true")
+    )
+    handle.informers.put("virtualmachines", vm.obj())
+    handle.informers.put("pods", vm_pod("vm-pod", "vm", node="n1"))
+    (listener,) = handle.services.listeners
+
+    def ask(cpus: int) -> dict[str, Any]:
+        body = {"protoVersion": 3, "pod": {"namespace": "default", "name": "vm-pod"}}
+        body |= {"resources": {"vCPUs": cpus, "mem": cpus}, "metrics": {"loadAvg1M": 1}}
+        response = listener.handler(HttpRequest("POST", "/", orjson.dumps(body)))
+        assert response.status == 200, response.body
+        return dict(orjson.loads(response.body))
+
+    assert "migrate" not in ask(5)  # asked for: no object yet, so not told
+    await run_worker_until_idle(handle)
+    ((method, path, created),) = handle.api.calls
+    assert (method, path) == (
+        "POST",
+        "/apis/vm.neon.tech/v1/namespaces/default/virtualmachinemigrations",
+    )
+    assert created["metadata"]["name"] == "schedplugin-vm-pod"
+    assert created["metadata"]["labels"] == {"autoscaling.neon.tech/created-by-scheduler": "true"}
+    assert created["spec"]["vmName"] == "vm"
+    handle.informers.put("virtualmachinemigrations", created)  # the object exists now
+    answer = ask(6)
+    assert answer["migrate"] == {}
+    assert answer["permit"]["vCPUs"] == 5  # the increase became pressure
+    handle.informers.put("virtualmachinemigrations", {**created, "status": {"phase": "Succeeded"}})
+    await run_worker_until_idle(handle)
+    assert handle.api.calls[-1][:2] == (
+        "DELETE",
+        "/apis/vm.neon.tech/v1/namespaces/default/virtualmachinemigrations/schedplugin-vm-pod",
+    )
+    assert handle.registry.get_sample_value("autoscaling_plugin_migrations_created_total") == 1
+    assert (
+        handle.registry.get_sample_value(
+            "autoscaling_plugin_migrations_deleted_total", {"phase": "Succeeded"}
+        )
+        == 1
+    )
+
+
+async def test_do_migration_false_creates_nothing() -> None:
+    _, handle = await started()
+    handle.informers.put("configmaps", config_map(doMigration=False))
+    vm = (
+        make_vm("vm")
+        .cpus(1, 8, 5)
+        .memory_slots(1, 8, 5)
+        .label("autoscaling.neon.tech/auto-migration-enabled", "true")
+    )
+    handle.informers.put("virtualmachines", vm.obj())
+    handle.informers.put("pods", vm_pod("vm-pod", "vm", node="n1"))
+    (listener,) = handle.services.listeners
+    body = {"protoVersion": 3, "pod": {"namespace": "default", "name": "vm-pod"}}
+    body |= {"resources": {"vCPUs": 5, "mem": 5}, "metrics": {"loadAvg1M": 1}}
+    assert listener.handler(HttpRequest("POST", "/", orjson.dumps(body))).status == 200
+    await run_worker_until_idle(handle)
+    assert handle.api.calls == []
+
+
+async def test_migration_jobs_retry_with_backoff_and_accept_already_exists() -> None:
+    _, handle = await started()
+    controller = MigrationController(
+        cast(Any, handle.api),
+        cast(Any, AutoscaleMetrics(CollectorRegistry(), lambda: None)),
+        sleep=lambda _delay: asyncio.sleep(0),
+    )
+    handle.api.failures = [RuntimeError("connection reset"), FakeApiError(409)]
+    controller.want("default", "p", "vm")
+    controller.want("default", "p", "vm")  # deduplicated while pending
+    controller.finished("default", "gone", "Failed")
+    handle.api.failures.append(FakeApiError(404))
+    task = asyncio.ensure_future(controller.run())
+    for _ in range(50):
+        await asyncio.sleep(0)
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    assert [call[0] for call in handle.api.calls] == ["POST", "POST", "DELETE"]
+    assert controller.pending == 0

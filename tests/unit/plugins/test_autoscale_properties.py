@@ -57,6 +57,7 @@ operations = st.one_of(
     st.tuples(st.just("reserve"), st.sampled_from(PLAIN + VMS), st.sampled_from(NODES), positive),
     st.tuples(st.just("unreserve"), st.sampled_from(PLAIN + VMS), st.sampled_from(NODES)),
     st.tuples(st.just("resize"), st.sampled_from(VMS), st.integers(1, 4), st.integers(1, 4)),
+    st.tuples(st.just("migrating"), st.sampled_from(VMS), st.booleans()),
     st.tuples(
         st.just("agent"),
         st.sampled_from(VMS),
@@ -93,6 +94,8 @@ def _apply(state: State, op: tuple[Any, ...]) -> None:
         state.unreserve(op[1], op[2])
     elif kind == "resize":
         state.observe_vm(_vm(op[1], op[2], op[3]))
+    elif kind == "migrating":
+        state.set_migrating(op[1], op[2])
     elif kind == "agent":
         _agent(state, op)
 

@@ -316,7 +316,7 @@ def test_refused_requests_change_nothing(
     with_vm_pod(state, "default/vm", amounts(2, 2))
     if prepare == "migrating":
         pod = state.pods["default/vm"]
-        state.replace_pod(pod, dataclasses.replace(pod, migrating=True))
+        state.replace_pod(pod, dataclasses.replace(pod, migrating=True, migrate_told=True))
     if prepare == "contacted":
         handle_request(state, request("default/vm", amounts(2, 2)), migration_allowed=False)
     before = repr(state.nodes), repr(state.pods)
@@ -370,7 +370,7 @@ def test_too_much_pressure(
     assert too_much_pressure(node) is over
 
 
-def test_migration_picks_the_least_loaded_opted_in_vm_and_answers_migrate() -> None:
+def test_migration_picks_the_least_loaded_opted_in_vm_and_tells_it_once_the_object_exists() -> None:
     state = state_with_node(8, 8)
     with_vm_pod(state, "default/busy", amounts(2, 2), migratable=True)
     with_vm_pod(state, "default/idle", amounts(2, 2), migratable=True)
@@ -378,15 +378,24 @@ def test_migration_picks_the_least_loaded_opted_in_vm_and_answers_migrate() -> N
     for key, load in (("default/busy", 3.0), ("default/idle", 0.1)):
         handle_request(state, request(key, amounts(2, 2), metrics=load), migration_allowed=False)
     assert choose_migration(state, "n1") is state.pods["default/idle"]
-    outcome = handle_request(
+    asked = handle_request(
+        state, request("default/idle", amounts(2, 2), metrics=0.1), migration_allowed=True
+    )
+    assert (asked.wants_migration, asked.migrate) == (True, False)
+    state.set_migrating("default/idle", True)  # the migration object appeared
+    told = handle_request(
         state, request("default/idle", amounts(3, 3), metrics=0.1), migration_allowed=True
     )
-    assert outcome.migrate is True
-    assert outcome.permit == amounts(2, 2)  # the increase became pressure
+    assert (told.wants_migration, told.migrate) == (False, True)
+    assert told.permit == amounts(2, 2)  # the increase became pressure
     node = state.nodes["n1"]
     assert node.migrating == amounts(2, 2)
     assert node.pressure_accounted_for == amounts(3, 3)
     assert choose_migration(state, "n1") is None  # accounted for now
+    with pytest.raises(RequestError, match="already been informed"):
+        handle_request(state, request("default/idle", amounts(3, 3)), migration_allowed=True)
+    state.set_migrating("default/idle", False)  # the migration ended
+    assert node.migrating == ZERO
     state.check_invariants()
 
 
@@ -396,6 +405,6 @@ def test_no_migration_when_disallowed_or_not_opted_in() -> None:
     with_vm_pod(state, "default/b", amounts(2, 2), migratable=True)
     assert choose_migration(state, "n1") is state.pods["default/b"]
     outcome = handle_request(state, request("default/b", amounts(2, 2)), migration_allowed=False)
-    assert outcome.migrate is False
+    assert outcome.wants_migration is False
     outcome = handle_request(state, request("default/a", amounts(3, 3)), migration_allowed=True)
-    assert outcome.migrate is False
+    assert outcome.wants_migration is False
