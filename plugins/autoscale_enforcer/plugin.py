@@ -89,6 +89,7 @@ MIGRATION_WORKER = "autoscale-enforcer-migrations"
 STATE_DUMP_PATH = "autoscale-enforcer/state"
 
 MAX_WAITING_FOR_ROOM = 10_000
+MAX_CACHED_VMS = 100_000
 REASON_NO_ROOM = "Not enough resources for pod"
 REASON_NO_ROOM_RESERVE = "Not enough resources to reserve for pod"
 REASON_NOT_STARTED = "AutoscaleEnforcer has no configuration yet"
@@ -134,6 +135,9 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         self._migrations = MigrationController(handle.api, self._metrics)
 
         self._api: AgentApi | None = None
+        # Parsed VMs by namespace/name, valid for one resourceVersion: Filter and
+        # Score size the same VM once per node per cycle.
+        self._vm_infos: dict[str, tuple[str, VmInfo]] = {}
         # Pods Filter rejected for room: an agent shrinking a VM is no cluster
         # event, so they are woken here when room is freed. Bounded.
         self._waiting_for_room: dict[str, None] = {}
@@ -304,9 +308,22 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         if raw is None:
             return None
         try:
-            return vm_info(raw)
+            return self._parse_vm(raw)
         except VmError:
             return None
+
+    def _parse_vm(self, raw: ConfigMapRaw) -> VmInfo:
+        metadata = raw.get("metadata") or {}
+        key = f"{metadata.get('namespace')}/{metadata.get('name')}"
+        version = str(metadata.get("resourceVersion") or "")
+        cached = self._vm_infos.get(key)
+        if cached is not None and version and cached[0] == version:
+            return cached[1]
+        info = vm_info(raw)
+        if len(self._vm_infos) > MAX_CACHED_VMS:
+            self._vm_infos.clear()
+        self._vm_infos[key] = (version, info)
+        return info
 
     # ------------------------------------------------------- pod sizing
     def _amount(self, state: State, pod: Pod) -> tuple[Amounts, VmInfo | None]:
@@ -320,7 +337,7 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
                 Status.unschedulable(f"VirtualMachine {pod.namespace}/{name} not found")
             )
         try:
-            vm = vm_info(raw)
+            vm = self._parse_vm(raw)
         except VmError as error:
             raise _PodError(Status.unresolvable(f"Error getting pod vmInfo: {error}")) from None
         if vm.slot_bytes != state.config.slot_bytes:

@@ -133,11 +133,13 @@ class State:
         self.nodes: dict[str, NodeState] = {}
         self.pods: dict[str, PodState] = {}
         self._pods_by_vm: dict[str, str] = {}
+        self._max_total: Amounts | None = None  # cached; None after node changes
 
     # ------------------------------------------------------------ config
     def set_config(self, config: Config) -> None:
         """Replace the config; every node's budget is recomputed at once."""
         self.config = config
+        self._max_total = None
         for node in self.nodes.values():
             if node.budget is not None:
                 node.budget = self._budget(node.name, node.allocatable)
@@ -149,12 +151,16 @@ class State:
         )
 
     def max_total(self) -> Amounts:
-        """The largest node total of each resource among current nodes."""
+        """The largest node total of each resource among current nodes
+        (cached: Score asks once per node per cycle)."""
+        if self._max_total is not None:
+            return self._max_total
         cpu = mem = 0
         for node in self.nodes.values():
             total = node.total
             cpu, mem = max(cpu, total.cpu), max(mem, total.mem)
-        return Amounts(cpu, mem)
+        self._max_total = Amounts(cpu, mem)
+        return self._max_total
 
     # ------------------------------------------------------------- nodes
     def upsert_node(self, name: str, allocatable: Amounts) -> None:
@@ -163,12 +169,14 @@ class State:
             node = self.nodes[name] = NodeState(name)
         node.allocatable = allocatable
         node.budget = self._budget(name, allocatable)
+        self._max_total = None
 
     def remove_node(self, name: str) -> None:
         """The node is gone; its pods are forgotten with it (they cannot run)."""
         node = self.nodes.pop(name, None)
         if node is None:
             return
+        self._max_total = None
         for key in list(node.pods):
             self.pods.pop(key, None)
         self._pods_by_vm = {vm: key for vm, key in self._pods_by_vm.items() if key in self.pods}
@@ -359,6 +367,8 @@ class State:
             )
             assert tuple(sums) == counters, (node.name, sums, counters)
         assert sum(len(n.pods) for n in self.nodes.values()) == len(self.pods)
+        cached, self._max_total = self._max_total, None
+        assert cached is None or cached == self.max_total(), (cached, self.max_total())
 
     def dump(self) -> Mapping[str, object]:
         """A JSON-ready view for the debug endpoint."""
