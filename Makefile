@@ -39,6 +39,7 @@ differential: venv controlplane
 
 demo: venv controlplane
 	PYTHONPATH=. $(BIN)/python examples/demo.py
+	PYTHONPATH=. $(BIN)/python examples/autoscale_demo.py
 
 # pyscheduler against upstream kube-scheduler (SchedulingBasic, 5000 nodes);
 # e.g. make bench BENCH_ARGS="--workload small --repeat 3 --out small.json"
