@@ -404,3 +404,47 @@ async def test_a_node_over_its_watermark_gets_a_migration_that_is_cleaned_up_whe
             return await migration() is None
 
         await eventually(gone, what="finished migration deleted")
+
+
+async def test_only_the_leader_answers_agents_and_a_follower_takes_over(
+    control_plane: Cluster, env: Env, nodes: NodePool
+) -> None:
+    await nodes.create(make_node("le").capacity(cpu="4", memory="4Gi", pods="20").obj())
+    lease = f"enforcer-{secrets.token_hex(3)}"
+    election = f"""leaderElection:
+  leaderElect: true
+  resourceNamespace: {env.namespace}
+  resourceName: {lease}
+  leaseDuration: 4s
+  renewDeadline: 3s
+  retryPeriod: 500ms
+"""
+    text = env.scheduler_config().replace("leaderElection:\n  leaderElect: false\n", election)
+    assert "leaderElect: true" in text
+    probe = {"protoVersion": 2, "pod": {"namespace": env.namespace, "name": "nobody"}}
+    probe |= {"resources": {"vCPUs": 1, "mem": 1}, "metrics": None}
+    async with contextlib.AsyncExitStack() as stack, aiohttp.ClientSession() as session:
+        first = await stack.enter_async_context(
+            running_scheduler(control_plane.kubeconfig, env.name, config_text=text)
+        )
+        assert first.elector is not None
+        await eventually(lambda: _leading(first), what="first scheduler leads")
+        second = await stack.enter_async_context(
+            running_scheduler(control_plane.kubeconfig, env.name, config_text=text)
+        )
+
+        def url(app: SchedulerApp) -> str:
+            return f"http://127.0.0.1:{app.server.listener_port(AGENT_LISTENER)}/"
+
+        assert await post(session, url(first), probe) == (404, "pod not found")
+        assert await post(session, url(second), probe) == (
+            503,
+            "not the leader: ask the leading scheduler",
+        )
+        first.stop()  # releases the lease
+        await eventually(lambda: _leading(second), what="second scheduler takes over")
+        assert await post(session, url(second), probe) == (404, "pod not found")
+
+
+async def _leading(app: SchedulerApp) -> bool:
+    return app.elector is not None and app.elector.is_leader
