@@ -67,9 +67,10 @@ class ClusterFeed:
         self._config: Config | None = None  # the last good config
         self._config_error = "no ConfigMap seen"
         self._config_ready = asyncio.Event()
-        # Parsed VMs by namespace/name, valid for one resourceVersion: Filter and
-        # Score size the same VM once per node per cycle.
-        self._vm_infos: dict[str, tuple[str, VmInfo]] = {}
+        # Parsed VMs by namespace/name, valid for one object version (informer
+        # objects are immutable and replaced on change, so identity is the
+        # version): Filter and Score size the same VM once per node per cycle.
+        self._vm_infos: dict[str, tuple[Raw, VmInfo]] = {}
 
         informers = handle.informers
         selector = (
@@ -258,15 +259,14 @@ class ClusterFeed:
             return None
 
     def parse_vm(self, raw: Raw) -> VmInfo:
-        """The VM's info, parsed once per resourceVersion; raises ``VmError``."""
+        """The VM's info, parsed once per object version; raises ``VmError``."""
         metadata = raw.get("metadata") or {}
         key = f"{metadata.get('namespace')}/{metadata.get('name')}"
-        version = str(metadata.get("resourceVersion") or "")
         cached = self._vm_infos.get(key)
-        if cached is not None and version and cached[0] == version:
+        if cached is not None and cached[0] is raw:
             return cached[1]
         info = vm_info(raw)
         if len(self._vm_infos) > MAX_CACHED_VMS:
             self._vm_infos.clear()
-        self._vm_infos[key] = (version, info)
+        self._vm_infos[key] = (raw, info)
         return info

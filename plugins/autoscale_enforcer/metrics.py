@@ -100,6 +100,8 @@ class AutoscaleMetrics:
         self.extension_calls = counter(
             "extension_calls_total", "Calls to the plugin's extension points", ("method",)
         )
+        # Children bound once: Filter and Score count a call per node.
+        self.calls = {method: self.extension_calls.labels(method) for method in Method}
         self.extension_call_fails = counter(
             "extension_call_fails_total",
             "Extension point calls that failed (Unschedulable from Filter not counted)",

@@ -45,7 +45,7 @@ from plugins.autoscale_enforcer.cluster import ClusterFeed
 from plugins.autoscale_enforcer.metrics import AutoscaleMetrics, Method
 from plugins.autoscale_enforcer.migration import MigrationController
 from plugins.autoscale_enforcer.protocol import MAX_HTTP_BODY_SIZE
-from plugins.autoscale_enforcer.state import Amounts, State
+from plugins.autoscale_enforcer.state import Amounts, NodeState, State
 from plugins.autoscale_enforcer.vm import VmError, VmInfo, vm_name_of_pod
 from scheduler.framework import (
     CycleState,
@@ -140,21 +140,32 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
             )
         return Amounts(vm.cpu_use, vm.mem_use), vm
 
-    def _what_if(self, state: State, pod: Pod, node_info: NodeInfo) -> tuple[Amounts, Amounts]:
-        """(leave out, extra): the framework's view of the node against ours."""
-        listed = node_info.pods
+    def _reserved_after(
+        self, state: State, pod: Pod, node_info: NodeInfo, amount: Amounts
+    ) -> tuple[NodeState, Amounts] | None:
+        """What the node would reserve with the pod, over the framework's view of
+        it: pods it does not list are left out (a preemption what-if), pods it
+        lists that we do not hold are added by their requests (assumed pods of
+        other profiles). None for a node we cannot place on."""
         node = state.nodes.get(node_info.name)
-        held = {} if node is None else node.pods
-        without = [key for key, p in held.items() if p.uid not in listed or key == pod.key]
-        extra = Amounts()
+        if node is None or node.budget is None:
+            return None
+        listed, held = node_info.pods, node.pods
+        reserved = node.reserved
+        if (
+            len(listed) == len(held)
+            and pod.key not in held
+            and all(p.uid in listed for p in held.values())
+        ):  # the common case: the same pods on both sides
+            return node, reserved + amount
+        for key, ours in held.items():
+            if ours.uid not in listed or key == pod.key:
+                reserved = reserved.minus(ours.reserved)
         for uid, other in listed.items():
-            ours = state.pods.get(other.key)
-            if uid != pod.uid and (ours is None or ours.node != node_info.name):
-                extra = extra + Amounts(other.requests.milli_cpu, other.requests.memory)
-        left_out = Amounts()
-        for key in without:
-            left_out = left_out + held[key].reserved
-        return left_out, extra
+            known = state.pods.get(other.key)
+            if uid != pod.uid and (known is None or known.node != node.name):
+                reserved = reserved + Amounts(other.requests.milli_cpu, other.requests.memory)
+        return node, reserved + amount
 
     # --------------------------------------------------------- extension points
     def _fail(self, method: Method, status: Status) -> Status:
@@ -162,7 +173,7 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         return status
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        self._metrics.extension_calls.labels(Method.FILTER).inc()
+        self._metrics.calls[Method.FILTER].inc()
         plugin_state = self._state
         if plugin_state is None:
             return self._fail(Method.FILTER, Status.as_error(REASON_NOT_STARTED))
@@ -170,12 +181,8 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
             amount, _ = self._amount(plugin_state, pod)
         except _PodError as error:
             return self._fail(Method.FILTER, error.status)
-        node = plugin_state.nodes.get(node_info.name)
-        if node is None or node.budget is None:
-            return Status.unschedulable(REASON_NO_ROOM)
-        left_out, extra = self._what_if(plugin_state, pod, node_info)
-        after = node.reserved.minus(left_out) + extra + amount
-        if not after.fits_in(node.total):
+        found = self._reserved_after(plugin_state, pod, node_info, amount)
+        if found is None or not found[1].fits_in(found[0].total):
             self._remember_waiting(pod.key)
             return Status.unschedulable(REASON_NO_ROOM)
         return None
@@ -194,7 +201,7 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
             self._handle.activate(pending)
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
-        self._metrics.extension_calls.labels(Method.SCORE).inc()
+        self._metrics.calls[Method.SCORE].inc()
         plugin_state = self._state
         if plugin_state is None:
             return 0, self._fail(Method.SCORE, Status.as_error(REASON_NOT_STARTED))
@@ -202,11 +209,10 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
             amount, _ = self._amount(plugin_state, pod)
         except _PodError as error:
             return 0, self._fail(Method.SCORE, Status.as_error(error.status.message()))
-        node = plugin_state.nodes.get(node_info.name)
-        if node is None or node.budget is None:
+        found = self._reserved_after(plugin_state, pod, node_info, amount)
+        if found is None:
             return 0, None
-        left_out, extra = self._what_if(plugin_state, pod, node_info)
-        after = node.reserved.minus(left_out) + extra + amount
+        node, after = found
         return scoring.score(after, node.total, plugin_state.max_total(), plugin_state.config), None
 
     def score_extensions(self) -> ScoreExtensions:
@@ -228,7 +234,7 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         return scoring.randomized(values, self._rng)
 
     def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
-        self._metrics.extension_calls.labels(Method.RESERVE).inc()
+        self._metrics.calls[Method.RESERVE].inc()
         plugin_state = self._state
         if plugin_state is None:
             return self._fail(Method.RESERVE, Status.as_error(REASON_NOT_STARTED))
@@ -242,7 +248,7 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         return None
 
     def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
-        self._metrics.extension_calls.labels(Method.UNRESERVE).inc()
+        self._metrics.calls[Method.UNRESERVE].inc()
         if self._state is not None:
             self._state.unreserve(pod.key, node_name)
 
