@@ -99,15 +99,21 @@ class ClusterFeed:
     # ------------------------------------------------------------ start-up
     async def start(self) -> State:
         """Wait for a valid config, then rebuild the state from the stores."""
+        ready = asyncio.ensure_future(self._config_ready.wait())
+        timer = asyncio.ensure_future(
+            self._handle.clock.sleep(self._args.init_config_map_timeout_seconds)
+        )
         try:
-            async with asyncio.timeout(self._args.init_config_map_timeout_seconds):
-                await self._config_ready.wait()
-        except TimeoutError:
+            await asyncio.wait({ready, timer}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            ready.cancel()
+            timer.cancel()
+        if not self._config_ready.is_set():
             raise RuntimeError(
                 f"no valid config in ConfigMap {self._args.config_map_namespace}/"
                 f"{self._args.config_map_name} key {self._args.config_map_key!r} within "
                 f"{self._args.init_config_map_timeout_seconds:g}s: {self._config_error}"
-            ) from None
+            )
         config = self._config
         assert config is not None  # set before the event
         if config.scheduler_name != self._handle.profile_name:

@@ -92,7 +92,7 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         self._handle = handle
         self._rng = rng or random.Random()
         self._metrics = AutoscaleMetrics(handle.services.metrics_registry, lambda: self._feed.state)
-        self._migrations = MigrationController(handle.api, self._metrics)
+        self._migrations = MigrationController(handle.api, self._metrics, sleep=handle.clock.sleep)
         self._feed = ClusterFeed(args, handle, self._metrics, self._migrations.finished)
         self._api: AgentApi | None = None
         # Pods Filter rejected for room: an agent shrinking a VM is no cluster

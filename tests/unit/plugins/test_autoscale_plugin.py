@@ -20,6 +20,7 @@ from plugins.autoscale_enforcer import CONFIG_MAP_KEY, AutoscaleEnforcer, Autosc
 from plugins.autoscale_enforcer.metrics import AutoscaleMetrics
 from plugins.autoscale_enforcer.migration import MigrationController
 from plugins.autoscale_enforcer.plugin import AGENT_LISTENER, STATE_DUMP_PATH
+from scheduler.clock import RealClock
 from scheduler.framework import Code, CycleState, Handle, HttpRequest, NodeScore
 from scheduler.pluginservices import DaemonPluginServices
 from tests.support.builders import make_config_map, make_node, make_pod, make_vm
@@ -106,6 +107,7 @@ class FakeApi:
 
 class FakeHandle:
     profile_name = "autoscale-scheduler"
+    clock = RealClock()
 
     def __init__(self) -> None:
         self.api = FakeApi()
