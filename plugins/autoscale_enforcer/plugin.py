@@ -91,7 +91,14 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         self._args = args
         self._handle = handle
         self._rng = rng or random.Random()
-        self._metrics = AutoscaleMetrics(handle.services.metrics_registry, lambda: self._feed.state)
+        try:
+            self._metrics = AutoscaleMetrics(
+                handle.services.metrics_registry, lambda: self._feed.state
+            )
+        except ValueError as error:  # its metrics are already registered
+            raise ValueError(
+                f"{NAME} can be enabled in one profile only (also in {handle.profile_name!r})"
+            ) from error
         self._migrations = MigrationController(handle.api, self._metrics, sleep=handle.clock.sleep)
         self._feed = ClusterFeed(args, handle, self._metrics, self._migrations.finished)
         self._api: AgentApi | None = None

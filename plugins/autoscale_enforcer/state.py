@@ -32,7 +32,7 @@ only a pod that Reserve added and no informer has confirmed bound.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from plugins.autoscale_enforcer.config import Config, NodeBudget, derive_node
@@ -377,9 +377,6 @@ class State:
             "maxTotal": dataclasses.asdict(self.max_total()),
             "config": self.config.model_dump(mode="json", by_alias=True),
         }
-
-    def __iter__(self) -> Iterator[NodeState]:
-        return iter(self.nodes.values())
 
 
 def _dump_node(node: NodeState) -> dict[str, object]:

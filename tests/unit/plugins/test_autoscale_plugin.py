@@ -545,3 +545,13 @@ async def test_migration_jobs_retry_with_backoff_and_accept_already_exists() -> 
         await task
     assert [call[0] for call in handle.api.calls] == ["POST", "POST", "DELETE"]
     assert controller.pending == 0
+
+
+def test_a_second_profile_enabling_the_plugin_is_refused_clearly() -> None:
+    handle = FakeHandle()
+    AutoscaleEnforcer(AutoscaleEnforcerArgs(), cast(Handle, handle))
+    second = FakeHandle()
+    second.registry = handle.registry
+    second.services = DaemonPluginServices(handle.registry)
+    with pytest.raises(ValueError, match="can be enabled in one profile only"):
+        AutoscaleEnforcer(AutoscaleEnforcerArgs(agent_port=10300), cast(Handle, second))
