@@ -7,7 +7,8 @@ starts them in one TaskGroup, each named, and stops them in this order when
 1. mark not-ready (``/readyz`` fails ``shutdown``), stop popping, close the
    queue (the scheduling loop returns);
 2. drain binding cycles until ``bind_grace_seconds``; those still running are
-   cancelled and roll back (unreserve, forget), so nothing stays assumed;
+   cancelled and roll back (unreserve, forget), so nothing stays assumed; then
+   the plugins' background API work (preemption) with the same grace;
 3. stop the queue flushers, the leader elector (releasing the lease) and the
    informers;
 4. flush pod status patches and events (bounded), then close the client and
@@ -22,7 +23,7 @@ import logging
 import random
 import socket
 import uuid
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +43,8 @@ from scheduler.config import (
 from scheduler.cycle.reporting import StatusWriter
 from scheduler.cycle.scheduler import Scheduler
 from scheduler.diagnostics import AttemptLog
-from scheduler.eventhandlers import EventHandlers
+from scheduler.eventhandlers import EventHandlers, ObjectEventHandlers
+from scheduler.framework.events import Resource as EventResource
 from scheduler.framework.interfaces import ExtensionPoint, Plugin
 from scheduler.framework.objects import Pod, parse_pod
 from scheduler.framework.registry import Registry, entry_point_plugins
@@ -51,11 +53,13 @@ from scheduler.health import scheduler_health
 from scheduler.informers.factory import FactoryInformerAccess, InformerFactory
 from scheduler.kube.client import KubeClient
 from scheduler.kube.events import EventSink
-from scheduler.kube.resources import NODES, PODS
+from scheduler.kube.resources import BY_GROUP_KIND, NODES, PODS
 from scheduler.kube.writer import KubeApiWriter
 from scheduler.leaderelection import ApiLeaseClient, LeaderElectionConfig, LeaderElector
 from scheduler.metrics import CacheType, SchedulerMetrics
+from scheduler.pluginservices import DaemonPluginServices
 from scheduler.queue import QueueProfile, SchedulingQueue
+from scheduler.runtime.background import BackgroundTasks
 from scheduler.runtime.framework import Framework
 from scheduler.runtime.waiting import WaitingPods
 from scheduler.server import OpsServer
@@ -104,7 +108,48 @@ def build_framework(
                 instances[ref.name] = spec.factory(profile.plugin_args.get(ref.name), handle)
             by_point.setdefault(point, []).append(instances[ref.name])
     weights = {ref.name: ref.weight for ref in profile.plugins.get(ExtensionPoint.SCORE, ())}
-    return Framework(profile.scheduler_name, by_point, weights, waiting, metrics)
+    framework = Framework(profile.scheduler_name, by_point, weights, waiting, metrics)
+    handle.bind_framework(framework)
+    return framework
+
+
+# Resources whose events reach the queue through their own handlers.
+_POD_AND_NODE_EVENTS = frozenset(
+    {
+        EventResource.POD,
+        EventResource.ASSIGNED_POD,
+        EventResource.UNSCHEDULED_POD,
+        EventResource.NODE,
+        EventResource.WILDCARD,
+    }
+)
+
+
+def object_event_resources(frameworks: Iterable[Framework]) -> list[EventResource]:
+    """The other resources some plugin registered events for (upstream
+    watches only those), in a stable order."""
+    found: dict[EventResource, None] = {}
+    for framework in frameworks:
+        for registered in framework.events_to_register().values():
+            for item in registered:
+                resource = item.event.resource
+                if resource not in _POD_AND_NODE_EVENTS and resource.value in BY_GROUP_KIND:
+                    found[resource] = None
+    return list(found)
+
+
+def watch_object_events(
+    factory: InformerFactory,
+    queue: SchedulingQueue,
+    frameworks: Iterable[Framework],
+    metrics: SchedulerMetrics,
+) -> None:
+    """Feed the queue the cluster events of those other resources."""
+    for resource in object_event_resources(frameworks):
+        handlers = ObjectEventHandlers(queue, resource, timer=metrics)
+        factory.informer(BY_GROUP_KIND[resource.value]).add_handler(
+            handlers.added, handlers.updated, handlers.deleted
+        )
 
 
 class SchedulerApp:
@@ -138,19 +183,22 @@ class SchedulerApp:
         nodes = self.informer_factory.informer(NODES)
         informer_access = FactoryInformerAccess(self.informer_factory)
         self.event_sink = EventSink(client, hostname=socket.gethostname(), clock=self.clock)
-        self.status_writer = StatusWriter(client.patch_pod_status)
+        self.status_writer = StatusWriter(client.patch_pod_status, self.clock)
         api = KubeApiWriter(client)
         self.cache = Cache()
         self.snapshot = Snapshot()
         self.waiting = WaitingPods()
+        self.background = BackgroundTasks()
         self.attempt_log = AttemptLog()
+        self.plugin_services = DaemonPluginServices(self.metrics_registry)
 
         handles: list[ProfileHandle] = []
         self.frameworks: dict[str, Framework] = {}
         recorders = {}
         for profile in profiles:
-            recorder = self.event_sink.recorder(profile.scheduler_name)
-            recorders[profile.scheduler_name] = recorder
+            recorder = recorders[profile.scheduler_name] = self.event_sink.recorder(
+                profile.scheduler_name
+            )
             handle = ProfileHandle(
                 profile_name=profile.scheduler_name,
                 clock=self.clock,
@@ -159,6 +207,9 @@ class SchedulerApp:
                 events=recorder,
                 api=api,
                 waiting_pods=self.waiting,
+                services=self.plugin_services,
+                background=self.background,
+                metrics=self.metrics,
             )
             handles.append(handle)
             framework = build_framework(profile, registry, handle, self.waiting, self.metrics)
@@ -214,6 +265,9 @@ class SchedulerApp:
         )
         pods.add_handler(handlers.pod_added, handlers.pod_updated, handlers.pod_deleted)
         nodes.add_handler(handlers.node_added, handlers.node_updated, handlers.node_deleted)
+        watch_object_events(
+            self.informer_factory, self.queue, self.frameworks.values(), self.metrics
+        )
 
         self.elector: LeaderElector | None = None
         election = config.leader_election
@@ -233,19 +287,35 @@ class SchedulerApp:
         if self.elector is not None:
             elector = self.elector
             self.metrics.leader_election(election.resource_name, lambda: elector.is_leader)
+        self.server = self._ops_server(config)
+
+    def _ops_server(self, config: SchedulerConfiguration) -> OpsServer:
         health = scheduler_health(
             shutting_down=lambda: self._shutting_down,
             handlers_synced=lambda: self._synced,
             leader_election=self.elector.healthy if self.elector else None,
         )
-        self.server = OpsServer(
+        return OpsServer(
             self.options.bind_address,
             self.options.port,
             self.metrics_registry,
             health,
             self.attempt_log,
             config_dump=lambda: config.model_dump(mode="json", by_alias=True),
+            listeners=self.plugin_services.listeners,
+            debug_routes=self.plugin_services.debug_routes,
+            gate=self._plugin_gate,
         )
+
+    def _plugin_gate(self, leader_only: bool) -> str | None:
+        """Why plugin listeners refuse now (503), or None to serve."""
+        if not self._synced:  # set once informers synced and plugins started
+            return "not ready: informers syncing or plugins starting"
+        if self._shutting_down:
+            return "not ready: shutting down"
+        if leader_only and self.elector is not None and not self.elector.is_leader:
+            return "not the leader: ask the leading scheduler"
+        return None
 
     def _reject_waiting(self, pod: Pod) -> None:
         waiting = self.waiting.get(pod.uid)
@@ -277,7 +347,11 @@ class SchedulerApp:
                 events = group.create_task(self.event_sink.run(), name="events")
                 status = group.create_task(self.status_writer.run(), name="pod-status")
                 cache_metrics = group.create_task(self._cache_metrics(), name="cache-metrics")
-                if not await self._until_stopped(self.informer_factory.wait_synced()):
+                workers: list[asyncio.Task[None]] = []
+                stopped = await self._until_stopped(self.informer_factory.wait_synced())
+                if not stopped:  # plugins' start steps: a failure fails start-up
+                    stopped = await self._until_stopped(self.plugin_services.start())
+                if not stopped:
                     self._synced = True
                     log.info(
                         "informers synced; scheduling",
@@ -285,12 +359,16 @@ class SchedulerApp:
                     )
                     flushers = group.create_task(self.queue.run(), name="queue-flushers")
                     scheduling = group.create_task(self._lead_and_schedule(), name="scheduling")
+                    workers = [
+                        group.create_task(work(), name=f"plugin:{name}")
+                        for name, work in self.plugin_services.workers
+                    ]
                     await self._stop_or_done(scheduling)
                     await self._shutdown_scheduling(scheduling, flushers)
                 self._shutting_down = True
-                for task in (informers, cache_metrics):
+                for task in (*workers, informers, cache_metrics):
                     task.cancel()
-                await asyncio.wait({informers, cache_metrics})  # stopped before the flush
+                await asyncio.wait({*workers, informers, cache_metrics})  # stopped before the flush
                 await self._flush(status, events)
         finally:
             self._shutting_down = True
@@ -338,6 +416,10 @@ class SchedulerApp:
             log.warning(
                 "shutdown: %d binding cycles did not finish and were rolled back", cancelled
             )
+        # Plugins' background API work (preemption): same grace, then cancelled.
+        unfinished = await self.background.drain(self.options.bind_grace_seconds)
+        if unfinished:
+            log.warning("shutdown: %d background plugin tasks were cancelled", unfinished)
         for task in (scheduling, flushers):
             if not task.done():
                 task.cancel()
@@ -362,4 +444,4 @@ class SchedulerApp:
             self.metrics.cache_size(CacheType.NODES, self.cache.node_count())
             self.metrics.cache_size(CacheType.PODS, self.cache.pod_count())
             self.metrics.cache_size(CacheType.ASSUMED_PODS, self.cache.assumed_count())
-            await asyncio.sleep(CACHE_METRICS_PERIOD_SECONDS)
+            await self.clock.sleep(CACHE_METRICS_PERIOD_SECONDS)

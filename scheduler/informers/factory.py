@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 
 from scheduler.clock import Clock
 from scheduler.framework.handle import ObjectStore, RawObject
-from scheduler.informers.informer import Informer, ReflectorOptions, Sleep
+from scheduler.informers.informer import Informer, ReflectorOptions
 from scheduler.informers.source import ListWatchClient
 from scheduler.informers.store import Raw
 from scheduler.kube.resources import KNOWN_RESOURCES, ResourceType
@@ -32,13 +32,11 @@ class InformerFactory:
         *,
         options: ReflectorOptions | None = None,
         clock: Clock | None = None,
-        sleep: Sleep = asyncio.sleep,
         rng: random.Random | None = None,
     ) -> None:
         self._client = client
         self._options = options
         self._clock = clock
-        self._sleep = sleep
         self._rng = rng or random.Random()
         self._informers: dict[ResourceType, Informer] = {}
         self._group: asyncio.TaskGroup | None = None
@@ -72,7 +70,6 @@ class InformerFactory:
             field_selector=field_selector,
             options=self._options,
             clock=self._clock,
-            sleep=self._sleep,
             rng=random.Random(self._rng.random()),
         )
         self._informers[resource] = informer
@@ -120,18 +117,22 @@ class FactoryInformerAccess:
         self._factory = factory
         self._resources = resources
 
-    def _informer(self, resource: str) -> Informer:
+    def _informer(self, resource: str, field_selector: str | None = None) -> Informer:
         try:
             resource_type = self._resources[resource]
         except KeyError:
             raise KeyError(f"no informer for unknown resource {resource!r}") from None
-        return self._factory.informer(resource_type)
+        return self._factory.informer(resource_type, field_selector=field_selector)
 
-    def store(self, resource: str) -> ObjectStore:
-        return self._informer(resource).store
+    def store(self, resource: str, *, field_selector: str | None = None) -> ObjectStore:
+        return self._informer(resource, field_selector).store
 
     def on_change(
-        self, resource: str, handler: Callable[[RawObject | None, RawObject | None], None]
+        self,
+        resource: str,
+        handler: Callable[[RawObject | None, RawObject | None], None],
+        *,
+        field_selector: str | None = None,
     ) -> None:
         def on_add(new: Raw) -> None:
             handler(None, new)
@@ -142,4 +143,4 @@ class FactoryInformerAccess:
         def on_delete(old: Raw) -> None:
             handler(old, None)
 
-        self._informer(resource).add_handler(on_add, on_update, on_delete)
+        self._informer(resource, field_selector).add_handler(on_add, on_update, on_delete)

@@ -91,6 +91,12 @@ RESOURCE_CLAIM_TEMPLATES = ResourceType(
 )
 RESOURCE_SLICES = ResourceType("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False)
 DEVICE_CLASSES = ResourceType("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", False)
+CONFIG_MAPS = ResourceType("", "v1", "configmaps", "ConfigMap", namespaced=True)
+# NeonVM custom resources (AutoscaleEnforcer); JSON only, NeonVM has no protobuf.
+VIRTUAL_MACHINES = ResourceType("vm.neon.tech", "v1", "virtualmachines", "VirtualMachine", True)
+VIRTUAL_MACHINE_MIGRATIONS = ResourceType(
+    "vm.neon.tech", "v1", "virtualmachinemigrations", "VirtualMachineMigration", namespaced=True
+)
 
 _ALL = (
     PODS,
@@ -115,8 +121,17 @@ _ALL = (
     RESOURCE_CLAIM_TEMPLATES,
     RESOURCE_SLICES,
     DEVICE_CLASSES,
+    CONFIG_MAPS,
+    VIRTUAL_MACHINES,
+    VIRTUAL_MACHINE_MIGRATIONS,
 )
 
 # By plural name, as plugins ask for them (``InformerAccess.store("resourceclaims")``).
 # Every plural above is unique; core ``events`` are deliberately absent.
 KNOWN_RESOURCES: Mapping[str, ResourceType] = MappingProxyType({r.plural: r for r in _ALL})
+
+# By ``group/Kind`` (``Kind`` for the core group), the spelling of the
+# framework's cluster-event resources (``storage.k8s.io/CSINode``).
+BY_GROUP_KIND: Mapping[str, ResourceType] = MappingProxyType(
+    {f"{r.group}/{r.kind}" if r.group else r.kind: r for r in _ALL}
+)
