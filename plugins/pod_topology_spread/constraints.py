@@ -45,6 +45,13 @@ class Constraint:
     node_affinity_policy: NodeInclusionPolicy = HONOR
     node_taints_policy: NodeInclusionPolicy = IGNORE
 
+    def filters_nodes(self, pod: Pod) -> bool:
+        """Whether ``includes`` can be False for this pod on some node (else
+        the hot loops skip the call)."""
+        if self.node_affinity_policy is HONOR and not pod.required_affinity.empty:
+            return True
+        return self.node_taints_policy is HONOR
+
     def includes(self, pod: Pod, node: Node) -> bool:
         """Upstream ``matchNodeInclusionPolicies``: does ``node`` count?"""
         if self.node_affinity_policy is HONOR and not pod.required_affinity.matches(
@@ -198,6 +205,14 @@ def tolerates_hard_taints(taints: Sequence[Taint], tolerations: Sequence[Tolerat
 def node_has_all_keys(labels: Mapping[str, str], constraints: Sequence[Constraint]) -> bool:
     """Upstream ``nodeLabelsMatchSpreadConstraints``."""
     return all(constraint.topology_key in labels for constraint in constraints)
+
+
+def all_keys(labels: Mapping[str, str], keys: tuple[str, ...]) -> bool:
+    """``node_has_all_keys`` with the keys precomputed (hot loops)."""
+    for key in keys:  # noqa: SIM110 - hot path, no generator
+        if key not in labels:
+            return False
+    return True
 
 
 def count_matching(pods: Iterable[Pod], selector: Selector, namespace: str) -> int:

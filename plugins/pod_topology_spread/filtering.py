@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from plugins.pod_topology_spread.constraints import (
     Constraint,
+    all_keys,
     count_matching,
     node_has_all_keys,
 )
@@ -95,20 +96,33 @@ class PreFilterState:
 def compute_pre_filter_state(
     pod: Pod, constraints: tuple[Constraint, ...], nodes: Sequence[NodeInfo]
 ) -> PreFilterState:
-    """Upstream ``calPreFilterState`` over all nodes."""
+    """Upstream ``calPreFilterState`` over all nodes (a hot loop: per node only
+    what the constraints need)."""
     counts: list[dict[str, int]] = [{} for _ in constraints]
     namespace = pod.namespace
+    keys = tuple(constraint.topology_key for constraint in constraints)
+    plan = [
+        (constraint, counts[index], constraint.filters_nodes(pod), constraint.selector.empty)
+        for index, constraint in enumerate(constraints)
+    ]
     for node_info in nodes:
         node = node_info.node
-        if node is None or not node_has_all_keys(node.labels, constraints):
+        if node is None:
             continue
-        pods = node_info.pods.values()
-        for index, constraint in enumerate(constraints):
-            if not constraint.includes(pod, node):
+        labels = node.labels
+        if not all_keys(labels, keys):
+            continue
+        pods = node_info.pods
+        for constraint, domains, check, empty in plan:
+            if check and not constraint.includes(pod, node):
                 continue
-            value = node.labels[constraint.topology_key]
-            matched = count_matching(pods, constraint.selector, namespace)
-            counts[index][value] = counts[index].get(value, 0) + matched
+            value = labels[constraint.topology_key]
+            matched = (
+                count_matching(pods.values(), constraint.selector, namespace)
+                if pods and not empty
+                else 0
+            )
+            domains[value] = domains.get(value, 0) + matched
     paths = []
     for domain_counts in counts:
         critical = CriticalPaths()

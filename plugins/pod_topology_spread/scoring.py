@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from plugins.pod_topology_spread.constraints import (
     LABEL_HOSTNAME,
     Constraint,
+    all_keys,
     count_matching,
     node_has_all_keys,
 )
@@ -82,20 +83,27 @@ def compute_pre_score_state(
         state.weights.append(normalizing_weight(size))
 
     namespace = pod.namespace
+    keys = tuple(constraint.topology_key for constraint in constraints)
+    plan = [
+        (constraint, state.counts[index], constraint.filters_nodes(pod), constraint.selector.empty)
+        for index, constraint in enumerate(constraints)
+    ]
     for node_info in all_nodes:
         node = node_info.node
         if node is None:
             continue
-        if require_all_topologies and not node_has_all_keys(node.labels, constraints):
+        labels = node.labels
+        if require_all_topologies and not all_keys(labels, keys):
             continue
-        for index, constraint in enumerate(constraints):
-            if not constraint.includes(pod, node):
+        pods = node_info.pods
+        for constraint, domains, check, empty in plan:
+            if check and not constraint.includes(pod, node):
                 continue
-            value = node.labels.get(constraint.topology_key, "")
-            counts = state.counts[index]
-            if value not in counts:
+            value = labels.get(constraint.topology_key, "")
+            if value not in domains:
                 continue
-            counts[value] += count_matching(node_info.pods.values(), constraint.selector, namespace)
+            if pods and not empty:
+                domains[value] += count_matching(pods.values(), constraint.selector, namespace)
     return state
 
 
