@@ -31,6 +31,7 @@ from prometheus_client import CollectorRegistry
 from plugins.registry import DEFAULT_PLUGINS, in_tree_registry
 from scheduler.cache.cache import Cache
 from scheduler.cache.snapshot import Snapshot
+from scheduler.cachedebug import NON_TERMINAL_PODS, CacheDebugger
 from scheduler.clock import Clock, RealClock
 from scheduler.config import (
     PluginRef,
@@ -63,7 +64,6 @@ from scheduler.server import OpsServer
 log = logging.getLogger(__name__)
 
 CACHE_METRICS_PERIOD_SECONDS = 1.0
-NON_TERMINAL_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 
 
 @dataclass(frozen=True)
@@ -140,7 +140,7 @@ class SchedulerApp:
         self.event_sink = EventSink(client, hostname=socket.gethostname(), clock=self.clock)
         self.status_writer = StatusWriter(client.patch_pod_status)
         api = KubeApiWriter(client)
-        self.cache = Cache()
+        self.cache = Cache(self.clock)
         self.snapshot = Snapshot()
         self.waiting = WaitingPods()
         self.attempt_log = AttemptLog()
@@ -181,6 +181,9 @@ class SchedulerApp:
         )
         for handle in handles:
             handle.bind_queue(self.queue)
+        self.cache_debugger = CacheDebugger(
+            client.list, self.cache, self.queue, schedulers=self.frameworks.keys(), clock=self.clock
+        )
 
         def pod_lister(key: str) -> Pod | None:
             raw = pods.store.get(key)
@@ -244,6 +247,7 @@ class SchedulerApp:
             health,
             self.attempt_log,
             config_dump=lambda: config.model_dump(mode="json", by_alias=True),
+            cache_report=self.cache_debugger.report_json,
         )
 
     def _reject_waiting(self, pod: Pod) -> None:
@@ -255,6 +259,10 @@ class SchedulerApp:
     def stop(self) -> None:
         """Begin the ordered shutdown (safe from a signal handler)."""
         self._stop.set()
+
+    def request_cache_report(self) -> None:
+        """Log the cache comparer's report soon (safe from a signal handler: SIGUSR2)."""
+        self.cache_debugger.request_report()
 
     @property
     def ready(self) -> bool:
@@ -276,6 +284,7 @@ class SchedulerApp:
                 events = group.create_task(self.event_sink.run(), name="events")
                 status = group.create_task(self.status_writer.run(), name="pod-status")
                 cache_metrics = group.create_task(self._cache_metrics(), name="cache-metrics")
+                debugger = group.create_task(self.cache_debugger.run(), name="cache-debugger")
                 if not await self._until_stopped(self.informer_factory.wait_synced()):
                     self._synced = True
                     log.info(
@@ -287,9 +296,9 @@ class SchedulerApp:
                     await self._stop_or_done(scheduling)
                     await self._shutdown_scheduling(scheduling, flushers)
                 self._shutting_down = True
-                for task in (informers, cache_metrics):
+                for task in (informers, cache_metrics, debugger):
                     task.cancel()
-                await asyncio.wait({informers, cache_metrics})  # stopped before the flush
+                await asyncio.wait({informers, cache_metrics, debugger})  # before the flush
                 await self._flush(status, events)
         finally:
             self._shutting_down = True

@@ -12,12 +12,14 @@ Endpoints (upstream ``cmd/kube-scheduler/app/server.go``, served over plain HTTP
   per-check paths ``/<endpoint>/<name>``;
 - ``/configz``: ``{"componentconfig": <effective config>}`` (404 when none given);
 - ``/debug/pods/{namespace}/{name}``: the pod's last scheduling attempts as JSON
-  (404 with a JSON error when none are kept).
+  (404 with a JSON error when none are kept);
+- ``/debug/cache``: the cache comparer's report as JSON (a fresh list from the
+  API server compared with the cache; 503 with a JSON error if the list fails).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 import orjson
@@ -58,6 +60,7 @@ class OpsServer:
         diagnostics: DiagnosticsSource,
         *,
         config_dump: Callable[[], dict[str, Any]] | None = None,
+        cache_report: Callable[[], Awaitable[dict[str, Any]]] | None = None,
     ) -> None:
         self._host = host
         self._port = port
@@ -65,6 +68,7 @@ class OpsServer:
         self._health = health
         self._diagnostics = diagnostics
         self._config_dump = config_dump
+        self._cache_report = cache_report
         self._runner: web.AppRunner | None = None
 
     def app(self) -> web.Application:
@@ -76,6 +80,7 @@ class OpsServer:
             app.router.add_get(f"/{endpoint}/{{check}}", self._health_check(endpoint))
         app.router.add_get("/configz", self._configz)
         app.router.add_get("/debug/pods/{namespace}/{name}", self._debug_pod)
+        app.router.add_get("/debug/cache", self._debug_cache)
         return app
 
     async def start(self) -> None:
@@ -139,3 +144,12 @@ class OpsServer:
                 404, {"error": f"no scheduling attempts recorded for pod {namespace}/{name}"}
             )
         return _json(200, {"namespace": namespace, "name": name, "attempts": attempts})
+
+    async def _debug_cache(self, _request: web.Request) -> web.Response:
+        if self._cache_report is None:
+            return _json(404, {"error": "no cache comparer"})
+        try:
+            report = await self._cache_report()
+        except Exception as error:  # the API list failed: say so, keep serving
+            return _json(503, {"error": f"cache comparer: {error}"})
+        return _json(200, report)
