@@ -18,7 +18,9 @@ What counts as a difference:
   or gone.
 - ``assumed-too-long``: a pod assumed more than ``assumed_bound`` seconds ago
   (a bind takes far less; a longer one is a leak or a lost confirmation).
-  A younger assumed pod is a bind in flight, expected on its node.
+  A younger assumed pod is a bind in flight, expected on its node, unless
+  ``assumed-gone``: the API no longer has it (deleted, or terminal), so no
+  bind can confirm it and its requests leak until it is forgotten.
 - ``requested-mismatch``: a node whose summed requests differ from the sum
   over the pods expected on it (the API's pods bound there plus the assumed
   ones not yet bound), each counted by the current accounting rule.
@@ -50,6 +52,7 @@ class DifferenceKind(StrEnum):
     POD_WRONG_NODE = "pod-wrong-node"
     POD_REDUNDANT = "pod-redundant"
     ASSUMED_TOO_LONG = "assumed-too-long"
+    ASSUMED_GONE = "assumed-gone"
     REQUESTED_MISMATCH = "requested-mismatch"
     POD_LOST = "pod-lost"
 
@@ -115,9 +118,11 @@ def compare(
         for uid, pod in info.pods.items():
             cached[uid] = (name, pod)
     api_bound: dict[str, Pod] = {}
+    api_live: set[str] = set()
     for pod in pods:
         if pod.terminal:
             continue
+        api_live.add(pod.uid)
         if pod.assigned:
             api_bound[pod.uid] = pod
         elif (
@@ -155,12 +160,15 @@ def compare(
                 f"assumed on {node_name} {now - since:.0f}s ago (bound {assumed_bound:g}s); {state}"
             )
             found.append(Difference(DifferenceKind.ASSUMED_TOO_LONG, pod.key, detail))
+        elif uid not in api_live:
+            detail = f"assumed on {node_name}, gone from the API (deleted or terminal)"
+            found.append(Difference(DifferenceKind.ASSUMED_GONE, pod.key, detail))
 
     expected: dict[str, Resource] = {}
     for pod in api_bound.values():
         expected[pod.node_name] = expected.get(pod.node_name, ZERO) + pod.requests
     for uid in dump.assumed_since:
-        if uid in cached and uid not in api_bound:
+        if uid in cached and uid in api_live and uid not in api_bound:
             node_name, pod = cached[uid]
             expected[node_name] = expected.get(node_name, ZERO) + pod.requests
     for name in sorted(set(dump.nodes) | set(expected)):

@@ -84,9 +84,18 @@ P2 = bound("p2", "n2", "1")
             Case(cached=_add(P1, P2), api_pods=(P1, P2)), [], id="same pods on the same nodes"
         ),
         pytest.param(
-            Case(cached=_assume(P1), later=5.0),
+            Case(
+                cached=_assume(P1),
+                later=5.0,
+                api_pods=(pod("p1", lambda b: b.requests(cpu="500m")),),
+            ),
             [],
-            id="young assumed pod not yet bound is a bind in flight",
+            id="young assumed pod, unbound in the API: bind in flight",
+        ),
+        pytest.param(
+            Case(cached=_assume(P1), later=5.0, api_pods=()),
+            [(K.ASSUMED_GONE, "default/p1"), (K.REQUESTED_MISMATCH, "n1")],
+            id="assumed pod deleted from the API: leaks until forgotten",
         ),
         pytest.param(
             Case(cached=_assume(P1), later=5.0, api_pods=(P1,)),
@@ -94,7 +103,7 @@ P2 = bound("p2", "n2", "1")
             id="young assumed pod already bound in the API (confirmation pending)",
         ),
         pytest.param(
-            Case(cached=_assume(P1), later=BOUND + 1),
+            Case(cached=_assume(P1), later=BOUND + 1, api_pods=(pod("p1"),)),
             [(K.ASSUMED_TOO_LONG, "default/p1")],
             id="assumed longer than the bound and never bound: a leak",
         ),
