@@ -46,6 +46,14 @@ from scheduler.framework.interfaces import (
     ScorePlugin,
     SignPlugin,
 )
+from scheduler.framework.nodeaffinity import (
+    NodeSelector,
+    NodeSelectorError,
+    PreferredTerms,
+    RequiredNodeAffinity,
+    parse_preferred_terms,
+    strict_node_selector,
+)
 from scheduler.framework.nodeinfo import NodeInfo
 from scheduler.framework.objects import (
     HostPort,
@@ -53,6 +61,8 @@ from scheduler.framework.objects import (
     Pod,
     Taint,
     Toleration,
+    node_images,
+    normalized_image_name,
     parse_node,
     parse_pod,
 )
@@ -64,6 +74,9 @@ from scheduler.framework.resource import (
     MEMORY,
     PODS,
     Resource,
+    is_extended_resource_name,
+    is_native_resource_name,
+    is_scalar_resource_name,
     pod_requests,
 )
 from scheduler.framework.status import Code, Status, is_success, status_code
@@ -76,6 +89,7 @@ from scheduler.framework.types import (
     PreFilterResult,
     QueuedPodInfo,
     default_normalize,
+    go_div,
 )
 
 __all__ = [
@@ -104,6 +118,8 @@ __all__ = [
     "Node",
     "NodeInfo",
     "NodeScore",
+    "NodeSelector",
+    "NodeSelectorError",
     "NodeToStatus",
     "ObjectStore",
     "PermitPlugin",
@@ -120,6 +136,7 @@ __all__ = [
     "PreFilterPlugin",
     "PreFilterResult",
     "PreScorePlugin",
+    "PreferredTerms",
     "QuantityError",
     "QueueSortPlugin",
     "QueuedPodInfo",
@@ -127,6 +144,7 @@ __all__ = [
     "QueueingHintFn",
     "Registry",
     "RegistryError",
+    "RequiredNodeAffinity",
     "ReservePlugin",
     "Resource",
     "ScoreExtensions",
@@ -141,12 +159,20 @@ __all__ = [
     "Toleration",
     "WaitingPod",
     "default_normalize",
+    "go_div",
+    "is_extended_resource_name",
+    "is_native_resource_name",
+    "is_scalar_resource_name",
     "is_success",
+    "node_images",
+    "normalized_image_name",
     "parse_node",
     "parse_pod",
+    "parse_preferred_terms",
     "parse_quantity",
     "pod_requests",
     "status_code",
+    "strict_node_selector",
     "to_milli",
     "to_units",
 ]

@@ -249,6 +249,7 @@ def test_presets_match_the_documented_sizes() -> None:
 
 
 # -------------------------------------------------------------- end to end
+@pytest.mark.integration  # bench.run starts its own control plane
 def test_tiny_benchmark_binds_every_pod_with_both_schedulers(tmp_path: Path) -> None:
     out = tmp_path / "report.json"
     argv = [
