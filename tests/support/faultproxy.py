@@ -11,8 +11,8 @@ faults on and off while the scheduler runs:
 - ``fail_every[kind] = n``: answer every n-th request of that kind with a 500
   ``Status`` instead of forwarding it;
 - ``conflict_every = n``: before forwarding every n-th bind, bind the pod
-  itself (someone else won the race), to ``conflict_node`` or, if None, to the
-  node the scheduler chose; the scheduler's bind then gets 409;
+  itself (someone else won the race), alternately to the node the scheduler
+  chose and to ``conflict_node`` (if set); the scheduler's bind then gets 409;
 - ``block_reads()`` / ``unblock_reads()``: end every watch stream and answer
   lists and watches with 503 until unblocked, so the scheduler's informers
   lose their watches while writes still get through.
@@ -212,7 +212,8 @@ class FaultProxy:
                 self.binds.append(BindRecord(pod, node, 500, injected=True))
                 return _status(500, "InternalError", "bind failed by the fault proxy")
             if self.conflict_every and number % self.conflict_every == 0:
-                await self._bind_first(request.path, body, self.conflict_node or node)
+                elsewhere = (number // self.conflict_every) % 2 == 0 and self.conflict_node
+                await self._bind_first(request.path, body, elsewhere or node)
             status, headers, data = await self._forward("POST", request.path_qs, body, request)
             self.binds.append(BindRecord(pod, node, status))
             return web.Response(status=status, body=data, headers=headers)

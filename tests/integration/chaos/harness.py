@@ -27,7 +27,7 @@ from tests.support.kubeapi import condition, list_pods, read_json
 from tests.support.wait import ConditionTimeout, eventually
 
 FULL_ENV = "PYSCHEDULER_CHAOS_FULL"
-UNSCHEDULABLE = re.compile(r"^0/\d+ nodes are available: \d+ Insufficient cpu\.$")
+UNSCHEDULABLE = re.compile(r"^0/\d+ nodes are available: (.+, )?\d+ Insufficient cpu(, .+)?\.$")
 NODE_CPU, POD_CPU = "4", "300m"  # 13 pods fit a node; bursts fill about 3/4 of the nodes
 TOO_BIG_CPU = "5"  # fits no node: must end Unschedulable with the message above
 
@@ -73,10 +73,20 @@ class Outcome:
             str(self.double_bound),
             str(self.overcommitted),
             str(self.differences),
+            self.note or "-",
         )
 
 
-HEADER = ("scenario", "pods", "faults", "lost", "double-bound", "overcommitted", "comparer diffs")
+HEADER = (
+    "scenario",
+    "pods",
+    "faults",
+    "lost",
+    "double-bound",
+    "overcommitted",
+    "comparer diffs",
+    "at the fault",
+)
 
 
 def table(outcomes: Iterable[Outcome]) -> list[str]:
@@ -190,8 +200,9 @@ def in_flight(pending: int, binds: int) -> str:
 
 async def assert_in_flight(burst: Burst, proxy: FaultProxy | None = None, binds: int = 0) -> str:
     """Right before a fault: pods of the burst still unbound (or not yet
-    created), or binds held in flight (by the proxy or counted by the app)."""
-    binds += len(proxy.binds_in_flight) if proxy is not None else 0
+    created), or binds in flight (held by the proxy, or counted by the app:
+    ``binds``, whichever is more)."""
+    binds = max(binds, len(proxy.binds_in_flight) if proxy is not None else 0)
     pods = await burst.pods()
     created = len(pods)
     unbound = sum(1 for pod in pods if not pod["spec"].get("nodeName"))

@@ -24,6 +24,7 @@ from kubernetes_asyncio import client
 
 from tests.integration.chaos.conftest import Scene
 from tests.integration.chaos.harness import Burst, assert_in_flight, verdict
+from tests.support.builders import make_node
 from tests.support.daemon import Daemon, pyscheduler
 from tests.support.faultproxy import Kind
 from tests.support.scheduler import running_scheduler
@@ -106,6 +107,12 @@ async def test_watches_lost_etcd_compacted_and_pods_deleted_during_the_gap(scene
         await asyncio.to_thread(plane.start_apiserver_again)
         outcome.faults += ["apiserver restart", "etcd compacted (410)"]
         proxy.unblock_reads()
+
+        async def came_back_gone() -> bool:
+            pods = next(i for i in app.informer_factory.informers() if i.resource.plural == "pods")
+            return pods.stats.gone > 0
+
+        await eventually(came_back_gone, timeout=60, what="the pod watch answered 410 Gone")
         await creating
         proxy.delay.clear()
         await verdict(
@@ -126,7 +133,8 @@ async def test_sigterm_with_binds_held_then_a_second_instance_takes_over(scene: 
         creating = burst.start()
 
         async def held() -> int | None:
-            return len(proxy.binds_in_flight) or None
+            binds = len(proxy.binds_in_flight)
+            return binds if binds >= 10 else None
 
         binds = await daemon.until(held, "binds held in flight")
         outcome.note = await assert_in_flight(burst, proxy)
@@ -170,7 +178,10 @@ profiles:
 async def _leads(daemon: Daemon) -> bool:
     if not daemon.process.running():
         return False
-    status, metrics = await daemon.get("/metrics")
+    try:
+        status, metrics = await daemon.get("/metrics")
+    except aiohttp.ClientConnectionError:
+        return False  # not listening yet
     return status == 200 and any(
         line.startswith("leader_election_master_status") and line.endswith(" 1.0")
         for line in metrics.splitlines()
@@ -285,9 +296,14 @@ async def test_nodes_deleted_and_added_mid_burst(scene: Scene) -> None:
 async def test_bind_conflicts_and_5xx_for_binds_status_and_events(scene: Scene) -> None:
     burst, nodes, proxy, outcome = scene.burst, scene.nodes, scene.proxy, scene.outcome
     await burst.create_nodes(nodes)
+    # Where "someone else" binds half the conflicting pods: room for all of
+    # them, and tainted so that our scheduler never picks it itself.
+    spare_body = make_node("spare").capacity(cpu="1000", memory="1Ti", pods="1000").taint("spare")
+    spare = await nodes.create(spare_body.obj())
     async with running_scheduler(scene.via_proxy, burst.name) as app:
         proxy.fail_every = {Kind.BIND: 7, Kind.STATUS: 3, Kind.EVENT: 2}
         proxy.conflict_every = 5
+        proxy.conflict_node = spare  # half the conflicts bind the pod elsewhere
         creating = burst.start()
         await burst.until_bound(burst.size.pods // 10)
         outcome.note = await assert_in_flight(burst, proxy, app.scheduler.binding_in_flight())
