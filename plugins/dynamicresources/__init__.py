@@ -1,0 +1,1 @@
+"""DynamicResources: Dynamic Resource Allocation (structured parameters), as upstream 1.36."""
