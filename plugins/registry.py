@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from plugins import (
     default_binder,
+    dynamicresources,
     node_name,
     node_resources_fit,
     node_unschedulable,
@@ -27,6 +28,7 @@ DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
     (node_name.NAME, 0),
     (taint_toleration.NAME, 3),
     (node_resources_fit.NAME, 1),
+    (dynamicresources.NAME, 0),
     (default_binder.NAME, 0),
 )
 
@@ -40,6 +42,7 @@ def in_tree_registry() -> Registry:
             node_name.SPEC,
             taint_toleration.SPEC,
             node_resources_fit.SPEC,
+            dynamicresources.SPEC,
             default_binder.SPEC,
         ]
     )

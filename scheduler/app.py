@@ -22,7 +22,7 @@ import logging
 import random
 import socket
 import uuid
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +42,7 @@ from scheduler.config import (
 from scheduler.cycle.reporting import StatusWriter
 from scheduler.cycle.scheduler import Scheduler
 from scheduler.diagnostics import AttemptLog
-from scheduler.eventhandlers import EventHandlers
+from scheduler.eventhandlers import FORWARDED_RESOURCES, EventHandlers
 from scheduler.framework.interfaces import ExtensionPoint, Plugin
 from scheduler.framework.objects import Pod, parse_pod
 from scheduler.framework.registry import Registry, entry_point_plugins
@@ -105,6 +105,23 @@ def build_framework(
             by_point.setdefault(point, []).append(instances[ref.name])
     weights = {ref.name: ref.weight for ref in profile.plugins.get(ExtensionPoint.SCORE, ())}
     return Framework(profile.scheduler_name, by_point, weights, waiting, metrics)
+
+
+def forward_plugin_events(
+    frameworks: Iterable[Framework], informers: FactoryInformerAccess, handlers: EventHandlers
+) -> None:
+    """Turn changes of the resources plugins registered events for (claims,
+    slices, classes...) into cluster events for the queue. Subscribed after
+    the plugins' own handlers, so hints see the plugins' updated state."""
+    registered = {
+        hinted.event.resource
+        for framework in frameworks
+        for events in framework.events_to_register().values()
+        for hinted in events
+    }
+    for resource, plural in FORWARDED_RESOURCES.items():
+        if resource in registered:
+            informers.on_change(plural, handlers.resource_changed(resource))
 
 
 class SchedulerApp:
@@ -213,6 +230,7 @@ class SchedulerApp:
         )
         pods.add_handler(handlers.pod_added, handlers.pod_updated, handlers.pod_deleted)
         nodes.add_handler(handlers.node_added, handlers.node_updated, handlers.node_deleted)
+        forward_plugin_events(self.frameworks.values(), informer_access, handlers)
 
         self.elector: LeaderElector | None = None
         election = config.leader_election

@@ -82,6 +82,16 @@ _NODE_UPDATE_BITS = (
 )
 
 
+# Resources whose changes the engine only forwards to the queue as cluster
+# events (plugins keep their own state from the same informers), by the
+# informer plural. Subscribed only when some plugin registered the resource.
+FORWARDED_RESOURCES: Mapping[Resource, str] = {
+    Resource.RESOURCE_CLAIM: "resourceclaims",
+    Resource.RESOURCE_SLICE: "resourceslices",
+    Resource.DEVICE_CLASS: "deviceclasses",
+}
+
+
 def _conditions(status: Raw) -> dict[str, str]:
     return {c.get("type", ""): c.get("status", "") for c in status.get("conditions") or ()}
 
@@ -187,6 +197,25 @@ class EventHandlers:
                     ClusterEvent(Resource.NODE, bit), old, new
                 )
         self._timed("NodeUpdate", started)
+
+    # ---------------------------------------------------- forwarded resources
+    def resource_changed(self, resource: Resource) -> Callable[[Raw | None, Raw | None], None]:
+        """An informer handler turning changes into ``<resource>Add/Update/Delete``."""
+
+        def changed(old: Raw | None, new: Raw | None) -> None:
+            started = time.perf_counter()
+            action = (
+                ActionType.ADD
+                if old is None
+                else ActionType.DELETE
+                if new is None
+                else ActionType.UPDATE
+            )
+            event = ClusterEvent(resource, action)
+            self._queue.move_all_to_active_or_backoff(event, old, new)
+            self._timed(event.label, started)
+
+        return changed
 
     def node_deleted(self, raw: Raw) -> None:
         started = time.perf_counter()

@@ -303,8 +303,8 @@ DRA = "resource.k8s.io"
         pytest.param(_access("list", "namespaces"), False, id="list namespaces"),
         pytest.param(
             _access("update", "resourceclaims", group=DRA, namespace="team-a"),
-            False,
-            id="change a resourceclaim's spec",
+            True,
+            id="resourceclaims update (PreBind's finalizer, as system:kube-scheduler)",
         ),
         pytest.param(
             _access("create", "clusterrolebindings", group="rbac.authorization.k8s.io"),

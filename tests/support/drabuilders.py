@@ -307,3 +307,21 @@ class ClaimBuilder:
 
 def make_claim(name: str, namespace: str = "default") -> ClaimBuilder:
     return ClaimBuilder(name, namespace)
+
+
+def pod_uses_claim(pod: Obj, name: str, claim_name: str) -> Obj:
+    """``pod`` (a PodBuilder's dict) with ``spec.resourceClaims`` naming a claim."""
+    pod = copy.deepcopy(pod)
+    pod["spec"].setdefault("resourceClaims", []).append(
+        {"name": name, "resourceClaimName": claim_name}
+    )
+    return pod
+
+
+def pod_claim_status(pod: Obj, name: str, claim_name: str | None) -> Obj:
+    """``pod`` with the resourceclaim controller's record of a generated claim."""
+    pod = copy.deepcopy(pod)
+    pod.setdefault("status", {}).setdefault("resourceClaimStatuses", []).append(
+        {"name": name, "resourceClaimName": claim_name}
+    )
+    return pod

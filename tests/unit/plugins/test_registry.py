@@ -25,6 +25,7 @@ EXPECTED_DEFAULTS = (
     ("NodeName", 0),
     ("TaintToleration", 3),
     ("NodeResourcesFit", 1),
+    ("DynamicResources", 0),
     ("DefaultBinder", 0),
 )
 

@@ -1,0 +1,486 @@
+"""DynamicResources: the thin adapter between the framework and the DRA core.
+
+Extension points in lifecycle order, as upstream 1.36 (``pkg/scheduler/
+framework/plugins/dynamicresources``):
+
+- PreEnqueue: every claim the pod uses exists, is not being deleted and, if
+  generated from a template, is owned by the pod; else the pod waits gated.
+- PreFilter: resolve the claims; Skip when there are none; a claim being
+  allocated for another pod or naming a missing class rejects the pod; build
+  one ``Allocator`` over the devices in use now (``ClaimTracker``).
+- Filter: an allocated claim must allow the node (its allocation's node
+  selector, its binding conditions); the others are allocated on the node and
+  the result kept per node.
+- PostFilter: deallocate one claim allocated for nodes that cannot serve the
+  pod (in the background), so that the claim event requeues the pod.
+- Score: prefer nodes where higher-priority ``firstAvailable`` alternatives
+  were allocated (8 minus the chosen index, summed).
+- Reserve: the node's allocations become in-flight (no API call); Unreserve
+  drops them and un-reserves claims PreBind may have reserved.
+- PreBind: the finalizer, then allocation and reservedFor in one status
+  write; the written claim enters the assume cache before the in-flight
+  entry goes, so its devices never look free in between.
+
+Every rejection is UnschedulableAndUnresolvable (preemption cannot free
+devices), and a broken claim or class (bad CEL...) is an Error that fails the
+attempt whatever the node. Alpha features, extended resources backed by a
+DeviceClass and binding-condition waits are not implemented yet.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from plugins.dynamicresources.allocator import (
+    AllocationError,
+    AllocationTimeout,
+    Allocator,
+    NodeAllocationError,
+)
+from plugins.dynamicresources.args import DynamicResourcesArgs
+from plugins.dynamicresources.cel import CelEnvironment
+from plugins.dynamicresources.claims import (
+    FINALIZER,
+    ClaimNotReady,
+    pod_claims,
+    reserved_for_pod,
+)
+from plugins.dynamicresources.model import (
+    FIRST_AVAILABLE_MAX_SIZE,
+    Claim,
+    DeviceClass,
+    ModelError,
+    Raw,
+    Slice,
+    parse_claim,
+    parse_class,
+    parse_slice,
+)
+from plugins.dynamicresources.nodeselector import node_selector_matches
+from plugins.dynamicresources.state import (
+    ClaimTracker,
+    allocation_of,
+    claim_key,
+    claim_uid,
+)
+from plugins.dynamicresources.writes import (
+    BackgroundWrites,
+    BindError,
+    bind_claim,
+    deallocate,
+    unreserve,
+)
+from scheduler.framework import (
+    ActionType,
+    ApiWriter,
+    ClusterEvent,
+    ClusterEventWithHint,
+    CycleState,
+    EnqueueExtensions,
+    EventResource,
+    FilterPlugin,
+    Handle,
+    NodeInfo,
+    NodeScore,
+    NodeToStatus,
+    Pod,
+    PostFilterPlugin,
+    PostFilterResult,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    QueueingHint,
+    ReservePlugin,
+    ScoreExtensions,
+    ScorePlugin,
+    StateKey,
+    Status,
+    default_normalize,
+)
+
+log = logging.getLogger(__name__)
+
+NAME = "DynamicResources"
+REASON_CANNOT_ALLOCATE = "cannot allocate all claims"
+REASON_NOT_AVAILABLE = "resourceclaim not available on the node"
+REASON_DEALLOCATED = "deallocation of ResourceClaim completed"
+REASON_STILL_UNSCHEDULABLE = "still not schedulable"
+REASON_NO_CLAIMS = "no new claims to deallocate"
+
+
+@dataclass(slots=True)
+class CycleData:
+    """What PreFilter learned, shared by the rest of the attempt (like
+    upstream's stateData, ``clone`` shares it: Filter results per node are
+    cached across what-if copies on purpose)."""
+
+    claims: list[Raw] = field(default_factory=list)
+    # index into ``claims`` -> node selector of its existing allocation
+    selectors: dict[int, Raw] = field(default_factory=dict)
+    to_allocate: list[int] = field(default_factory=list)
+    parsed: list[Claim] = field(default_factory=list)
+    allocator: Allocator | None = None
+    node_allocations: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    unavailable: set[int] = field(default_factory=set)
+    reserved_node: str = ""
+
+    def clone(self) -> CycleData:
+        return self
+
+
+STATE_KEY: StateKey[CycleData] = StateKey(NAME)
+
+
+class DynamicResources(
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    FilterPlugin,
+    PostFilterPlugin,
+    ScorePlugin,
+    ScoreExtensions,
+    ReservePlugin,
+    PreBindPlugin,
+    EnqueueExtensions,
+):
+    name = NAME
+
+    def __init__(self, args: DynamicResourcesArgs, handle: Handle) -> None:
+        self._args = args
+        self._handle = handle
+        informers = handle.informers
+        self.tracker = ClaimTracker(informers.store("resourceclaims"))
+        self._slices: dict[str, Slice] = {}
+        self._classes: dict[str, DeviceClass] = {}
+        self._cel = CelEnvironment()
+        self.writes = BackgroundWrites()
+        informers.on_change("resourceclaims", self.tracker.claim_changed)
+        informers.on_change("resourceslices", self._slice_changed)
+        informers.on_change("deviceclasses", self._class_changed)
+
+    # ---------------------------------------------------------- informer feed
+    def _slice_changed(self, old: Raw | None, new: Raw | None) -> None:
+        if old is not None:
+            self._slices.pop((old.get("metadata") or {}).get("name", ""), None)
+        if new is not None:
+            try:
+                parsed = parse_slice(new)
+            except ModelError as error:
+                log.warning("DynamicResources: ignoring ResourceSlice: %s", error)
+                return
+            self._slices[parsed.name] = parsed
+
+    def _class_changed(self, old: Raw | None, new: Raw | None) -> None:
+        if old is not None:
+            self._classes.pop((old.get("metadata") or {}).get("name", ""), None)
+        if new is not None:
+            parsed = parse_class(new)
+            self._classes[parsed.name] = parsed
+
+    # ----------------------------------------------------------------- events
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(
+                    EventResource.NODE,
+                    ActionType.ADD
+                    | ActionType.UPDATE_NODE_LABEL
+                    | ActionType.UPDATE_NODE_ALLOCATABLE,
+                )
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.RESOURCE_CLAIM, ActionType.ADD | ActionType.UPDATE),
+                self.is_schedulable_after_claim_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM),
+                self.is_schedulable_after_pod_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.DEVICE_CLASS, ActionType.ADD | ActionType.UPDATE)
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.RESOURCE_SLICE, ActionType.ADD | ActionType.UPDATE)
+            ),
+        ]
+
+    def is_schedulable_after_claim_change(
+        self, pod: Pod, old: Raw | None, new: Raw | None
+    ) -> QueueingHint:
+        if new is None:
+            return QueueingHint.QUEUE_SKIP
+        try:
+            claims = pod_claims(pod, self.tracker.get)
+        except ClaimNotReady:
+            return QueueingHint.QUEUE_SKIP
+        if old is not None and allocation_of(old) is not None and allocation_of(new) is None:
+            return QueueingHint.QUEUE  # devices were freed
+        if not any(claim_uid(claim) == claim_uid(new) for claim in claims):
+            return QueueingHint.QUEUE_SKIP
+        if old is None:
+            return QueueingHint.QUEUE
+        if (old.get("status") or {}) == (new.get("status") or {}):
+            return QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE
+
+    def is_schedulable_after_pod_change(
+        self, pod: Pod, old: Pod | None, new: Pod | None
+    ) -> QueueingHint:
+        if new is None or new.uid != pod.uid:
+            return QueueingHint.QUEUE_SKIP
+        try:
+            pod_claims(new, self.tracker.get)
+        except ClaimNotReady:
+            return QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE
+
+    # ------------------------------------------------------------- PreEnqueue
+    def pre_enqueue(self, pod: Pod) -> Status | None:
+        if not pod.spec.get("resourceClaims"):
+            return None
+        try:
+            pod_claims(pod, self.tracker.get)
+        except ClaimNotReady as error:
+            return Status.unresolvable(str(error))
+        return None
+
+    # -------------------------------------------------------------- PreFilter
+    def pre_filter(
+        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        data = CycleData()
+        state.write(STATE_KEY, data)
+        if not pod.spec.get("resourceClaims"):
+            return None, Status.skip()
+        try:
+            data.claims = pod_claims(pod, self.tracker.get)
+        except ClaimNotReady as error:
+            return None, Status.unresolvable(str(error))
+        if not data.claims:
+            return None, Status.skip()
+        for index, claim in enumerate(data.claims):
+            allocation = allocation_of(claim)
+            if allocation is not None:
+                if allocation.get("nodeSelector") is not None:
+                    data.selectors[index] = allocation["nodeSelector"]
+                continue
+            if self.tracker.in_flight(claim_uid(claim)) is not None:
+                return None, Status.unresolvable(
+                    f"resource claim {claim_key(claim)} is in the process of being allocated"
+                )
+            status = self._validate_requests(claim)
+            if status is not None:
+                return None, status
+            try:
+                data.parsed.append(parse_claim(claim))
+            except ModelError as error:
+                return None, Status.as_error(error)
+            data.to_allocate.append(index)
+        if data.to_allocate:
+            data.allocator = Allocator(
+                self.tracker.allocated_state(),
+                self._classes,
+                list(self._slices.values()),
+                self._cel,
+                clock=self._handle.clock.now,
+            )
+        return None, None
+
+    def _validate_requests(self, claim: Raw) -> Status | None:
+        devices = (claim.get("spec") or {}).get("devices") or {}
+        for request in devices.get("requests") or ():
+            name = request.get("name", "")
+            if request.get("exactly"):
+                checks = [(name, request["exactly"].get("deviceClassName", ""))]
+            elif request.get("firstAvailable"):
+                checks = [
+                    (f"{name}/{sub.get('name', '')}", sub.get("deviceClassName", ""))
+                    for sub in request["firstAvailable"]
+                ]
+            else:
+                return Status.unresolvable(
+                    f"resource claim {claim_key(claim)}, request {name}: unknown request type"
+                )
+            for request_name, class_name in checks:
+                if not class_name:
+                    return Status.as_error(f"request {request_name}: unsupported request type")
+                if class_name not in self._classes:
+                    return Status.unresolvable(
+                        f"request {request_name}: device class {class_name} does not exist"
+                    )
+        return None
+
+    # ----------------------------------------------------------------- Filter
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        data = state.get(STATE_KEY)
+        if data is None:
+            return Status.as_error(f"reading {STATE_KEY.name!r} from cycle state: not found")
+        node = node_info.node
+        if node is None:
+            return Status.as_error("node not found")
+        unavailable = {
+            index
+            for index, selector in data.selectors.items()
+            if not node_selector_matches(selector, node.name, node.labels)
+        }
+        results: list[dict[str, Any]] | None = []
+        if data.allocator is not None:
+            timeout = self._args.filter_timeout
+            deadline = self._handle.clock.now() + timeout if timeout > 0 else None
+            try:
+                results = data.allocator.allocate(node.name, node.labels, data.parsed, deadline)
+            except AllocationTimeout as error:
+                return Status.as_error(error)
+            except NodeAllocationError as error:
+                return Status.unresolvable(str(error))
+            except AllocationError as error:
+                return Status.as_error(error)
+            if results is None:
+                return Status.unresolvable(REASON_CANNOT_ALLOCATE)
+        if unavailable:
+            data.unavailable |= unavailable
+            return Status.unresolvable(REASON_NOT_AVAILABLE)
+        data.node_allocations[node.name] = results or []
+        return None
+
+    # ------------------------------------------------------------- PostFilter
+    def post_filter(
+        self, state: CycleState, pod: Pod, filtered: NodeToStatus
+    ) -> tuple[PostFilterResult | None, Status | None]:
+        data = state.get(STATE_KEY)
+        if data is None:
+            return None, Status.as_error(f"reading {STATE_KEY.name!r} from cycle state: not found")
+        if not data.claims:
+            return None, Status.unschedulable(REASON_NO_CLAIMS)
+        for index in sorted(data.unavailable):
+            claim = data.claims[index]
+            reserved = (claim.get("status") or {}).get("reservedFor") or ()
+            if not reserved or (len(reserved) == 1 and reserved[0].get("uid") == pod.uid):
+
+                async def write(claim: Raw = claim, api: ApiWriter = self._handle.api) -> None:
+                    await deallocate(api, claim)
+
+                self.writes.submit(f"deallocate claim {claim_key(claim)}", write)
+                return None, Status.unschedulable(REASON_DEALLOCATED)
+        return None, Status.unschedulable(REASON_STILL_UNSCHEDULABLE)
+
+    # ------------------------------------------------------------------ Score
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
+        data = state.get(STATE_KEY)
+        if data is None or not data.claims:
+            return 0, None
+        allocations = data.node_allocations.get(node_info.name)
+        if allocations is None:
+            return 0, None
+        by_claim = dict(zip(data.to_allocate, allocations, strict=True))
+        total = 0
+        for index, claim in enumerate(data.claims):
+            allocation = by_claim.get(index) or allocation_of(claim) or {}
+            chosen = {
+                result.get("request", "")
+                for result in (allocation.get("devices") or {}).get("results") or ()
+            }
+            for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ():
+                for position, sub in enumerate(request.get("firstAvailable") or ()):
+                    if f"{request.get('name')}/{sub.get('name')}" in chosen:
+                        total += FIRST_AVAILABLE_MAX_SIZE - position
+        return total, None
+
+    def score_extensions(self) -> ScoreExtensions:
+        return self
+
+    def normalize_score(
+        self, state: CycleState, pod: Pod, scores: list[NodeScore]
+    ) -> Status | None:
+        normalized = default_normalize([entry.score for entry in scores], 100, reverse=False)
+        for entry, value in zip(scores, normalized, strict=True):
+            entry.score = value
+        return None
+
+    def normalize_values(self, values: list[int]) -> list[int]:
+        return default_normalize(values, 100, reverse=False)
+
+    # ---------------------------------------------------------------- Reserve
+    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        data = state.get(STATE_KEY)
+        if data is None or not data.to_allocate:
+            return None
+        allocations = data.node_allocations.get(node_name)
+        if allocations is None or len(allocations) != len(data.to_allocate):
+            return Status.as_error("claim allocation not found for node")
+        for index, allocation in zip(data.to_allocate, allocations, strict=True):
+            claim = copy.deepcopy(dict(data.claims[index]))
+            finalizers = claim.setdefault("metadata", {}).setdefault("finalizers", [])
+            if FINALIZER not in finalizers:
+                finalizers.append(FINALIZER)
+            claim.setdefault("status", {})["allocation"] = allocation
+            self.tracker.signal_in_flight(claim_uid(claim), claim)
+        data.reserved_node = node_name
+        return None
+
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        data = state.get(STATE_KEY)
+        if data is None:
+            return
+        for index, claim in enumerate(data.claims):
+            if index in data.to_allocate and self.tracker.remove_in_flight(claim_uid(claim)):
+                metadata = claim.get("metadata") or {}
+                self.tracker.restore(metadata.get("namespace", ""), metadata.get("name", ""))
+            namespace, name = claim_key(claim).split("/", 1)
+            current = self.tracker.get(namespace, name) or claim
+            if allocation_of(current) is not None and reserved_for_pod(current, pod):
+
+                async def write(current: Raw = current, api: ApiWriter = self._handle.api) -> None:
+                    await unreserve(api, current, pod)
+
+                self.writes.submit(f"unreserve claim {claim_key(current)}", write)
+
+    # ---------------------------------------------------------------- PreBind
+    def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        data = state.get(STATE_KEY)
+        if data is None or not data.claims:
+            return Status.skip()
+        return None
+
+    async def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        data = state.get(STATE_KEY)
+        if data is None or not data.claims:
+            return None
+        allocations = dict(
+            zip(data.to_allocate, data.node_allocations.get(node_name, []), strict=False)
+        )
+        for index, claim in enumerate(data.claims):
+            if reserved_for_pod(claim, pod):
+                continue
+            allocation = allocations.get(index)
+            uid = claim_uid(claim)
+            try:
+                written = await bind_claim(
+                    self._handle.api, claim, allocation, pod, self._timestamp()
+                )
+            except BindError as error:
+                return Status.as_error(error)
+            except Exception as error:
+                return Status.as_error(f"add reservation to claim {claim_key(claim)}: {error}")
+            # Synchronously, in this order: the written claim holds the devices
+            # before the in-flight entry that held them goes away.
+            self.tracker.assume(written)
+            self.tracker.remove_in_flight(uid)
+        return None
+
+    def _timestamp(self) -> str:
+        moment = datetime.datetime.fromtimestamp(self._handle.clock.wall(), tz=datetime.UTC)
+        return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def new(args: object, handle: Handle) -> DynamicResources:
+    if args is None:
+        args = DynamicResourcesArgs()
+    if not isinstance(args, DynamicResourcesArgs):
+        raise TypeError(f"{NAME} wants DynamicResourcesArgs, got {type(args).__name__}")
+    return DynamicResources(args, handle)
