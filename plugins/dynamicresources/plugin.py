@@ -19,20 +19,22 @@ framework/plugins/dynamicresources``):
   drops them and un-reserves claims PreBind may have reserved.
 - PreBind: the finalizer, then allocation and reservedFor in one status
   write; the written claim enters the assume cache before the in-flight
-  entry goes, so its devices never look free in between.
+  entry goes, so its devices never look free in between. Then, if a device
+  has binding conditions, wait until the driver reports it ready.
 
 Every rejection is UnschedulableAndUnresolvable (preemption cannot free
 devices), and a broken claim or class (bad CEL...) is an Error that fails the
 attempt whatever the node. Alpha features, extended resources backed by a
-DeviceClass and binding-condition waits are not implemented yet.
+DeviceClass are not implemented yet.
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import datetime
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +45,11 @@ from plugins.dynamicresources.allocator import (
     NodeAllocationError,
 )
 from plugins.dynamicresources.args import DynamicResourcesArgs
+from plugins.dynamicresources.bindingconditions import (
+    Binding,
+    binding_state,
+    has_binding_conditions,
+)
 from plugins.dynamicresources.cel import CelEnvironment
 from plugins.dynamicresources.claims import (
     FINALIZER,
@@ -112,6 +119,7 @@ REASON_NOT_AVAILABLE = "resourceclaim not available on the node"
 REASON_DEALLOCATED = "deallocation of ResourceClaim completed"
 REASON_STILL_UNSCHEDULABLE = "still not schedulable"
 REASON_NO_CLAIMS = "no new claims to deallocate"
+BINDING_POLL_SECONDS = 5.0
 
 
 @dataclass(slots=True)
@@ -128,6 +136,8 @@ class CycleData:
     allocator: Allocator | None = None
     node_allocations: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     unavailable: set[int] = field(default_factory=set)
+    # allocated claims whose devices have binding conditions
+    conditioned: list[int] = field(default_factory=list)
     reserved_node: str = ""
 
     def clone(self) -> CycleData:
@@ -159,6 +169,7 @@ class DynamicResources(
         self._classes: dict[str, DeviceClass] = {}
         self._cel = CelEnvironment()
         self.writes = BackgroundWrites()
+        self.sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
         informers.on_change("resourceclaims", self.tracker.claim_changed)
         informers.on_change("resourceslices", self._slice_changed)
         informers.on_change("deviceclasses", self._class_changed)
@@ -268,6 +279,8 @@ class DynamicResources(
             if allocation is not None:
                 if allocation.get("nodeSelector") is not None:
                     data.selectors[index] = allocation["nodeSelector"]
+                if has_binding_conditions(claim):
+                    data.conditioned.append(index)
                 continue
             if self.tracker.in_flight(claim_uid(claim)) is not None:
                 return None, Status.unresolvable(
@@ -328,6 +341,12 @@ class DynamicResources(
             for index, selector in data.selectors.items()
             if not node_selector_matches(selector, node.name, node.labels)
         }
+        for index in data.conditioned:
+            state_ = binding_state(
+                data.claims[index], self._handle.clock.wall(), self._args.binding_timeout
+            )
+            if state_ in (Binding.FAILED, Binding.TIMED_OUT):
+                unavailable.add(index)
         results: list[dict[str, Any]] | None = []
         if data.allocator is not None:
             timeout = self._args.filter_timeout
@@ -471,7 +490,34 @@ class DynamicResources(
             # before the in-flight entry that held them goes away.
             self.tracker.assume(written)
             self.tracker.remove_in_flight(uid)
-        return None
+        return await self._wait_for_binding_conditions(data.claims)
+
+    async def _wait_for_binding_conditions(self, claims: Sequence[Raw]) -> Status | None:
+        """Poll the assume cache until every device reports ready (upstream:
+        every 5s, up to bindingTimeout); failed or timed out is an Error."""
+        keys = [claim_key(claim).split("/", 1) for claim in claims]
+        while True:
+            states = []
+            for namespace, name in keys:
+                current = self.tracker.get(namespace, name)
+                if current is None:
+                    return Status.as_error(f"claim {namespace}/{name} got deleted in the meantime")
+                states.append(
+                    (
+                        f"{namespace}/{name}",
+                        binding_state(
+                            current, self._handle.clock.wall(), self._args.binding_timeout
+                        ),
+                    )
+                )
+            for key, state_ in states:
+                if state_ is Binding.FAILED:
+                    return Status.as_error(f"device binding failed: claim={key}")
+                if state_ is Binding.TIMED_OUT:
+                    return Status.as_error(f"device binding timeout: claim={key}")
+            if all(state_ in (Binding.NONE, Binding.READY) for _, state_ in states):
+                return None
+            await self.sleep(BINDING_POLL_SECONDS)
 
     def _timestamp(self) -> str:
         moment = datetime.datetime.fromtimestamp(self._handle.clock.wall(), tz=datetime.UTC)

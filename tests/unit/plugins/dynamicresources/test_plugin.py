@@ -554,3 +554,97 @@ def test_registered_events() -> None:
         (EventResource.DEVICE_CLASS, add_or_update, False),
         (EventResource.RESOURCE_SLICE, add_or_update, False),
     }
+
+
+# ----------------------------------------------------- binding conditions
+def conditioned_slice() -> dict[str, Any]:
+    slice_ = make_slice("worker-slice").driver(DRIVER).pool("worker").node("worker").obj()
+    slice_["spec"]["devices"] = [
+        {
+            "name": "instance-1",
+            "bindingConditions": ["IsPrepared"],
+            "bindingFailureConditions": ["BindingFailed"],
+        }
+    ]
+    return slice_
+
+
+def with_device_status(claim: dict[str, Any], **conditions: str) -> dict[str, Any]:
+    claim = dict(claim)
+    status = dict(claim["status"])
+    status["devices"] = [
+        {
+            "driver": DRIVER,
+            "pool": "worker",
+            "device": "instance-1",
+            "conditions": [{"type": k, "status": v} for k, v in conditions.items()],
+        }
+    ]
+    claim["status"] = status
+    claim["metadata"] = dict(claim["metadata"], resourceVersion="900")
+    return claim
+
+
+@pytest.mark.parametrize(
+    ("conditions", "expected"),
+    [
+        pytest.param({"IsPrepared": "True", "BindingFailed": "False"}, None, id="device ready"),
+        pytest.param(
+            {"IsPrepared": "False", "BindingFailed": "True"},
+            f"device binding failed: claim=default/{CLAIM}",
+            id="device failed",
+        ),
+    ],
+)
+async def test_pre_bind_waits_for_binding_conditions(
+    conditions: dict[str, str], expected: str | None
+) -> None:
+    plugin, handle = setup(claims=(claim_obj(),), slices=(conditioned_slice(),))
+    target = the_pod()
+    state, statuses = cycle(plugin, target, WORKER)
+    assert statuses == [None]
+    plugin.reserve(state, target, "worker")
+    slept: list[float] = []
+
+    async def driver_reports(seconds: float) -> None:
+        slept.append(seconds)
+        written = plugin.tracker.get("default", CLAIM)
+        assert written is not None
+        assert written["status"]["allocation"]["allocationTimestamp"]
+        handle.informers.put("resourceclaims", with_device_status(written, **conditions))
+
+    plugin.sleep = driver_reports
+    status = await plugin.pre_bind(state, target, "worker")
+    assert slept == [5.0]
+    if expected is None:
+        assert status is None
+    else:
+        assert status == Status.as_error(expected)
+
+
+async def test_pre_bind_binding_timeout() -> None:
+    plugin, handle = setup(claims=(claim_obj(),), slices=(conditioned_slice(),))
+    target = the_pod()
+    state, _ = cycle(plugin, target, WORKER)
+    plugin.reserve(state, target, "worker")
+
+    async def nothing_happens(seconds: float) -> None:
+        handle.clock.advance(seconds)
+
+    plugin.sleep = nothing_happens
+    status = await plugin.pre_bind(state, target, "worker")
+    assert status == Status.as_error(f"device binding timeout: claim=default/{CLAIM}")
+    assert handle.clock.now() >= 1000.0 + 600.0
+
+
+def test_failed_binding_makes_the_claim_unavailable_and_post_filter_deallocates() -> None:
+    claim = allocated_claim("worker")
+    result = claim["status"]["allocation"]["devices"]["results"][0]
+    result["bindingConditions"] = ["IsPrepared"]
+    result["bindingFailureConditions"] = ["BindingFailed"]
+    claim = with_device_status(claim, IsPrepared="False", BindingFailed="True")
+    plugin, _ = setup(claims=(claim,), slices=(conditioned_slice(),))
+    state, statuses = cycle(plugin, the_pod(), WORKER)
+    assert statuses == [Status.unresolvable("resourceclaim not available on the node")]
+    _, post = plugin.post_filter(state, the_pod(), NodeToStatus())
+    assert post == Status.unschedulable("deallocation of ResourceClaim completed")

@@ -1,0 +1,199 @@
+"""DynamicResources on the real control plane (with the resourceclaim
+controller turning templates into claims): pods land next to their devices,
+claims are written as upstream writes them, no device is given twice, and a
+broken selector is explained to the user.
+
+A small simulated driver publishes a DeviceClass and one ResourceSlice per
+node (pool = node name), as upstream's scheduler_perf ``createResourceDriver``
+does; its names are unique per test, since these objects are cluster-scoped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+from collections.abc import AsyncIterator
+from typing import Any
+
+from kubernetes_asyncio import client
+
+from tests.integration.conftest import Cluster, NodePool
+from tests.support.builders import make_node, make_pod
+from tests.support.drabuilders import make_claim, make_class, make_slice, pod_uses_claim
+from tests.support.kubeapi import condition, create_all, list_pods, read_json, read_pod
+from tests.support.scheduler import running_scheduler, unique_scheduler_name
+from tests.support.wait import eventually
+
+
+class Driver:
+    """Publishes one DeviceClass and per-node ResourceSlices; removes them after."""
+
+    def __init__(self, kube: client.ApiClient) -> None:
+        self.api = client.ResourceV1Api(kube)
+        self.name = f"gpu-{secrets.token_hex(3)}.example.com"
+        self.device_class = f"class-{secrets.token_hex(3)}"
+        self.slices: list[str] = []
+
+    async def publish(self, nodes: list[str], devices: int) -> None:
+        await self.api.create_device_class(make_class(self.device_class).driver(self.name).obj())
+        for node in nodes:
+            builder = make_slice(f"{node}-{self.name}").driver(self.name).pool(node).node(node)
+            for index in range(devices):
+                builder = builder.device(f"gpu-{index}")
+            await self.api.create_resource_slice(builder.obj())
+            self.slices.append(f"{node}-{self.name}")
+
+    async def remove(self) -> None:
+        for name in self.slices:
+            with contextlib.suppress(client.ApiException):
+                await self.api.delete_resource_slice(name)
+        with contextlib.suppress(client.ApiException):
+            await self.api.delete_device_class(self.device_class)
+
+    async def template(self, namespace: str, name: str = "gpu") -> None:
+        spec = make_claim(name).request("gpu", self.device_class).obj()["spec"]
+        await self.api.create_namespaced_resource_claim_template(
+            namespace,
+            {
+                "apiVersion": "resource.k8s.io/v1",
+                "kind": "ResourceClaimTemplate",
+                "metadata": {"name": name, "namespace": namespace},
+                "spec": {"spec": spec},
+            },
+        )
+
+    async def claims(self, namespace: str) -> list[dict[str, Any]]:
+        listed = await read_json(
+            await self.api.list_namespaced_resource_claim(namespace, _preload_content=False)
+        )
+        items: list[dict[str, Any]] = listed["items"]
+        return items
+
+
+@contextlib.asynccontextmanager
+async def simulated_driver(kube: client.ApiClient) -> AsyncIterator[Driver]:
+    driver = Driver(kube)
+    try:
+        yield driver
+    finally:
+        await driver.remove()
+
+
+def allocated_devices(claims: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    return [
+        (r["driver"], r["pool"], r["device"])
+        for claim in claims
+        for r in ((claim.get("status") or {}).get("allocation") or {})
+        .get("devices", {})
+        .get("results", [])
+    ]
+
+
+async def test_template_claim_pod_lands_next_to_its_device_and_the_claim_is_written(
+    control_plane: Cluster, kube: client.ApiClient, namespace: str, nodes: NodePool
+) -> None:
+    core = client.CoreV1Api(kube)
+    name = unique_scheduler_name()
+    with_gpu = await nodes.create(make_node("with-gpu").obj())
+    await nodes.create(make_node("without").obj())
+    async with simulated_driver(kube) as driver, running_scheduler(control_plane.kubeconfig, name):
+        await driver.publish([with_gpu], devices=1)
+        await driver.template(namespace)
+        pod = make_pod("trainer", namespace).scheduler(name).claim_template("gpu", "gpu").obj()
+        await core.create_namespaced_pod(namespace, pod)
+
+        async def bound() -> str:
+            return str((await read_pod(core, namespace, "trainer"))["spec"].get("nodeName", ""))
+
+        assert await eventually(bound, timeout=60, what="pod bound") == with_gpu
+        uid = (await read_pod(core, namespace, "trainer"))["metadata"]["uid"]
+        (claim,) = await driver.claims(namespace)
+        status = claim["status"]
+        assert [
+            (r["request"], r["driver"], r["pool"], r["device"])
+            for r in status["allocation"]["devices"]["results"]
+        ] == [("gpu", driver.name, with_gpu, "gpu-0")]
+        assert status["reservedFor"] == [{"resource": "pods", "name": "trainer", "uid": uid}]
+        assert "resource.kubernetes.io/delete-protection" in claim["metadata"]["finalizers"]
+        assert status["allocation"]["nodeSelector"]["nodeSelectorTerms"][0]["matchFields"][0][
+            "values"
+        ] == [with_gpu]
+
+
+async def test_fifty_pods_race_for_forty_devices_and_no_device_is_given_twice(
+    control_plane: Cluster, kube: client.ApiClient, namespace: str, nodes: NodePool
+) -> None:
+    core = client.CoreV1Api(kube)
+    name = unique_scheduler_name()
+    names = [await nodes.create(make_node(f"dra-{i}").obj()) for i in range(4)]
+    async with simulated_driver(kube) as driver, running_scheduler(control_plane.kubeconfig, name):
+        await driver.publish(names, devices=10)
+        await driver.template(namespace)
+        pods = [
+            make_pod(f"racer-{i}", namespace).scheduler(name).claim_template("gpu", "gpu").obj()
+            for i in range(50)
+        ]
+        await create_all(lambda body: core.create_namespaced_pod(namespace, body), pods)
+
+        async def settled() -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
+            listed = await list_pods(core, namespace)
+            bound = [p for p in listed if p["spec"].get("nodeName")]
+            told = [
+                p
+                for p in listed
+                if not p["spec"].get("nodeName")
+                and (condition(p, "PodScheduled") or {}).get("reason") == "Unschedulable"
+            ]
+            return (bound, told) if len(bound) + len(told) == 50 and len(bound) >= 40 else None
+
+        bound, told = await eventually(settled, timeout=180, interval=0.5, what="40 bound, 10 told")
+        assert len(bound) == 40
+        assert len(told) == 10
+        for pod in told:
+            message = condition(pod, "PodScheduled")["message"]  # type: ignore[index]
+            assert "cannot allocate all claims" in message, message
+        devices = allocated_devices(await driver.claims(namespace))
+        assert len(devices) == 40
+        assert len(set(devices)) == 40, "a device was allocated twice"
+        by_pod_node = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in bound}
+        assert set(by_pod_node.values()) == set(names)
+
+
+async def test_bad_selector_fails_scheduling_naming_claim_request_and_expression(
+    control_plane: Cluster, kube: client.ApiClient, namespace: str, nodes: NodePool
+) -> None:
+    core = client.CoreV1Api(kube)
+    name = unique_scheduler_name()
+    node = await nodes.create(make_node("gpu-node").obj())
+    async with simulated_driver(kube) as driver, running_scheduler(control_plane.kubeconfig, name):
+        await driver.publish([node], devices=1)
+        expression = f'device.attributes["{driver.name}"].healthy'
+        claim = (
+            make_claim("broken", namespace)
+            .request("gpu", driver.device_class, selectors=(expression,))
+            .obj()
+        )
+        claim["metadata"].pop("uid")
+        await driver.api.create_namespaced_resource_claim(namespace, claim)
+        pod = pod_uses_claim(make_pod("victim", namespace).scheduler(name).obj(), "gpu", "broken")
+        await core.create_namespaced_pod(namespace, pod)
+
+        async def failed() -> list[dict[str, Any]]:
+            events = client.EventsV1Api(kube)
+            listed = await read_json(
+                await events.list_namespaced_event(namespace, _preload_content=False)
+            )
+            return [
+                e
+                for e in listed["items"]
+                if e["regarding"]["name"] == "victim" and e["reason"] == "FailedScheduling"
+            ]
+
+        (event, *_) = await eventually(failed, timeout=60, what="FailedScheduling event")
+        note = event["note"]
+        assert f"claim {namespace}/broken, request gpu: selector #0: CEL runtime error" in note, (
+            note
+        )
+        assert "no such key: healthy" in note, note
+        assert expression in note, note
+        assert (await read_pod(core, namespace, "victim"))["spec"].get("nodeName", "") == ""
