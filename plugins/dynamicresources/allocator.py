@@ -55,7 +55,13 @@ from plugins.dynamicresources.model import (
     format_quantity,
 )
 from plugins.dynamicresources.nodeselector import local_node_selector
-from plugins.dynamicresources.pools import Pool, PoolID, device_matches_node, gather_pools
+from plugins.dynamicresources.pools import (
+    Pool,
+    PoolCache,
+    PoolID,
+    device_matches_node,
+    gather_pools,
+)
 
 _ZERO = Decimal(0)
 _HARD_TAINTS = frozenset({TAINT_NO_SCHEDULE, TAINT_NO_EXECUTE})
@@ -130,8 +136,10 @@ class Allocator:
         *,
         new_share_id: Callable[[], str] = lambda: str(uuid.uuid4()),
         clock: Callable[[], float] | None = None,
+        pool_cache: PoolCache | None = None,
     ) -> None:
         self.allocated = allocated
+        self.pool_cache = pool_cache
         self.classes = classes
         self.cel = cel
         self.new_share_id = new_share_id
@@ -155,8 +163,12 @@ class Allocator:
         claims: Sequence[Claim],
         deadline: float | None = None,
     ) -> list[dict[str, Any]] | None:
-        slices = [*self.by_node.get(node_name, ()), *self.shared]
-        pools = gather_pools(slices, node_name, labels, self.by_pool)
+        def gather() -> list[Pool]:
+            slices = [*self.by_node.get(node_name, ()), *self.shared]
+            return gather_pools(slices, node_name, labels, self.by_pool)
+
+        cache = self.pool_cache
+        pools = gather() if cache is None else cache.get(node_name, labels, gather)
         run = _Run(
             self, node_name=node_name, labels=labels, claims=claims, pools=pools, deadline=deadline
         )

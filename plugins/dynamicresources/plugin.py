@@ -69,6 +69,7 @@ from plugins.dynamicresources.model import (
     parse_slice,
 )
 from plugins.dynamicresources.nodeselector import node_selector_matches
+from plugins.dynamicresources.pools import PoolCache
 from plugins.dynamicresources.state import (
     ClaimTracker,
     allocation_of,
@@ -168,6 +169,7 @@ class DynamicResources(
         self._slices: dict[str, Slice] = {}
         self._classes: dict[str, DeviceClass] = {}
         self._cel = CelEnvironment()
+        self._pools = PoolCache()
         self.writes = BackgroundWrites()
         self.sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
         informers.on_change("resourceclaims", self.tracker.claim_changed)
@@ -176,6 +178,7 @@ class DynamicResources(
 
     # ---------------------------------------------------------- informer feed
     def _slice_changed(self, old: Raw | None, new: Raw | None) -> None:
+        self._pools.invalidate()
         if old is not None:
             self._slices.pop((old.get("metadata") or {}).get("name", ""), None)
         if new is not None:
@@ -301,6 +304,7 @@ class DynamicResources(
                 list(self._slices.values()),
                 self._cel,
                 clock=self._handle.clock.now,
+                pool_cache=self._pools,
             )
         return None, None
 

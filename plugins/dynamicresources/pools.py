@@ -14,7 +14,7 @@ inside a pool sorted by name. Pure.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -155,3 +155,29 @@ def _check_consumption(
                     if counter not in counter_set:
                         return f"counter {counter} not found in counter set {set_name}"
     return ""
+
+
+class PoolCache:
+    """Pools per node, kept across scheduling cycles: they depend only on the
+    slices and the node's name and labels, not on which devices are in use.
+    ``invalidate`` on any ResourceSlice change; a node whose labels changed
+    is recomputed on its next lookup."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, tuple[Mapping[str, str], list[Pool]]] = {}
+
+    def invalidate(self) -> None:
+        self._entries.clear()
+
+    def get(
+        self,
+        node_name: str,
+        labels: Mapping[str, str],
+        compute: Callable[[], list[Pool]],
+    ) -> list[Pool]:
+        entry = self._entries.get(node_name)
+        if entry is not None and entry[0] == labels:
+            return entry[1]
+        pools = compute()
+        self._entries[node_name] = (dict(labels), pools)
+        return pools

@@ -24,6 +24,7 @@ from plugins.dynamicresources.allocator import (
 )
 from plugins.dynamicresources.cel import CelEnvironment
 from plugins.dynamicresources.model import parse_claim, parse_class, parse_slice
+from plugins.dynamicresources.pools import PoolCache
 from tests.support.drabuilders import (
     Obj,
     label_selector,
@@ -1337,3 +1338,28 @@ def test_inputs_are_not_mutated() -> None:
     )
     assert run(case) is not None
     assert (claim, slice_) == before
+
+
+def test_pool_cache_reuses_pools_until_labels_or_slices_change() -> None:
+    cache = PoolCache()
+    slices = [
+        parse_slice(
+            make_slice("slice-1")
+            .selector(label_selector(region="region-1"))
+            .device("device-1")
+            .obj()
+        )
+    ]
+
+    def allocator() -> Allocator:
+        classes = {"class-a": parse_class(CLASSES[0])}
+        return Allocator(AllocatedState(), classes, slices, CEL, pool_cache=cache)
+
+    claim = parse_claim(simple_claim())
+    assert allocator().allocate("node-1", NODES["node-1"], [claim]) is not None
+    assert allocator().allocate("node-1", NODES["node-1"], [claim]) is not None
+    # the node moved to another region: its pools are recomputed
+    assert allocator().allocate("node-1", {"region": "region-2"}, [claim]) is None
+    slices.clear()
+    cache.invalidate()
+    assert allocator().allocate("node-1", NODES["node-1"], [claim]) is None
