@@ -40,7 +40,9 @@ class Driver:
             builder = make_slice(f"{node}-{self.name}").driver(self.name).pool(node).node(node)
             for index in range(devices):
                 builder = builder.device(f"gpu-{index}")
-            await self.api.create_resource_slice(builder.obj())
+            body = builder.obj()
+            body["metadata"].pop("resourceVersion")
+            await self.api.create_resource_slice(body)
             self.slices.append(f"{node}-{self.name}")
 
     async def remove(self) -> None:
@@ -151,7 +153,9 @@ async def test_fifty_pods_race_for_forty_devices_and_no_device_is_given_twice(
         assert len(told) == 10
         for pod in told:
             message = condition(pod, "PodScheduled")["message"]  # type: ignore[index]
-            assert "cannot allocate all claims" in message, message
+            assert message == (
+                "0/4 nodes are available: 4 cannot allocate all claims. still not schedulable."
+            ), message
         devices = allocated_devices(await driver.claims(namespace))
         assert len(devices) == 40
         assert len(set(devices)) == 40, "a device was allocated twice"
