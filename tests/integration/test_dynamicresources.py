@@ -201,3 +201,125 @@ async def test_bad_selector_fails_scheduling_naming_claim_request_and_expression
         assert "no such key: healthy" in note, note
         assert expression in note, note
         assert (await read_pod(core, namespace, "victim"))["spec"].get("nodeName", "") == ""
+
+
+async def _node_of(core: client.CoreV1Api, namespace: str, name: str) -> str:
+    return str((await read_pod(core, namespace, name))["spec"].get("nodeName", ""))
+
+
+async def _told(core: client.CoreV1Api, namespace: str, name: str) -> str:
+    found = condition(await read_pod(core, namespace, name), "PodScheduled")
+    return str(found.get("message", "")) if found else ""
+
+
+async def test_deleting_a_pod_frees_its_device_for_a_waiting_pod(
+    control_plane: Cluster, kube: client.ApiClient, namespace: str, nodes: NodePool
+) -> None:
+    core = client.CoreV1Api(kube)
+    name = unique_scheduler_name()
+    node = await nodes.create(make_node("one-gpu").obj())
+    async with simulated_driver(kube) as driver, running_scheduler(control_plane.kubeconfig, name):
+        await driver.publish([node], devices=1)
+        await driver.template(namespace)
+        for pod_name in ("first", "second"):
+            pod = make_pod(pod_name, namespace).scheduler(name).claim_template("gpu", "gpu").obj()
+            await core.create_namespaced_pod(namespace, pod)
+            if pod_name == "first":
+                await eventually(
+                    lambda: _node_of(core, namespace, "first"), timeout=60, what="first bound"
+                )
+        message = await eventually(
+            lambda: _told(core, namespace, "second"), timeout=60, what="second told"
+        )
+        assert "cannot allocate all claims" in message
+        await core.delete_namespaced_pod("first", namespace, grace_period_seconds=0)
+        # The resourceclaim controller deallocates and deletes first's claim;
+        # the claim update requeues second through the queueing hint (no flush).
+        assert (
+            await eventually(
+                lambda: _node_of(core, namespace, "second"), timeout=60, what="second bound"
+            )
+            == node
+        )
+        devices = allocated_devices(await driver.claims(namespace))
+        assert devices == [(driver.name, node, "gpu-0")]
+
+
+async def test_a_shared_claim_serves_two_pods_on_its_node_and_pins_a_third(
+    control_plane: Cluster, kube: client.ApiClient, namespace: str, nodes: NodePool
+) -> None:
+    core = client.CoreV1Api(kube)
+    name = unique_scheduler_name()
+    names = [await nodes.create(make_node(f"shared-{i}").obj()) for i in range(2)]
+    async with simulated_driver(kube) as driver, running_scheduler(control_plane.kubeconfig, name):
+        await driver.publish(names, devices=1)
+        claim = make_claim("shared", namespace).request("gpu", driver.device_class).obj()
+        claim["metadata"].pop("uid")
+        await driver.api.create_namespaced_resource_claim(namespace, claim)
+        for pod_name in ("a", "b", "c"):
+            pod = pod_uses_claim(
+                make_pod(pod_name, namespace).scheduler(name).obj(), "gpu", "shared"
+            )
+            await core.create_namespaced_pod(namespace, pod)
+        placed = {
+            pod_name: await eventually(
+                lambda pod_name=pod_name: _node_of(core, namespace, pod_name),  # type: ignore[misc]
+                timeout=60,
+                what=f"{pod_name} bound",
+            )
+            for pod_name in ("a", "b", "c")
+        }
+        assert len(set(placed.values())) == 1, placed
+        (written,) = await driver.claims(namespace)
+        assert sorted(r["name"] for r in written["status"]["reservedFor"]) == ["a", "b", "c"]
+        assert len(allocated_devices([written])) == 1
+
+
+async def test_a_device_taint_keeps_pods_off_until_they_tolerate_it(
+    control_plane: Cluster, kube: client.ApiClient, namespace: str, nodes: NodePool
+) -> None:
+    core = client.CoreV1Api(kube)
+    name = unique_scheduler_name()
+    node = await nodes.create(make_node("tainted-gpu").obj())
+    async with simulated_driver(kube) as driver, running_scheduler(control_plane.kubeconfig, name):
+        await driver.api.create_device_class(
+            make_class(driver.device_class).driver(driver.name).obj()
+        )
+        body = make_slice(f"{node}-{driver.name}").driver(driver.name).pool(node).node(node).obj()
+        body["metadata"].pop("resourceVersion")
+        body["spec"]["devices"] = [
+            {"name": "gpu-0", "taints": [{"key": "maintenance", "effect": "NoSchedule"}]}
+        ]
+        await driver.api.create_resource_slice(body)
+        driver.slices.append(body["metadata"]["name"])
+        for claim_name, tolerations in (
+            ("intolerant", ()),
+            ("tolerant", ({"key": "maintenance", "operator": "Exists"},)),
+        ):
+            claim = (
+                make_claim(claim_name, namespace)
+                .request("gpu", driver.device_class, tolerations=tolerations)
+                .obj()
+            )
+            claim["metadata"].pop("uid")
+            await driver.api.create_namespaced_resource_claim(namespace, claim)
+            pod = pod_uses_claim(
+                make_pod(claim_name, namespace).scheduler(name).obj(), "gpu", claim_name
+            )
+            await core.create_namespaced_pod(namespace, pod)
+            if claim_name == "intolerant":
+                # The device is free, yet the pod may not have it.
+                message = await eventually(
+                    lambda: _told(core, namespace, "intolerant"),
+                    timeout=60,
+                    what="intolerant told",
+                )
+                assert "cannot allocate all claims" in message
+                assert allocated_devices(await driver.claims(namespace)) == []
+        assert (
+            await eventually(
+                lambda: _node_of(core, namespace, "tolerant"), timeout=60, what="tolerant bound"
+            )
+            == node
+        )
+        assert await _node_of(core, namespace, "intolerant") == ""
