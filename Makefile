@@ -7,7 +7,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | sha256sum | cut -c1-12)
 
-.PHONY: test unit integration lint format controlplane demo bench venv clean
+.PHONY: test unit integration differential lint format controlplane demo bench venv clean
 
 venv: $(STAMP)
 
@@ -28,6 +28,14 @@ unit: venv
 
 integration: venv controlplane
 	$(BIN)/pytest tests/integration
+
+# Ours against upstream kube-scheduler on randomized workloads, longer than the
+# default run: e.g. make differential DIFF_SEEDS=200 DIFF_PODS=100
+DIFF_SEEDS ?= 100
+DIFF_PODS ?= 50
+differential: venv controlplane
+	PYSCHEDULER_DIFF_SEEDS=$(DIFF_SEEDS) PYSCHEDULER_DIFF_PODS=$(DIFF_PODS) \
+		$(BIN)/pytest tests/integration/test_differential.py
 
 demo: venv controlplane
 	PYTHONPATH=. $(BIN)/python examples/demo.py

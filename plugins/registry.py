@@ -2,9 +2,11 @@
 
 ``in_tree_registry()`` builds a fresh Registry of every in-tree plugin;
 ``DEFAULT_PLUGINS`` is the default profile's multiPoint list in upstream order
-(``pkg/scheduler/apis/config/v1/default_plugins.go``) restricted to the plugins
-that exist here, with their score weights (0 = unset, which the framework reads
-as 1 for Score plugins and ignores for the others).
+(``pkg/scheduler/apis/config/v1/default_plugins.go`` of v1.36, with the
+feature-gated additions of its defaults: NodeDeclaredFeatures appended, as
+its gate is on by default since 1.36) restricted to the plugins that exist
+here, with their score weights (0 = unset, which the framework reads as 1 for
+Score plugins and ignores for the others).
 """
 
 from __future__ import annotations
@@ -12,9 +14,16 @@ from __future__ import annotations
 from plugins import (
     default_binder,
     dynamicresources,
+    image_locality,
+    inter_pod_affinity,
+    node_affinity,
+    node_declared_features,
     node_name,
+    node_ports,
+    node_resources_balanced_allocation,
     node_resources_fit,
     node_unschedulable,
+    pod_topology_spread,
     priority_sort,
     scheduling_gates,
     taint_toleration,
@@ -27,9 +36,19 @@ DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
     (node_unschedulable.NAME, 0),
     (node_name.NAME, 0),
     (taint_toleration.NAME, 3),
+    (node_affinity.NAME, 2),
+    (node_ports.NAME, 0),
     (node_resources_fit.NAME, 1),
-    (dynamicresources.NAME, 0),
+    # VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone (0 each)
+    (pod_topology_spread.NAME, 2),
+    (inter_pod_affinity.NAME, 2),
+    # upstream inserts DynamicResources right before DefaultPreemption, weight 2
+    (dynamicresources.NAME, 2),
+    # DefaultPreemption (0)
+    (node_resources_balanced_allocation.NAME, 1),
+    (image_locality.NAME, 1),
     (default_binder.NAME, 0),
+    (node_declared_features.NAME, 0),
 )
 
 
@@ -41,8 +60,15 @@ def in_tree_registry() -> Registry:
             node_unschedulable.SPEC,
             node_name.SPEC,
             taint_toleration.SPEC,
+            node_affinity.SPEC,
+            node_ports.SPEC,
             node_resources_fit.SPEC,
+            pod_topology_spread.SPEC,
+            inter_pod_affinity.SPEC,
             dynamicresources.SPEC,
+            node_resources_balanced_allocation.SPEC,
+            image_locality.SPEC,
             default_binder.SPEC,
+            node_declared_features.SPEC,
         ]
     )

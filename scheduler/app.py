@@ -227,6 +227,7 @@ class SchedulerApp:
             self.frameworks.keys(),
             on_pod_deleted=self._reject_waiting,
             timer=self.metrics,
+            status=self.status_writer,
         )
         pods.add_handler(handlers.pod_added, handlers.pod_updated, handlers.pod_deleted)
         nodes.add_handler(handlers.node_added, handlers.node_updated, handlers.node_deleted)

@@ -8,6 +8,10 @@ Invariants:
 - Bounded: at most ``attempts_per_pod`` attempts for each of at most ``max_pods``
   pods. Recording for a pod makes it the most recent; the least recently
   recorded pod is dropped first. Reading does not refresh a pod.
+- Bounded in bytes: the cycle's records are at most
+  ``scheduler.cycle.reporting.ATTEMPT_BYTES_BOUND`` (32 KiB) each whatever the
+  cluster size (a histogram and a sample of nodes, not a verdict per node), so
+  the default 1000 pods x 5 attempts hold at most 160 MiB, typically ~35 MiB.
 - Pure and synchronous: recorded from the scheduling cycle without awaiting.
 - Attempts are stored as given; ``attempts`` returns a new list of the same
   dicts, so callers must treat them as read-only.

@@ -20,6 +20,7 @@ from scheduler.cache.cache import Cache
 from scheduler.framework.events import (
     ASSIGNED_POD_DELETE,
     NODE_ADD,
+    NODE_DELETE,
     ActionType,
     ClusterEvent,
     Resource,
@@ -51,6 +52,12 @@ class QueueEvents(Protocol):
     def assigned_pod_updated(self, old: Pod, new: Pod) -> None: ...
 
 
+class PendingStatus(Protocol):
+    """The status writer's side: forget a pod's pending patch."""
+
+    def drop(self, namespace: str, name: str) -> None: ...
+
+
 class EventTimer(Protocol):
     def event_handling(self, event: str, seconds: float) -> None: ...
 
@@ -70,6 +77,9 @@ def node_update_action(old: Node, new: Node) -> ActionType:
     old_meta, new_meta = old.raw.get("metadata") or {}, new.raw.get("metadata") or {}
     if (old_meta.get("annotations") or {}) != (new_meta.get("annotations") or {}):
         action |= ActionType.UPDATE_NODE_ANNOTATION
+    # Kept sorted by the kubelet, so comparing the lists is enough (as upstream).
+    if (old_status.get("declaredFeatures") or []) != (new_status.get("declaredFeatures") or []):
+        action |= ActionType.UPDATE_NODE_DECLARED_FEATURE
     return action
 
 
@@ -79,6 +89,7 @@ _NODE_UPDATE_BITS = (
     ActionType.UPDATE_NODE_TAINT,
     ActionType.UPDATE_NODE_CONDITION,
     ActionType.UPDATE_NODE_ANNOTATION,
+    ActionType.UPDATE_NODE_DECLARED_FEATURE,
 )
 
 
@@ -102,10 +113,13 @@ class EventHandlers:
         cache: Cache,
         queue: QueueEvents,
         scheduler_names: Collection[str],
+        *,
         on_pod_deleted: Callable[[Pod], None] | None = None,
         timer: EventTimer | None = None,
+        status: PendingStatus | None = None,
     ) -> None:
         self._cache = cache
+        self._status = status
         self._queue = queue
         self._ours = frozenset(scheduler_names)
         self._on_pod_deleted = on_pod_deleted
@@ -136,8 +150,10 @@ class EventHandlers:
         old, new = parse_pod(old_raw), parse_pod(new_raw)
         if new.assigned:
             if not old.assigned and old.scheduler_name in self._ours:
-                # Bound (by us or by someone else): it leaves the queue for good.
+                # Bound (by us or by someone else): it leaves the queue for good,
+                # and a failure patch still pending would now be a lie.
                 self._queue.delete(old)
+                self._drop_status(new)
             if new.terminal:
                 self._cache.remove_pod(new)
                 if not old.terminal:
@@ -150,6 +166,14 @@ class EventHandlers:
                 self._queue.assigned_pod_updated(old, new)
             self._timed("AssignedPodUpdate", started)
             return
+        if self._cache.is_assumed(new.uid):
+            # Its bind is in flight: the queue must not get a fresh
+            # QueuedPodInfo (a failed bind requeues the one it has, with its
+            # backoff and attempts). A deletion that starts frees it at once.
+            if new.deleting and not old.deleting:
+                self._assumed_pod_gone(new)
+            self._timed("UnscheduledPodUpdate", started)
+            return
         if self._responsible(new):
             if self._responsible(old):
                 self._queue.update(old, new)
@@ -160,17 +184,44 @@ class EventHandlers:
         self._timed("UnscheduledPodUpdate", started)
 
     def pod_deleted(self, raw: Raw) -> None:
+        """The copy may be stale (a relist reports a deletion with the last
+        version it saw, which may predate the bind), so the cache is cleaned
+        by UID whatever the copy says, as upstream's DeletedFinalStateUnknown."""
         started = time.perf_counter()
         pod = parse_pod(raw)
-        if pod.assigned:
+        self._drop_status(pod)
+        stored = self._cache.get_pod(pod.uid)
+        if stored is not None and self._cache.is_assumed(pod.uid):
+            if not pod.assigned and pod.scheduler_name in self._ours:
+                self._queue.delete(pod)
+            self._assumed_pod_gone(pod)
+            self._timed("UnscheduledPodDelete", started)
+            return
+        if pod.assigned or stored is not None:
             self._cache.remove_pod(pod)
-            self._queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, pod, None)
+            self._queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, stored or pod, None)
             self._timed("AssignedPodDelete", started)
-        elif pod.scheduler_name in self._ours:
+        if not pod.assigned and pod.scheduler_name in self._ours:
             self._queue.delete(pod)
             self._timed("UnscheduledPodDelete", started)
         if self._on_pod_deleted is not None:
             self._on_pod_deleted(pod)
+
+    def _drop_status(self, pod: Pod) -> None:
+        if self._status is not None:
+            self._status.drop(pod.namespace, pod.name)
+
+    def _assumed_pod_gone(self, pod: Pod) -> None:
+        """Deleted, or deleting, while its bind is in flight (kubernetes#134157):
+        reject it at Permit, release its assumed resources now (the binding
+        cycle will fail and find nothing to forget) and wake pods that may fit."""
+        if self._on_pod_deleted is not None:
+            self._on_pod_deleted(pod)
+        assumed = self._cache.get_pod(pod.uid)
+        if assumed is None or not self._cache.is_assumed(pod.uid):
+            return
+        self._cache.remove_pod(assumed)
+        self._queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, assumed, None)
 
     # ----------------------------------------------------------------- nodes
     def node_added(self, raw: Raw) -> None:
@@ -220,5 +271,6 @@ class EventHandlers:
     def node_deleted(self, raw: Raw) -> None:
         started = time.perf_counter()
         node = parse_node(raw)
+        self._queue.move_all_to_active_or_backoff(NODE_DELETE, node, None)
         self._cache.remove_node(node.name)
         self._timed("NodeDelete", started)

@@ -5,8 +5,9 @@ camelCase keys, unknown keys rejected, upstream defaults (LeastAllocated over
 cpu and memory with weight 1; a weight of 0 means 1) and upstream validation
 (weights in 1..100; ignored resources are qualified names; ignored groups have
 no ``/``; shape points strictly increasing in utilization 0..100 with scores
-0..10). Unlike upstream, RequestedToCapacityRatio without a shape is rejected
-here instead of failing when the plugin is built.
+0..10; a shape only with RequestedToCapacityRatio). Unlike upstream,
+RequestedToCapacityRatio without a shape is rejected here instead of failing
+when the plugin is built.
 """
 
 from __future__ import annotations
@@ -96,12 +97,15 @@ class ScoringStrategy(_Args):
 
     @model_validator(mode="after")
     def _shape_when_needed(self) -> ScoringStrategy:
-        if (
-            self.type is ScoringStrategyType.REQUESTED_TO_CAPACITY_RATIO
-            and self.requested_to_capacity_ratio is None
-        ):
+        ratio = self.type is ScoringStrategyType.REQUESTED_TO_CAPACITY_RATIO
+        if ratio and self.requested_to_capacity_ratio is None:
             raise ValueError(
                 "the RequestedToCapacityRatio strategy requires requestedToCapacityRatio.shape"
+            )
+        if not ratio and self.requested_to_capacity_ratio is not None:
+            raise ValueError(
+                "requestedToCapacityRatio: Forbidden: must be nil when type is not "
+                "RequestedToCapacityRatio"
             )
         return self
 

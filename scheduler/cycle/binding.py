@@ -131,6 +131,9 @@ class BindingCycles:
         if status is not None:
             self._binding_failed(binding, single_node_fit_error(pod, host, status), status)
             return
+        # No status patch of this pod may land after the bind: a pending one
+        # is dropped, one in flight is waited for.
+        await self._status.settle(pod.namespace, pod.name)
         bound = await framework.run_bind(state, assumed, host)
         if not bound.is_success():
             if bound.is_skip():
@@ -141,7 +144,9 @@ class BindingCycles:
 
     def _nominate(self, pod: Pod, host: str) -> None:
         if pod.nominated_node_name != host:
-            self._status.submit(pod.namespace, pod.name, {"status": {"nominatedNodeName": host}})
+            self._status.submit(
+                pod.namespace, pod.name, {"status": {"nominatedNodeName": host}}, uid=pod.uid
+            )
 
     def _roll_back(self, binding: Binding, *, requeue: bool) -> None:
         """Undo an unfinished binding cycle (shutdown or a crash)."""

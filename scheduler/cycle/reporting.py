@@ -4,14 +4,25 @@ per-attempt diagnosis kept for the debug endpoint.
 Condition patches are written by a background writer that coalesces by pod
 (only the newest message per pod is written), so a burst of failures never
 blocks the scheduling loop and binds are not starved by status writes.
+
+Attempt records (``failed_attempt``, ``scheduled_attempt``) are bounded
+whatever the cluster size: the reason histogram (at most ``REASONS_KEPT``
+reasons, the most frequent), the number of rejected nodes and the verdicts of
+a sample of at most ``NODE_SAMPLE`` nodes, every text cut to ``TEXT_LIMIT``
+characters and the message to ``MESSAGE_LIMIT``. One record takes at most
+``ATTEMPT_BYTES_BOUND`` bytes (checked by a test with worst-case texts; a
+typical one, two reasons, is about 7 KiB). Building one visits at most ``NODE_SAMPLE`` node
+statuses: the histogram is the one the failure message already counted.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime
+import itertools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from scheduler.framework.objects import Pod
@@ -31,6 +42,13 @@ ACTION_BINDING = "Binding"
 TYPE_WARNING = "Warning"
 TYPE_NORMAL = "Normal"
 POD_SCHEDULED = "PodScheduled"
+
+NODE_SAMPLE = 8
+REASONS_KEPT = 16
+REASONS_PER_NODE = 4
+TEXT_LIMIT = 256
+MESSAGE_LIMIT = 1024
+ATTEMPT_BYTES_BOUND = 32 * 1024
 
 PatchStatus = Callable[[str, str, Mapping[str, Any]], Awaitable[object]]
 
@@ -82,21 +100,51 @@ def scheduled_condition_patch(
     return {"status": patch} if patch else None
 
 
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    uid: str
+    patch: Mapping[str, Any]
+
+
 class StatusWriter:
-    """Writes pod status patches in the background, newest per pod wins."""
+    """Writes pod status patches in the background, newest per pod wins.
+
+    Invariants:
+    - A patch carries ``metadata.uid`` of the pod it was computed for, a
+      precondition: it can never land on a recreated pod of the same name.
+    - A pending patch is dropped when the pod binds or is deleted (``drop``,
+      from the event handlers) and before the binding cycle binds
+      (``settle``, which also waits for a write of that pod in flight), so a
+      stale ``PodScheduled=False`` never lands after the bind.
+    """
 
     def __init__(self, patch: PatchStatus, retries: int = 3) -> None:
         self._patch = patch
         self._retries = retries
-        self._pending: dict[tuple[str, str], Mapping[str, Any]] = {}
+        self._pending: dict[tuple[str, str], _Pending] = {}
         self._wake = asyncio.Event()
+        self._writing: tuple[str, str] | None = None
+        self._idle = asyncio.Event()
+        self._idle.set()
         self._closed = False
         self.written = 0
         self.failed = 0
 
-    def submit(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
-        self._pending[(namespace, name)] = patch
+    def submit(self, namespace: str, name: str, patch: Mapping[str, Any], uid: str = "") -> None:
+        self._pending[(namespace, name)] = _Pending(uid, patch)
         self._wake.set()
+
+    def drop(self, namespace: str, name: str) -> None:
+        """Forget the pod's pending patch: it bound or went away."""
+        self._pending.pop((namespace, name), None)
+
+    async def settle(self, namespace: str, name: str) -> None:
+        """Drop the pod's pending patch and wait until no write of it is in
+        flight (the binding cycle, right before Bind)."""
+        key = (namespace, name)
+        self._pending.pop(key, None)
+        while self._writing == key:
+            await self._idle.wait()
 
     def pending(self) -> int:
         return len(self._pending)
@@ -111,8 +159,17 @@ class StatusWriter:
                 await self._wake.wait()
                 continue
             key = next(iter(self._pending))
-            patch = self._pending.pop(key)
-            await self._write(key, patch)
+            pending = self._pending.pop(key)
+            body = pending.patch
+            if pending.uid:
+                body = {"metadata": {"uid": pending.uid}, **pending.patch}
+            self._writing = key
+            self._idle.clear()
+            try:
+                await self._write(key, body)
+            finally:
+                self._writing = None
+                self._idle.set()
 
     def close(self) -> None:
         self._closed = True
@@ -127,7 +184,7 @@ class StatusWriter:
                 raise
             except Exception as error:
                 status = getattr(error, "status", None)
-                if status == 404:  # the pod is gone: nothing to report on
+                if status in (404, 409):  # the pod is gone or was recreated
                     return
                 if attempt + 1 == self._retries or not _transient(status):
                     self.failed += 1
@@ -144,29 +201,53 @@ def _transient(http_status: int | None) -> bool:
     return http_status is None or http_status == 429 or http_status >= 500
 
 
-def _verdicts(node_to_status: NodeToStatus) -> dict[str, Any]:
+def _cut(text: str, limit: int = TEXT_LIMIT) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _sample(node_to_status: NodeToStatus) -> dict[str, Any]:
+    """The verdicts of the first ``NODE_SAMPLE`` rejected nodes."""
     return {
-        name: {"plugin": status.plugin, "code": status.code.label, "reasons": list(status.reasons)}
-        for name, status in node_to_status.statuses.items()
+        _cut(name): {
+            "plugin": status.plugin,
+            "code": status.code.label,
+            "reasons": [_cut(reason) for reason in status.reasons[:REASONS_PER_NODE]],
+        }
+        for name, status in itertools.islice(node_to_status.statuses.items(), NODE_SAMPLE)
     }
+
+
+def _histogram(counts: Mapping[str, int]) -> dict[str, int]:
+    """The ``REASONS_KEPT`` most frequent reasons, most frequent first."""
+    kept = sorted(counts.items(), key=lambda item: (-item[1], item[0]))[:REASONS_KEPT]
+    return {_cut(reason): count for reason, count in kept}
 
 
 def failed_attempt(
     cycle: int, wall: float, reason: str, message: str, fit_error: FitError | None
 ) -> dict[str, Any]:
-    """What ``/debug/pods`` shows of a failed attempt: per node, who said no."""
-    return {
+    """What ``/debug/pods`` shows of a failed attempt: how many nodes said no
+    for each reason, and a sample of who said no."""
+    record: dict[str, Any] = {
         "cycle": cycle,
         "time": wall,
         "result": reason,
-        "message": message,
-        "nodes": _verdicts(fit_error.diagnosis.node_to_status) if fit_error else {},
+        "message": _cut(message, MESSAGE_LIMIT),
+        "nodes": {},
     }
+    if fit_error is not None:
+        node_to_status = fit_error.diagnosis.node_to_status
+        record["nodes"] = _sample(node_to_status)
+        record["rejectedNodes"] = len(node_to_status.statuses)
+        record["reasons"] = _histogram(fit_error.reason_counts())
+    return record
 
 
 def scheduled_attempt(cycle: int, wall: float, result: ScheduleResult) -> dict[str, Any]:
-    """What ``/debug/pods`` shows of a successful attempt, with the best scores."""
+    """What ``/debug/pods`` shows of a successful attempt, with the best scores
+    and a sample of the nodes that were rejected."""
     top = result.scores.best(3) if result.scores is not None else []
+    node_to_status = result.diagnosis.node_to_status
     return {
         "cycle": cycle,
         "time": wall,
@@ -174,7 +255,8 @@ def scheduled_attempt(cycle: int, wall: float, result: ScheduleResult) -> dict[s
         "node": result.suggested_host,
         "evaluatedNodes": result.evaluated_nodes,
         "feasibleNodes": result.feasible_nodes,
-        "nodes": _verdicts(result.diagnosis.node_to_status),
+        "rejectedNodes": len(node_to_status.statuses),
+        "nodes": _sample(node_to_status),
         "topScores": [
             {"node": s.name, "total": s.total, "plugins": {w.plugin: w.score for w in s.scores}}
             for s in top

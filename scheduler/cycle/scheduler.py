@@ -302,6 +302,11 @@ class Scheduler:
         return NominatingInfo(mode=NominatingMode.NOOP)
 
     def _forget(self, assumed: Pod) -> bool:
+        if self._cache.get_pod(assumed.uid) is None:
+            # Deleted while its bind was in flight: the event handlers have
+            # already released it (kubernetes#134157).
+            log.debug("assumed pod %s was already forgotten", assumed.key)
+            return False
         try:
             self._cache.forget_pod(assumed)
         except CacheError as error:
@@ -366,7 +371,7 @@ class Scheduler:
             nominated = ""  # clearNominatedNode
         patch = scheduled_condition_patch(fresh, reason, message, self._clock.wall(), nominated)
         if patch is not None:
-            self._status.submit(fresh.namespace, fresh.name, patch)
+            self._status.submit(fresh.namespace, fresh.name, patch, uid=fresh.uid)
         log.info(
             "pod %s is unschedulable: %s" if rejected else "error scheduling pod %s: %s",
             pod.key,

@@ -46,6 +46,14 @@ from scheduler.framework.interfaces import (
     ScorePlugin,
     SignPlugin,
 )
+from scheduler.framework.nodeaffinity import (
+    NodeSelector,
+    NodeSelectorError,
+    PreferredTerms,
+    RequiredNodeAffinity,
+    parse_preferred_terms,
+    strict_node_selector,
+)
 from scheduler.framework.nodeinfo import NodeInfo
 from scheduler.framework.objects import (
     HostPort,
@@ -53,6 +61,8 @@ from scheduler.framework.objects import (
     Pod,
     Taint,
     Toleration,
+    node_images,
+    normalized_image_name,
     parse_node,
     parse_pod,
 )
@@ -104,6 +114,8 @@ __all__ = [
     "Node",
     "NodeInfo",
     "NodeScore",
+    "NodeSelector",
+    "NodeSelectorError",
     "NodeToStatus",
     "ObjectStore",
     "PermitPlugin",
@@ -120,6 +132,7 @@ __all__ = [
     "PreFilterPlugin",
     "PreFilterResult",
     "PreScorePlugin",
+    "PreferredTerms",
     "QuantityError",
     "QueueSortPlugin",
     "QueuedPodInfo",
@@ -127,6 +140,7 @@ __all__ = [
     "QueueingHintFn",
     "Registry",
     "RegistryError",
+    "RequiredNodeAffinity",
     "ReservePlugin",
     "Resource",
     "ScoreExtensions",
@@ -142,11 +156,15 @@ __all__ = [
     "WaitingPod",
     "default_normalize",
     "is_success",
+    "node_images",
+    "normalized_image_name",
     "parse_node",
     "parse_pod",
+    "parse_preferred_terms",
     "parse_quantity",
     "pod_requests",
     "status_code",
+    "strict_node_selector",
     "to_milli",
     "to_units",
 ]

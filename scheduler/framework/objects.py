@@ -13,14 +13,24 @@ what is wrong instead of losing or crashing on the pod.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
+from scheduler.framework.nodeaffinity import (
+    NO_REQUIRED_AFFINITY,
+    PreferredTerms,
+    RequiredNodeAffinity,
+    preferred_node_affinity,
+    required_node_affinity,
+)
+from scheduler.framework.podaffinity import NO_POD_AFFINITY, PodAffinityTerms, parse_pod_affinity
 from scheduler.framework.quantity import QuantityError
 from scheduler.framework.resource import ZERO, Resource, pod_requests
 
 Raw = Mapping[str, Any]
 _EMPTY: Mapping[str, Any] = {}
+_NO_IMAGES: Mapping[str, int] = MappingProxyType({})
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
@@ -86,6 +96,17 @@ class Pod:
     resource_version: str
     generation: int
     parse_error: str = ""
+    # nodeSelector AND required node affinity; preferred node-affinity terms
+    # (None: none, or they do not parse: see preferred_affinity_error).
+    required_affinity: RequiredNodeAffinity = NO_REQUIRED_AFFINITY
+    preferred_affinity: PreferredTerms | None = None
+    preferred_affinity_error: str = ""
+    # Normalized image names of init containers, containers and image
+    # volumes, in that order (repeats kept), and the number of containers.
+    images: tuple[str, ...] = ()
+    container_count: int = 0
+    # Parsed pod (anti-)affinity terms (InterPodAffinity's hot path).
+    pod_affinity: PodAffinityTerms = NO_POD_AFFINITY
 
     @property
     def key(self) -> str:
@@ -121,6 +142,9 @@ class Node:
     allocatable: Resource
     resource_version: str
     parse_error: str = ""
+    # status.images: every name of every image -> its size in bytes.
+    images: Mapping[str, int] = field(default_factory=lambda: _NO_IMAGES)
+    declared_features: frozenset[str] = frozenset()
 
 
 def _tolerations(spec: Raw) -> tuple[Toleration, ...]:
@@ -136,8 +160,11 @@ def _tolerations(spec: Raw) -> tuple[Toleration, ...]:
 
 
 def _host_ports(spec: Raw) -> tuple[HostPort, ...]:
+    """Upstream ``GetHostPorts``: the ports of restartable (sidecar) init
+    containers, which run as long as the pod, then of the app containers."""
+    sidecars = [c for c in spec.get("initContainers") or () if c.get("restartPolicy") == "Always"]
     ports = []
-    for container in (*(spec.get("initContainers") or ()), *(spec.get("containers") or ())):
+    for container in (*sidecars, *(spec.get("containers") or ())):
         for port in container.get("ports") or ():
             host_port = port.get("hostPort") or 0
             if host_port > 0:
@@ -151,17 +178,48 @@ def _host_ports(spec: Raw) -> tuple[HostPort, ...]:
     return tuple(ports)
 
 
+def normalized_image_name(name: str) -> str:
+    """Upstream ImageLocality's CRI name: ``:latest`` when there is no tag."""
+    if name.rfind(":") <= name.rfind("/"):
+        return f"{name}:latest"
+    return name
+
+
+def _images(spec: Raw) -> tuple[str, ...]:
+    names = [
+        normalized_image_name(c.get("image") or "")
+        for c in (*(spec.get("initContainers") or ()), *(spec.get("containers") or ()))
+    ]
+    for volume in spec.get("volumes") or ():
+        image = volume.get("image")
+        if image is not None:
+            names.append(normalized_image_name(image.get("reference") or ""))
+    return tuple(names)
+
+
+def node_images(status: Raw) -> Mapping[str, int]:
+    """``status.images`` of a node: every name of every image -> its size
+    (the first image listing a name wins)."""
+    images: dict[str, int] = {}
+    for image in status.get("images") or ():
+        size = int(image.get("sizeBytes") or 0)
+        for name in image.get("names") or ():
+            images.setdefault(name, size)
+    return images or _NO_IMAGES
+
+
 def parse_pod(raw: Raw) -> Pod:
     metadata = raw.get("metadata") or _EMPTY
     spec = raw.get("spec") or _EMPTY
     status = raw.get("status") or _EMPTY
     parse_error = ""
     try:
-        requests = pod_requests(spec)
-        non_zero = pod_requests(spec, non_zero=True)
+        requests = pod_requests(spec, status=status)
+        non_zero = pod_requests(spec, non_zero=True, status=status)
     except (QuantityError, TypeError, AttributeError) as error:
         requests = non_zero = ZERO
         parse_error = str(error)
+    preferred, preferred_error = preferred_node_affinity(spec)
     return Pod(
         raw=raw,
         uid=metadata.get("uid") or "",
@@ -184,6 +242,14 @@ def parse_pod(raw: Raw) -> Pod:
         resource_version=metadata.get("resourceVersion") or "",
         generation=int(metadata.get("generation") or 0),
         parse_error=parse_error,
+        required_affinity=required_node_affinity(spec),
+        preferred_affinity=preferred,
+        preferred_affinity_error=preferred_error,
+        images=_images(spec),
+        container_count=len(spec.get("initContainers") or ()) + len(spec.get("containers") or ()),
+        pod_affinity=parse_pod_affinity(
+            spec.get("affinity"), metadata.get("namespace") or "", metadata.get("labels") or _EMPTY
+        ),
     )
 
 
@@ -210,4 +276,6 @@ def parse_node(raw: Raw) -> Node:
         allocatable=allocatable,
         resource_version=metadata.get("resourceVersion") or "",
         parse_error=parse_error,
+        images=node_images(status),
+        declared_features=frozenset(status.get("declaredFeatures") or ()),
     )

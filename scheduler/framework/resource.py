@@ -11,6 +11,15 @@ resource by name. ``pod_requests`` applies kube-scheduler's rule:
 with pod-level ``spec.resources.requests`` taking precedence for cpu and
 memory when set. ``non_zero=True`` counts a container without a cpu or memory
 request as 100m / 200Mi, which upstream uses for scoring only, never for fit.
+
+In-place resize (InPlacePodVerticalScaling, GA; upstream ``PodRequests`` with
+``UseStatusResources``): given the pod's ``status``, an app container or a
+sidecar whose status reports ``resources`` counts, per resource, the largest
+of its spec request, its actuated request (``status.containerStatuses[]
+.resources.requests``) and its ``allocatedResources``; when the resize is
+Infeasible (condition ``PodResizePending``, reason ``Infeasible``) the spec is
+left out. Plain init containers use the spec. Pod-level requests follow the
+same rule with ``status.resources`` and ``status.allocatedResources``.
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ DEFAULT_MILLI_CPU_REQUEST = 100
 DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024
 
 _EMPTY: Mapping[str, int] = {}
+_NO_FIELDS: Mapping[str, Any] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,10 +165,54 @@ def _merge(left: Mapping[str, int], right: Mapping[str, int], combine: Any) -> M
 ZERO = Resource()
 
 
-def _container_requests(container: Mapping[str, Any], non_zero: bool) -> Resource:
+POD_RESIZE_PENDING = "PodResizePending"
+REASON_INFEASIBLE = "Infeasible"
+
+
+def resize_infeasible(status: Mapping[str, Any]) -> bool:
+    """Upstream ``IsPodResizeInfeasible``: the first ``PodResizePending``
+    condition has reason ``Infeasible``."""
+    for condition in status.get("conditions") or ():
+        if condition.get("type") == POD_RESIZE_PENDING:
+            return bool(condition.get("reason") == REASON_INFEASIBLE)
+    return False
+
+
+def _effective(
+    spec: Mapping[str, Any],
+    actuated: Mapping[str, Any],
+    allocated: Mapping[str, Any],
+    infeasible: bool,
+) -> tuple[Resource, frozenset[str]]:
+    """Per resource the largest of the lists (spec left out when the resize is
+    infeasible), and the names present in any of them."""
+    lists = (actuated, allocated) if infeasible else (spec, actuated, allocated)
+    total = ZERO
+    for item in lists:
+        if item:
+            total = total.max(Resource.from_list(item))
+    return total, frozenset(name for item in lists for name in item)
+
+
+def _container_requests(
+    container: Mapping[str, Any],
+    non_zero: bool,
+    container_status: Mapping[str, Any] | None = None,
+    infeasible: bool = False,
+) -> Resource:
     requests = (container.get("resources") or {}).get("requests") or _EMPTY
     try:
-        resource = Resource.from_list(requests)
+        actuated = (container_status or _NO_FIELDS).get("resources")
+        if container_status is not None and actuated is not None:
+            resource, present = _effective(
+                requests,
+                actuated.get("requests") or _EMPTY,
+                container_status.get("allocatedResources") or _EMPTY,
+                infeasible,
+            )
+            requests = dict.fromkeys(present, "")
+        else:
+            resource = Resource.from_list(requests)
     except QuantityError as error:
         name = container.get("name") or "?"
         raise QuantityError(f"container {name!r} requests {error}") from None
@@ -173,16 +227,37 @@ def _container_requests(container: Mapping[str, Any], non_zero: bool) -> Resourc
     return resource
 
 
-def pod_requests(spec: Mapping[str, Any], *, non_zero: bool = False) -> Resource:
-    """The pod's effective request, by the upstream rule (module docstring)."""
+def _statuses_by_name(status: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    by_name: dict[str, Mapping[str, Any]] = {}
+    for field_name in ("containerStatuses", "initContainerStatuses"):
+        for item in status.get(field_name) or ():
+            by_name[item.get("name") or ""] = item
+    return by_name
+
+
+def pod_requests(
+    spec: Mapping[str, Any],
+    *,
+    non_zero: bool = False,
+    status: Mapping[str, Any] | None = None,
+) -> Resource:
+    """The pod's effective request, by the upstream rule (module docstring).
+    Without ``status`` only the spec counts."""
+    status = status or _NO_FIELDS
+    statuses = _statuses_by_name(status) if status else {}
+    infeasible = bool(statuses or status.get("resources")) and resize_infeasible(status)
     total = ZERO
     for container in spec.get("containers") or ():
-        total = total + _container_requests(container, non_zero)
+        total = total + _container_requests(
+            container, non_zero, statuses.get(container.get("name") or ""), infeasible
+        )
     sidecars = ZERO
     init_peak = ZERO
     for container in spec.get("initContainers") or ():
-        request = _container_requests(container, non_zero)
-        if container.get("restartPolicy") == "Always":
+        sidecar = container.get("restartPolicy") == "Always"
+        container_status = statuses.get(container.get("name") or "") if sidecar else None
+        request = _container_requests(container, non_zero, container_status, infeasible)
+        if sidecar:
             sidecars = sidecars + request
             init_peak = init_peak.max(sidecars)
         else:
@@ -191,6 +266,22 @@ def pod_requests(spec: Mapping[str, Any], *, non_zero: bool = False) -> Resource
     pod_level = ((spec.get("resources") or {}).get("requests")) or _EMPTY
     if CPU in pod_level or MEMORY in pod_level:
         level = Resource.from_list({k: v for k, v in pod_level.items() if k in (CPU, MEMORY)})
+        actuated = status.get("resources")
+        if actuated is not None:
+            level, _ = _effective(
+                {k: v for k, v in pod_level.items() if k in (CPU, MEMORY)},
+                {
+                    k: v
+                    for k, v in (actuated.get("requests") or _NO_FIELDS).items()
+                    if k in (CPU, MEMORY)
+                },
+                {
+                    k: v
+                    for k, v in (status.get("allocatedResources") or _NO_FIELDS).items()
+                    if k in (CPU, MEMORY)
+                },
+                infeasible,
+            )
         total = Resource(
             level.milli_cpu if CPU in pod_level else total.milli_cpu,
             level.memory if MEMORY in pod_level else total.memory,

@@ -124,9 +124,18 @@ class FitError(Exception):
         self.pod = pod
         self.num_all_nodes = num_all_nodes
         self.diagnosis = diagnosis
+        self._reason_counts: dict[str, int] | None = None
+
+    def reason_counts(self) -> dict[str, int]:
+        """Nodes per rejection reason, counted once (the node statuses do not
+        change after Filter): the message and the debug record share it."""
+        if self._reason_counts is None:
+            self._reason_counts = reason_counts(self.num_all_nodes, self.diagnosis.node_to_status)
+        return self._reason_counts
 
     def __str__(self) -> str:
-        return fit_error_message(self.num_all_nodes, self.diagnosis)
+        counts = None if self.diagnosis.pre_filter_msg else self.reason_counts()
+        return fit_error_message(self.num_all_nodes, self.diagnosis, counts)
 
 
 class InvalidPodError(FitError):
@@ -141,7 +150,9 @@ class InvalidPodError(FitError):
         return f"invalid pod: {self.problem}"
 
 
-def reason_histogram(num_all_nodes: int, node_to_status: NodeToStatus) -> str:
+def reason_counts(num_all_nodes: int, node_to_status: NodeToStatus) -> dict[str, int]:
+    """How many nodes gave each rejection reason (nodes not listed count
+    with the ``absent`` status)."""
     counts: dict[str, int] = {}
     for status in node_to_status.statuses.values():
         for reason in status.reasons:
@@ -150,10 +161,20 @@ def reason_histogram(num_all_nodes: int, node_to_status: NodeToStatus) -> str:
     if absent > 0:
         for reason in node_to_status.absent.reasons:
             counts[reason] = counts.get(reason, 0) + absent
+    return counts
+
+
+def reason_histogram(
+    num_all_nodes: int, node_to_status: NodeToStatus, counts: dict[str, int] | None = None
+) -> str:
+    if counts is None:
+        counts = reason_counts(num_all_nodes, node_to_status)
     return ", ".join(sorted(f"{count} {reason}" for reason, count in counts.items()))
 
 
-def fit_error_message(num_all_nodes: int, diagnosis: Diagnosis) -> str:
+def fit_error_message(
+    num_all_nodes: int, diagnosis: Diagnosis, counts: dict[str, int] | None = None
+) -> str:
     """``0/<N> nodes are available: <prefilter or histogram>. <postfilter>.``
 
     Each part ends with ". ", as upstream's ``SeparatorFormat`` (" %v.") has
@@ -164,7 +185,7 @@ def fit_error_message(num_all_nodes: int, diagnosis: Diagnosis) -> str:
     if diagnosis.pre_filter_msg:
         message += f" {diagnosis.pre_filter_msg}."
     else:
-        histogram = reason_histogram(num_all_nodes, diagnosis.node_to_status)
+        histogram = reason_histogram(num_all_nodes, diagnosis.node_to_status, counts)
         if histogram:
             message += f" {histogram}."
     if diagnosis.post_filter_msg:

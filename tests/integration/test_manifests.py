@@ -222,6 +222,17 @@ DRA = "resource.k8s.io"
         pytest.param(_access("watch", "pods"), True, id="watch pods in all namespaces"),
         pytest.param(_access("watch", "nodes"), True, id="watch nodes"),
         pytest.param(
+            _access("watch", "namespaces"), True, id="watch namespaces (affinity namespaceSelector)"
+        ),
+        pytest.param(
+            _access("list", "replicasets", group="apps"),
+            True,
+            id="list replicasets (default spread constraints)",
+        ),
+        pytest.param(
+            _access("update", "services", namespace="team-a"), False, id="update services"
+        ),
+        pytest.param(
             _access("create", "pods", subresource="binding", namespace="team-a"),
             True,
             id="bind a pod",
@@ -300,7 +311,6 @@ DRA = "resource.k8s.io"
         pytest.param(_access("patch", "nodes"), False, id="patch nodes"),
         pytest.param(_access("get", "secrets", namespace=NAMESPACE), False, id="read secrets"),
         pytest.param(_access("list", "configmaps"), False, id="list configmaps"),
-        pytest.param(_access("list", "namespaces"), False, id="list namespaces"),
         pytest.param(
             _access("update", "resourceclaims", group=DRA, namespace="team-a"),
             True,

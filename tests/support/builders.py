@@ -74,6 +74,17 @@ class NodeBuilder:
         self._obj["metadata"].setdefault("annotations", {})[key] = value
         return self
 
+    def image(self, size: int, *names: str) -> Self:
+        """One ``status.images`` entry: its names and its size in bytes."""
+        self._obj["status"].setdefault("images", []).append(
+            {"names": list(names), "sizeBytes": size}
+        )
+        return self
+
+    def declared_features(self, *features: str) -> Self:
+        self._obj["status"]["declaredFeatures"] = list(features)
+        return self
+
     def condition(self, type_: str, status: str) -> Self:
         """Set (or replace) a node condition such as Ready=False."""
         conditions = self._obj["status"].setdefault("conditions", [])
@@ -167,6 +178,40 @@ class PodBuilder:
         self._obj["spec"]["overhead"] = dict(resources)
         return self
 
+    def pod_requests(self, **resources: str) -> Self:
+        """Pod-level ``spec.resources.requests``."""
+        self._obj["spec"].setdefault("resources", {})["requests"] = dict(resources)
+        return self
+
+    def container_status(
+        self,
+        name: str,
+        *,
+        requests: dict[str, str] | None = None,
+        allocated: dict[str, str] | None = None,
+        init: bool = False,
+    ) -> Self:
+        """A container status as the kubelet reports it during an in-place
+        resize: actuated ``resources.requests`` and ``allocatedResources``."""
+        status: Obj = {"name": name}
+        if requests is not None:
+            status["resources"] = {"requests": dict(requests)}
+        if allocated is not None:
+            status["allocatedResources"] = dict(allocated)
+        field = "initContainerStatuses" if init else "containerStatuses"
+        self._obj.setdefault("status", {}).setdefault(field, []).append(status)
+        return self
+
+    def pod_status_resources(
+        self, *, requests: dict[str, str], allocated: dict[str, str] | None = None
+    ) -> Self:
+        """Pod-level ``status.resources`` (and ``status.allocatedResources``)."""
+        status = self._obj.setdefault("status", {})
+        status["resources"] = {"requests": dict(requests)}
+        if allocated is not None:
+            status["allocatedResources"] = dict(allocated)
+        return self
+
     def request(self, name: str, quantity: str) -> Self:
         """One more request on the first container (for extended resource names)."""
         container = self._obj["spec"]["containers"][0]
@@ -224,6 +269,36 @@ class PodBuilder:
         self._obj.setdefault("status", {}).setdefault("conditions", []).append(condition)
         return self
 
+    def node_selector(self, **labels: str) -> Self:
+        self._obj["spec"].setdefault("nodeSelector", {}).update(labels)
+        return self
+
+    def required_node_affinity(self, *terms: Obj) -> Self:
+        """``requiredDuringScheduling...`` node affinity with these terms (see ``term``)."""
+        affinity = self._obj["spec"].setdefault("affinity", {}).setdefault("nodeAffinity", {})
+        affinity["requiredDuringSchedulingIgnoredDuringExecution"] = {
+            "nodeSelectorTerms": list(terms)
+        }
+        return self
+
+    def preferred_node_affinity(self, weight: int, preference: Obj) -> Self:
+        """One more ``preferredDuringScheduling...`` node-affinity term."""
+        affinity = self._obj["spec"].setdefault("affinity", {}).setdefault("nodeAffinity", {})
+        affinity.setdefault("preferredDuringSchedulingIgnoredDuringExecution", []).append(
+            {"weight": weight, "preference": preference}
+        )
+        return self
+
+    def image(self, image: str) -> Self:
+        """The first container's image."""
+        self._obj["spec"]["containers"][0]["image"] = image
+        return self
+
+    def spec_field(self, key: str, value: object) -> Self:
+        """Any other spec field (``hostNetwork``, ``hostUsers``...)."""
+        self._obj["spec"][key] = value
+        return self
+
     def required_pod_affinity(self, topology_key: str, **match_labels: str) -> Self:
         """A required pod-affinity term selecting pods with these labels."""
         affinity = self._obj["spec"].setdefault("affinity", {}).setdefault("podAffinity", {})
@@ -232,8 +307,93 @@ class PodBuilder:
         )
         return self
 
+    def spread(
+        self,
+        max_skew: int,
+        topology_key: str,
+        when: str = "DoNotSchedule",
+        *,
+        selector: Obj | None = None,
+        **extra: object,
+    ) -> Self:
+        """A topology spread constraint; ``selector`` is the labelSelector
+        (absent if None); ``extra`` takes other fields by their API names
+        (``minDomains=2``, ``nodeTaintsPolicy="Honor"``, ``matchLabelKeys=[...]``)."""
+        constraint: Obj = {
+            "maxSkew": max_skew,
+            "topologyKey": topology_key,
+            "whenUnsatisfiable": when,
+            **extra,
+        }
+        if selector is not None:
+            constraint["labelSelector"] = selector
+        self._obj["spec"].setdefault("topologySpreadConstraints", []).append(constraint)
+        return self
+
+    def pod_affinity_term(
+        self,
+        kind: str,
+        topology_key: str,
+        selector: Obj | None,
+        *,
+        weight: int | None = None,
+        **extra: object,
+    ) -> Self:
+        """A pod affinity term of ``kind`` (``podAffinity``/``podAntiAffinity``):
+        required, or preferred with ``weight``; ``extra`` takes other term
+        fields by API name (``namespaces``, ``namespaceSelector``,
+        ``matchLabelKeys``, ``mismatchLabelKeys``)."""
+        term: Obj = {"topologyKey": topology_key, **extra}
+        if selector is not None:
+            term["labelSelector"] = selector
+        section = self._obj["spec"].setdefault("affinity", {}).setdefault(kind, {})
+        if weight is None:
+            section.setdefault("requiredDuringSchedulingIgnoredDuringExecution", []).append(term)
+        else:
+            section.setdefault("preferredDuringSchedulingIgnoredDuringExecution", []).append(
+                {"weight": weight, "podAffinityTerm": term}
+            )
+        return self
+
+    def required_pod_anti_affinity(self, topology_key: str, **match_labels: str) -> Self:
+        """A required pod anti-affinity term selecting pods with these labels."""
+        return self.pod_affinity_term(
+            "podAntiAffinity", topology_key, {"matchLabels": dict(match_labels)}
+        )
+
+    def owner(self, kind: str, name: str, api_version: str = "apps/v1") -> Self:
+        """A controlling owner reference (``ReplicaSet``, ``StatefulSet``...)."""
+        self._obj["metadata"].setdefault("ownerReferences", []).append(
+            {
+                "apiVersion": api_version,
+                "kind": kind,
+                "name": name,
+                "uid": f"{kind}-{name}",
+                "controller": True,
+            }
+        )
+        return self
+
     def obj(self) -> Obj:
         return copy.deepcopy(self._obj)
+
+
+def expression(key: str, operator: str, *values: str) -> Obj:
+    """A node selector requirement, for ``term``."""
+    requirement: Obj = {"key": key, "operator": operator}
+    if values:
+        requirement["values"] = list(values)
+    return requirement
+
+
+def term(*expressions: Obj, fields: tuple[Obj, ...] = ()) -> Obj:
+    """A node selector term: label expressions ANDed with match fields."""
+    result: Obj = {}
+    if expressions:
+        result["matchExpressions"] = list(expressions)
+    if fields:
+        result["matchFields"] = list(fields)
+    return result
 
 
 def make_node(name: str) -> NodeBuilder:

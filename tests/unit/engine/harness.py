@@ -105,13 +105,20 @@ class KeptStatusWriter(StatusWriter):
     def __init__(self) -> None:
         super().__init__(self._never)
         self.submitted: list[tuple[str, str, Mapping[str, Any]]] = []
+        self.uids: list[str] = []
+        self.settled: list[str] = []
 
     @staticmethod
     async def _never(namespace: str, name: str, patch: Mapping[str, Any]) -> object:
         raise AssertionError("the test writer never writes")
 
-    def submit(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+    def submit(self, namespace: str, name: str, patch: Mapping[str, Any], uid: str = "") -> None:
         self.submitted.append((namespace, name, patch))
+        self.uids.append(uid)
+
+    async def settle(self, namespace: str, name: str) -> None:
+        self.settled.append(f"{namespace}/{name}")
+        await super().settle(namespace, name)
 
 
 @dataclass

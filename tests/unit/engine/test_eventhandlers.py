@@ -12,7 +12,7 @@ import pytest
 from scheduler.cache import Cache
 from scheduler.eventhandlers import EventHandlers, node_update_action
 from scheduler.framework import ActionType, ClusterEvent, Pod, parse_node
-from scheduler.framework.events import ASSIGNED_POD_DELETE, NODE_ADD, Resource
+from scheduler.framework.events import ASSIGNED_POD_DELETE, NODE_ADD, NODE_DELETE, Resource
 from tests.support.builders import NodeBuilder, make_node, make_pod
 
 Obj = dict[str, Any]
@@ -261,6 +261,7 @@ def test_node_events_reach_cache_and_queue() -> None:
         (NODE_ADD, False),
         (ClusterEvent(Resource.NODE, ActionType.UPDATE_NODE_LABEL), False),
         (ClusterEvent(Resource.NODE, ActionType.UPDATE_NODE_TAINT), False),
+        (NODE_DELETE, False),
     ]
     assert cache.node_count() == 0
 

@@ -9,17 +9,20 @@ from typing import Any
 
 import pytest
 
+from scheduler.cache import Cache
 from scheduler.cycle.reporting import (
     REASON_SCHEDULER_ERROR,
     REASON_UNSCHEDULABLE,
     StatusWriter,
     scheduled_condition_patch,
 )
+from scheduler.eventhandlers import EventHandlers
 from scheduler.framework import Pod
 from scheduler.kube.errors import ApiError
-from tests.support.builders import PodBuilder
+from tests.support.builders import PodBuilder, make_pod
 from tests.unit.engine.conftest import LoopTime
-from tests.unit.engine.objects import pod
+from tests.unit.engine.objects import node, pod
+from tests.unit.queue.fakes import PROFILE, make_queue
 
 NOW = 1_700_000_000.0  # 2023-11-14T22:13:20Z
 NOW_TEXT = "2023-11-14T22:13:20Z"
@@ -243,3 +246,67 @@ async def test_writer_retries_transient_failures(
         await loop_time.advance(0.25)
     await finish(writer, task, loop_time)
     assert (len(api.calls), writer.written, writer.failed) == (calls, written, failed)
+
+
+# ------------------------------------------- stale patches (issue 6 defect 4)
+async def test_each_patch_is_guarded_by_the_pod_uid(loop_time: LoopTime) -> None:
+    api = FakeApi()
+    writer = StatusWriter(api.patch)
+    writer.submit("default", "a", body("a1"), uid="uid-a")
+    task = asyncio.create_task(writer.run())
+    await finish(writer, task, loop_time)
+    assert api.calls == [("default", "a", {"metadata": {"uid": "uid-a"}, **body("a1")})]
+
+
+@pytest.mark.parametrize(
+    "deliver",
+    [
+        pytest.param(
+            lambda h, raw: h.pod_updated(raw, {**raw, "spec": {**raw["spec"], "nodeName": "n1"}}),
+            id="the pod was bound",
+        ),
+        pytest.param(lambda h, raw: h.pod_deleted(raw), id="the pod was deleted"),
+    ],
+)
+async def test_a_pending_failure_patch_is_dropped_when_the_pod_binds_or_goes(
+    loop_time: LoopTime, deliver: Any
+) -> None:
+    api = FakeApi()
+    writer = StatusWriter(api.patch)
+    cache = Cache()
+    cache.add_node(node("n1"))
+    handlers = EventHandlers(cache, make_queue(), [PROFILE], status=writer)
+    raw = make_pod("a").uid("uid-a").scheduler(PROFILE).obj()
+    handlers.pod_added(raw)
+    writer.submit("default", "a", body("unschedulable"), uid="uid-a")
+    writer.submit("default", "b", body("another pod"), uid="uid-b")
+    assert writer.pending() == 2
+
+    deliver(handlers, raw)
+
+    task = asyncio.create_task(writer.run())
+    await finish(writer, task, loop_time)
+    assert [call[1] for call in api.calls] == ["b"]
+
+
+async def test_settle_drops_the_pending_patch_and_waits_for_the_one_in_flight(
+    loop_time: LoopTime,
+) -> None:
+    api = FakeApi()
+    api.release.clear()
+    writer = StatusWriter(api.patch)
+    task = asyncio.create_task(writer.run())
+    writer.submit("default", "a", body("a1"), uid="uid-a")
+    await loop_time.settle()
+    assert len(api.calls) == 1, "a1 is being written"
+    writer.submit("default", "a", body("a2"), uid="uid-a")
+
+    settled = asyncio.create_task(writer.settle("default", "a"))
+    await loop_time.settle()
+    assert not settled.done(), "the bind waits for the write in flight"
+    api.release.set()
+    await loop_time.settle()
+    assert settled.done()
+
+    await finish(writer, task, loop_time)
+    assert [call[2]["status"] for call in api.calls] == [body("a1")["status"]]

@@ -482,3 +482,18 @@ async def test_a_pod_that_cannot_be_interpreted_is_told_what_and_where() -> None
     (requeued,) = h.queue.requeued
     assert requeued.unschedulable == {"PodSpec"}, "retried when the pod changes"
     assert h.cache.pod_count() == 0
+
+
+async def test_a_failure_patch_is_guarded_by_uid_and_settled_before_the_bind() -> None:
+    framework = make_framework(
+        filter=[FilterStub("F", {"n1": Status.unschedulable("no")})], bind=[BindStub("B")]
+    )
+    h = harness(framework)
+    assert not await schedule(h)
+    assert h.status.uids == [P.uid], "the patch carries the pod's uid as a precondition"
+
+    h2 = harness(make_framework(bind=[BindStub("B")]))
+    h2.status.submit("default", "p", condition_patch(UNSCHEDULABLE, "stale"), uid=P.uid)
+    assert h2.status.settled == []
+    assert await schedule(h2)
+    assert h2.status.settled == ["default/p"], "settled before Bind: no stale patch after it"

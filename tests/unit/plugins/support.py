@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from scheduler.framework import Node, NodeInfo, Pod, parse_node, parse_pod
@@ -29,3 +30,63 @@ def node_info(node: Obj, *pods: Obj) -> NodeInfo:
 def maybe_node(raw: Obj | None) -> Node | None:
     """A parsed node, or None for an absent one (queueing hints' old/new)."""
     return None if raw is None else parse_node(raw)
+
+
+class FakeSnapshot:
+    """A ``SnapshotLister`` over fixed NodeInfos."""
+
+    def __init__(self, nodes: Sequence[NodeInfo]) -> None:
+        self.nodes = list(nodes)
+
+    def node_infos(self) -> Sequence[NodeInfo]:
+        return self.nodes
+
+    def get(self, node_name: str) -> NodeInfo | None:
+        return next((n for n in self.nodes if n.name == node_name), None)
+
+    def have_pods_with_affinity(self) -> Sequence[NodeInfo]:
+        return [n for n in self.nodes if n.pods_with_affinity]
+
+
+class FakeStore:
+    """An ``ObjectStore`` keyed as informers key (``namespace/name`` or ``name``)."""
+
+    def __init__(self, objects: Iterable[Obj] = ()) -> None:
+        self.objects: dict[str, Obj] = {}
+        for obj in objects:
+            metadata = obj["metadata"]
+            namespace = metadata.get("namespace")
+            key = f"{namespace}/{metadata['name']}" if namespace else metadata["name"]
+            self.objects[key] = obj
+
+    def get(self, key: str) -> Obj | None:
+        return self.objects.get(key)
+
+    def list(self) -> list[Obj]:
+        return list(self.objects.values())
+
+
+class FakeInformers:
+    def __init__(self, stores: Mapping[str, FakeStore] | None = None) -> None:
+        self.stores = dict(stores or {})
+
+    def store(self, resource: str) -> FakeStore:
+        return self.stores.setdefault(resource, FakeStore())
+
+    def on_change(self, resource: str, handler: object) -> None:
+        return None
+
+
+class FakeHandle:
+    """Just what plugins reading the snapshot and informer stores need."""
+
+    def __init__(self, snapshot: FakeSnapshot, informers: FakeInformers | None = None) -> None:
+        self._snapshot = snapshot
+        self.informers = informers or FakeInformers()
+
+    def snapshot(self) -> FakeSnapshot:
+        return self._snapshot
+
+
+def namespace(name: str, **labels: str) -> Obj:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}

@@ -162,11 +162,13 @@ def test_invalid(raw: Obj, message: str) -> None:
     assert message in str(raised.value)
 
 
-def test_ratio_shape_accepted_with_any_strategy() -> None:
-    args = NodeResourcesFitArgs.model_validate(
-        {"scoringStrategy": {"type": "MostAllocated", "requestedToCapacityRatio": SHAPE}}
-    )
-    assert args.scoring_strategy.type is ScoringStrategyType.MOST_ALLOCATED
+def test_ratio_shape_refused_with_another_strategy() -> None:
+    # Upstream ValidateNodeResourcesFitArgs: Forbidden unless the type uses it.
+    with pytest.raises(ValidationError) as raised:
+        NodeResourcesFitArgs.model_validate(
+            {"scoringStrategy": {"type": "MostAllocated", "requestedToCapacityRatio": SHAPE}}
+        )
+    assert "must be nil when type is not RequestedToCapacityRatio" in str(raised.value)
 
 
 def test_snake_case_field_names_work_in_code() -> None:

@@ -18,15 +18,35 @@ from scheduler.framework import (
     ScorePlugin,
 )
 
+
+class FakeInformers:
+    def on_change(self, resource: str, handler: object) -> None:
+        pass
+
+
+class FakeHandle:
+    """Just what the factories use at construction."""
+
+    informers = FakeInformers()
+
+
 EXPECTED_DEFAULTS = (
     ("SchedulingGates", 0),
     ("PrioritySort", 0),
     ("NodeUnschedulable", 0),
     ("NodeName", 0),
     ("TaintToleration", 3),
+    ("NodeAffinity", 2),
+    ("NodePorts", 0),
     ("NodeResourcesFit", 1),
-    ("DynamicResources", 0),
+    ("PodTopologySpread", 2),
+    ("InterPodAffinity", 2),
+    ("DynamicResources", 2),
+    ("NodeResourcesBalancedAllocation", 1),
+    ("ImageLocality", 1),
     ("DefaultBinder", 0),
+    # Upstream appends it when its feature gate is on (beta, on by default in 1.36).
+    ("NodeDeclaredFeatures", 0),
 )
 
 
@@ -52,12 +72,19 @@ def test_each_call_builds_a_fresh_registry() -> None:
         pytest.param("NodeName", FilterPlugin, id="NodeName"),
         pytest.param("TaintToleration", ScorePlugin, id="TaintToleration"),
         pytest.param("NodeResourcesFit", ScorePlugin, id="NodeResourcesFit"),
+        pytest.param("NodeAffinity", FilterPlugin, id="NodeAffinity"),
+        pytest.param("NodePorts", FilterPlugin, id="NodePorts"),
+        pytest.param(
+            "NodeResourcesBalancedAllocation", ScorePlugin, id="NodeResourcesBalancedAllocation"
+        ),
+        pytest.param("ImageLocality", ScorePlugin, id="ImageLocality"),
+        pytest.param("NodeDeclaredFeatures", FilterPlugin, id="NodeDeclaredFeatures"),
         pytest.param("DefaultBinder", BindPlugin, id="DefaultBinder"),
     ],
 )
 def test_factory_builds_the_named_plugin(name: str, kind: type[Plugin]) -> None:
     spec: PluginSpec = in_tree_registry()[name]
     args = spec.args_model.model_validate({}) if spec.args_model else None
-    plugin = spec.factory(args, cast(Handle, object()))
+    plugin = spec.factory(args, cast(Handle, FakeHandle()))
     assert isinstance(plugin, kind)
     assert plugin.name == spec.name == name

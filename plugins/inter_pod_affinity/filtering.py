@@ -1,0 +1,156 @@
+"""PreFilter state and Filter of InterPodAffinity (upstream ``filtering.go``).
+
+PreFilter counts, per topology pair (key, value):
+- ``existing_anti``: existing pods' required anti-affinity terms that select
+  the incoming pod (only nodes holding pods with affinity are visited);
+- ``affinity``: existing pods matching *all* the incoming pod's required
+  affinity terms, once per term's topology key;
+- ``anti``: existing pods matching each of the incoming pod's required
+  anti-affinity terms.
+Pairs whose count drops to 0 are removed, as upstream: "no pair" is how
+Filter recognises the first pod of a group.
+
+Filter, in this order: required affinity (a missing topology key, or no
+matching pod in the node's domain, fails UnschedulableAndUnresolvable unless
+no pod matches anywhere and the pod matches its own terms); the pod's
+required anti-affinity (Unschedulable); existing pods' anti-affinity
+(Unschedulable).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from scheduler.framework import Node, NodeInfo, Pod
+from scheduler.framework.podaffinity import AffinityTerm
+
+TopologyPair = tuple[str, str]
+_NO_LABELS: Mapping[str, str] = {}
+
+
+class PairCounts(dict[TopologyPair, int]):
+    """Topology pair -> count; a pair is absent rather than 0."""
+
+    def update_pair(self, node: Node, key: str, delta: int) -> None:
+        value = node.labels.get(key)
+        if value is None:
+            return
+        pair = (key, value)
+        total = self.get(pair, 0) + delta
+        if total == 0:
+            self.pop(pair, None)
+        else:
+            self[pair] = total
+
+    def copy(self) -> PairCounts:
+        return PairCounts(self)
+
+
+def matches_all(terms: Sequence[AffinityTerm], pod: Pod) -> bool:
+    """Upstream ``podMatchesAllAffinityTerms`` (no namespace labels; false for no terms)."""
+    if not terms:
+        return False
+    return all(term.matches(pod.namespace, pod.labels, _NO_LABELS) for term in terms)
+
+
+@dataclass(slots=True)
+class PreFilterState:
+    affinity_terms: tuple[AffinityTerm, ...]
+    anti_affinity_terms: tuple[AffinityTerm, ...]
+    namespace_labels: Mapping[str, str]
+    existing_anti: PairCounts
+    affinity: PairCounts
+    anti: PairCounts
+
+    def clone(self) -> PreFilterState:
+        return PreFilterState(
+            self.affinity_terms,
+            self.anti_affinity_terms,
+            self.namespace_labels,
+            self.existing_anti.copy(),
+            self.affinity.copy(),
+            self.anti.copy(),
+        )
+
+    def update_with_pod(self, pod: Pod, changed: Pod, node: Node | None, delta: int) -> None:
+        """Upstream ``updateWithPod``: ``changed`` added (+1) or removed (-1) on ``node``."""
+        if node is None:
+            return
+        for term in changed.pod_affinity.required_anti_affinity:
+            if term.matches(pod.namespace, pod.labels, self.namespace_labels):
+                self.existing_anti.update_pair(node, term.topology_key, delta)
+        if matches_all(self.affinity_terms, changed):
+            for term in self.affinity_terms:
+                self.affinity.update_pair(node, term.topology_key, delta)
+        for term in self.anti_affinity_terms:
+            if term.matches(changed.namespace, changed.labels, _NO_LABELS):
+                self.anti.update_pair(node, term.topology_key, delta)
+
+
+def existing_anti_affinity_counts(
+    pod: Pod, namespace_labels: Mapping[str, str], nodes: Iterable[NodeInfo]
+) -> PairCounts:
+    counts = PairCounts()
+    for node_info in nodes:
+        node = node_info.node
+        if node is None:
+            continue
+        for existing in node_info.pods_with_affinity.values():
+            for term in existing.pod_affinity.required_anti_affinity:
+                if term.matches(pod.namespace, pod.labels, namespace_labels):
+                    counts.update_pair(node, term.topology_key, 1)
+    return counts
+
+
+def incoming_counts(
+    affinity_terms: Sequence[AffinityTerm],
+    anti_affinity_terms: Sequence[AffinityTerm],
+    nodes: Iterable[NodeInfo],
+) -> tuple[PairCounts, PairCounts]:
+    affinity, anti = PairCounts(), PairCounts()
+    if not affinity_terms and not anti_affinity_terms:
+        return affinity, anti
+    for node_info in nodes:
+        node = node_info.node
+        if node is None:
+            continue
+        for existing in node_info.pods.values():
+            if affinity_terms and matches_all(affinity_terms, existing):
+                for term in affinity_terms:
+                    affinity.update_pair(node, term.topology_key, 1)
+            for term in anti_affinity_terms:
+                if term.matches(existing.namespace, existing.labels, _NO_LABELS):
+                    anti.update_pair(node, term.topology_key, 1)
+    return affinity, anti
+
+
+def satisfies_pod_affinity(state: PreFilterState, pod: Pod, labels: Mapping[str, str]) -> bool:
+    pods_exist = True
+    for term in state.affinity_terms:
+        value = labels.get(term.topology_key)
+        if value is None:
+            return False
+        if state.affinity.get((term.topology_key, value), 0) <= 0:
+            pods_exist = False
+    if pods_exist:
+        return True
+    # The first pod of a group that selects itself may go anywhere.
+    return not state.affinity and matches_all(state.affinity_terms, pod)
+
+
+def satisfies_pod_anti_affinity(state: PreFilterState, labels: Mapping[str, str]) -> bool:
+    if not state.anti:
+        return True
+    for term in state.anti_affinity_terms:
+        value = labels.get(term.topology_key)
+        if value is not None and state.anti.get((term.topology_key, value), 0) > 0:
+            return False
+    return True
+
+
+def satisfies_existing_anti_affinity(state: PreFilterState, labels: Mapping[str, str]) -> bool:
+    counts = state.existing_anti
+    if not counts:
+        return True
+    return all(counts.get(pair, 0) <= 0 for pair in labels.items())

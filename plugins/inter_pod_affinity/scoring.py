@@ -1,0 +1,122 @@
+"""PreScore, Score and NormalizeScore of InterPodAffinity (upstream ``scoring.go``).
+
+PreScore sums weights per topology pair over existing pods: the incoming
+pod's preferred affinity (+weight) and anti-affinity (-weight) terms that
+select an existing pod, and the existing pod's terms that select the incoming
+pod: required affinity (+hardPodAffinityWeight), preferred affinity
+(+weight), preferred anti-affinity (-weight). With preferred terms of its
+own the pod visits every pod of every node, otherwise only the pods with
+affinity. Score: the sum over the node's labels. NormalizeScore:
+``int(100 * (s - min) / (max - min))`` in floating point, all 0 when
+``max == min``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from scheduler.framework import MAX_NODE_SCORE, Node, NodeInfo, Pod
+from scheduler.framework.podaffinity import AffinityTerm, WeightedAffinityTerm
+
+_NO_LABELS: Mapping[str, str] = {}
+
+
+@dataclass(slots=True)
+class PreScoreState:
+    # topology key -> topology value -> score
+    topology_score: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def clone(self) -> PreScoreState:
+        return self  # not changed after PreScore
+
+    def add(  # noqa: PLR0917 - upstream processTerm's arguments
+        self,
+        term: AffinityTerm,
+        weight: int,
+        namespace: str,
+        labels: Mapping[str, str],
+        ns_labels: Mapping[str, str],
+        node: Node,
+    ) -> None:
+        """Upstream ``processTerm``."""
+        if not term.matches(namespace, labels, ns_labels):
+            return
+        value = node.labels.get(term.topology_key)
+        if value is None:
+            return
+        scores = self.topology_score.setdefault(term.topology_key, {})
+        scores[value] = scores.get(value, 0) + weight
+
+
+@dataclass(frozen=True, slots=True)
+class IncomingTerms:
+    pod: Pod
+    preferred_affinity: tuple[WeightedAffinityTerm, ...]
+    preferred_anti_affinity: tuple[WeightedAffinityTerm, ...]
+    namespace_labels: Mapping[str, str]
+
+
+def compute_pre_score_state(
+    incoming: IncomingTerms,
+    nodes: Iterable[NodeInfo],
+    *,
+    all_pods: bool,
+    hard_pod_affinity_weight: int,
+) -> PreScoreState:
+    state = PreScoreState()
+    for node_info in nodes:
+        node = node_info.node
+        if node is None or not node.labels:
+            continue
+        pods = node_info.pods if all_pods else node_info.pods_with_affinity
+        for existing in pods.values():
+            _process_existing_pod(state, incoming, existing, node, hard_pod_affinity_weight)
+    return state
+
+
+def _process_existing_pod(
+    state: PreScoreState,
+    incoming: IncomingTerms,
+    existing: Pod,
+    node: Node,
+    hard_weight: int,
+) -> None:
+    for weighted in incoming.preferred_affinity:
+        state.add(
+            weighted.term, weighted.weight, existing.namespace, existing.labels, _NO_LABELS, node
+        )
+    for weighted in incoming.preferred_anti_affinity:
+        state.add(
+            weighted.term, -weighted.weight, existing.namespace, existing.labels, _NO_LABELS, node
+        )
+    pod = incoming.pod
+    ns_labels = incoming.namespace_labels
+    terms = existing.pod_affinity
+    if hard_weight > 0:
+        for term in terms.required_affinity:
+            state.add(term, hard_weight, pod.namespace, pod.labels, ns_labels, node)
+    for weighted in terms.preferred_affinity:
+        state.add(weighted.term, weighted.weight, pod.namespace, pod.labels, ns_labels, node)
+    for weighted in terms.preferred_anti_affinity:
+        state.add(weighted.term, -weighted.weight, pod.namespace, pod.labels, ns_labels, node)
+
+
+def score_node(state: PreScoreState, node: Node) -> int:
+    total = 0
+    labels = node.labels
+    for key, values in state.topology_score.items():
+        value = labels.get(key)
+        if value is not None:
+            total += values.get(value, 0)
+    return total
+
+
+def normalize(values: Sequence[int]) -> list[int]:
+    if not values:
+        return []
+    low, high = min(values), max(values)
+    spread = high - low
+    if spread <= 0:
+        return [0] * len(values)
+    return [int(MAX_NODE_SCORE * ((value - low) / spread)) for value in values]

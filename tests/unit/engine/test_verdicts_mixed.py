@@ -1,0 +1,133 @@
+"""A profile mixing node-local plugins (SignPlugin) with plugins that read
+other pods (InterPodAffinity, PodTopologySpread): the non-node-local verdicts
+are never reused, so a change on one node that matters to another node's
+verdict is seen; pods to which those plugins do not apply (PreFilter Skip)
+keep the reuse of the node-local verdicts."""
+
+from __future__ import annotations
+
+import random
+from typing import cast
+
+from plugins import inter_pod_affinity, pod_topology_spread, taint_toleration
+from plugins.inter_pod_affinity import REASON_EXISTING_ANTI_AFFINITY_NOT_MATCH
+from scheduler.cache import Cache, Snapshot
+from scheduler.cycle.algorithm import Algorithm, ScheduleResult
+from scheduler.framework import CycleState, Handle, Pod, SignPlugin, parse_node, parse_pod
+from scheduler.runtime.framework import Framework
+from tests.support.builders import make_node, make_pod
+from tests.unit.engine.plugins import make_framework
+from tests.unit.plugins.support import FakeHandle, FakeInformers
+
+ZONE = "topology.kubernetes.io/zone"
+WEB = {"matchLabels": {"app": "web"}}
+
+
+class Mixed:
+    """TaintToleration (node-local) with InterPodAffinity and PodTopologySpread."""
+
+    def __init__(self) -> None:
+        self.cache = Cache()
+        for name, zone in (("a1", "a"), ("a2", "a"), ("b1", "b")):
+            self.cache.add_node(parse_node(make_node(name).zone(zone).obj()))
+        self.snapshot = Snapshot()
+        handle = cast(Handle, FakeHandle(self.snapshot, FakeInformers()))  # type: ignore[arg-type]
+        taints = taint_toleration.SPEC.factory(None, handle)
+        affinity = inter_pod_affinity.SPEC.factory(None, handle)
+        spread = pod_topology_spread.SPEC.factory(None, handle)
+        self.plugins = (taints, affinity, spread)
+        self.framework: Framework = make_framework(
+            pre_filter=[spread, affinity],
+            filter=[taints, spread, affinity],
+            pre_score=[taints, spread, affinity],
+            score=[taints, spread, affinity],
+        )
+        self.algorithm = Algorithm(random.Random(1))
+
+    def schedule(self, pod: Pod) -> ScheduleResult:
+        self.cache.update_snapshot(self.snapshot)
+        return self.algorithm.schedule_pod(self.framework, CycleState(), pod, self.snapshot, 100)
+
+
+def test_only_the_node_local_plugin_signs() -> None:
+    taints, affinity, spread = Mixed().plugins
+    assert isinstance(taints, SignPlugin)
+    assert not isinstance(affinity, SignPlugin)
+    assert not isinstance(spread, SignPlugin)
+
+
+def test_a_change_on_another_node_reaches_an_unchanged_nodes_verdict() -> None:
+    mixed = Mixed()
+
+    def repelled(index: int) -> Pod:
+        return parse_pod(
+            make_pod(f"p{index}")
+            .uid(f"p{index}")
+            .label("app", "api")
+            .required_pod_anti_affinity(ZONE, app="web")
+            .obj()
+        )
+
+    first = mixed.schedule(repelled(1))
+    assert first.feasible_nodes == 3
+
+    generation_a1 = mixed.snapshot.get("a1").generation  # type: ignore[union-attr]
+    mixed.cache.add_pod(parse_pod(make_pod("w").uid("w").label("app", "web").node("a2").obj()))
+    second = mixed.schedule(repelled(2))
+
+    assert mixed.snapshot.get("a1").generation == generation_a1, "a1 itself did not change"  # type: ignore[union-attr]
+    assert second.suggested_host == "b1"
+    statuses = second.diagnosis.node_to_status.statuses
+    assert statuses["a1"].reasons == ("node(s) didn't match pod anti-affinity rules",)
+
+
+def test_existing_pods_anti_affinity_applies_to_pods_without_terms() -> None:
+    mixed = Mixed()
+    plain = parse_pod(make_pod("p1").uid("p1").label("app", "web").obj())
+    assert mixed.schedule(plain).feasible_nodes == 3
+    blocker = make_pod("q").uid("q").node("b1").required_pod_anti_affinity(ZONE, app="web").obj()
+    mixed.cache.add_pod(parse_pod(blocker))
+    again = parse_pod(make_pod("p2").uid("p2").label("app", "web").obj())
+    result = mixed.schedule(again)
+    assert result.feasible_nodes == 2
+    assert result.diagnosis.node_to_status.statuses["b1"].reasons == (
+        REASON_EXISTING_ANTI_AFFINITY_NOT_MATCH,
+    )
+
+
+def test_spread_counts_move_with_pods_on_other_nodes() -> None:
+    mixed = Mixed()
+
+    def spread(index: int) -> Pod:
+        return parse_pod(
+            make_pod(f"s{index}")
+            .uid(f"s{index}")
+            .label("app", "web")
+            .spread(1, ZONE, selector=WEB)
+            .obj()
+        )
+
+    assert mixed.schedule(spread(1)).feasible_nodes == 3
+    mixed.cache.add_pod(parse_pod(make_pod("w").uid("w").label("app", "web").node("b1").obj()))
+    mixed.cache.add_pod(parse_pod(make_pod("v").uid("v").label("app", "web").node("b1").obj()))
+    result = mixed.schedule(spread(2))
+    assert result.feasible_nodes == 2, "zone b now has 2, zone a 0"
+    assert "b1" in result.diagnosis.node_to_status.statuses
+
+
+def test_pods_the_other_plugins_skip_keep_node_local_reuse() -> None:
+    mixed = Mixed()
+    plain = parse_pod(make_pod("p").uid("p").obj())
+    state = CycleState()
+    mixed.cache.update_snapshot(mixed.snapshot)
+    mixed.framework.run_pre_filter(state, plain, mixed.snapshot.node_info_list)
+    filters = mixed.framework.active_filters(state)
+    assert [plugin.name for plugin in filters] == [taint_toleration.NAME]
+    assert mixed.framework.filter_verdicts(state, plain, filters, 3) is not None
+
+    affine = parse_pod(make_pod("q").uid("q").required_pod_anti_affinity(ZONE, app="web").obj())
+    state = CycleState()
+    mixed.framework.run_pre_filter(state, affine, mixed.snapshot.node_info_list)
+    filters = mixed.framework.active_filters(state)
+    assert inter_pod_affinity.NAME in [plugin.name for plugin in filters]
+    assert mixed.framework.filter_verdicts(state, affine, filters, 3) is None, "no reuse"
