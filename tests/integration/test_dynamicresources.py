@@ -19,7 +19,13 @@ from kubernetes_asyncio import client
 
 from tests.integration.conftest import Cluster, NodePool
 from tests.support.builders import make_node, make_pod
-from tests.support.drabuilders import make_claim, make_class, make_slice, pod_uses_claim
+from tests.support.drabuilders import (
+    make_claim,
+    make_class,
+    make_device,
+    make_slice,
+    pod_uses_claim,
+)
 from tests.support.kubeapi import condition, create_all, list_pods, read_json, read_pod
 from tests.support.scheduler import running_scheduler, unique_scheduler_name
 from tests.support.wait import eventually
@@ -161,6 +167,69 @@ async def test_fifty_pods_race_for_forty_devices_and_no_device_is_given_twice(
         assert len(set(devices)) == 40, "a device was allocated twice"
         by_pod_node = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in bound}
         assert set(by_pod_node.values()) == set(names)
+
+
+async def _settled(
+    core: client.CoreV1Api, namespace: str, total: int, bound_count: int
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
+    listed = await list_pods(core, namespace)
+    bound = [p for p in listed if p["spec"].get("nodeName")]
+    told = [
+        p
+        for p in listed
+        if not p["spec"].get("nodeName")
+        and (condition(p, "PodScheduled") or {}).get("reason") == "Unschedulable"
+    ]
+    done = len(bound) + len(told) == total and len(bound) >= bound_count
+    return (bound, told) if done else None
+
+
+async def test_race_survives_a_scheduler_restart_with_binds_in_flight(
+    control_plane: Cluster, kube: client.ApiClient, namespace: str, nodes: NodePool
+) -> None:
+    core = client.CoreV1Api(kube)
+    name = unique_scheduler_name()
+    names = [await nodes.create(make_node(f"restart-{i}").obj()) for i in range(4)]
+    async with simulated_driver(kube) as driver:
+        await driver.publish(names, devices=10)
+        await driver.template(namespace)
+        async with running_scheduler(control_plane.kubeconfig, name, bind_grace=0.0) as first:
+            pods = [
+                make_pod(f"racer-{i}", namespace).scheduler(name).claim_template("gpu", "gpu").obj()
+                for i in range(50)
+            ]
+            await create_all(lambda body: core.create_namespaced_pod(namespace, body), pods)
+
+            async def mid_race() -> int:
+                listed = await list_pods(core, namespace)
+                bound = sum(1 for p in listed if p["spec"].get("nodeName"))
+                # read after the await, so nothing runs between this and the stop
+                in_flight = first.scheduler.binding_in_flight()
+                return in_flight if 5 <= bound < 40 and in_flight else 0
+
+            in_flight_at_stop = await eventually(
+                mid_race, timeout=120, interval=0.01, what="binds in flight mid-race"
+            )
+        assert in_flight_at_stop > 0
+        async with running_scheduler(control_plane.kubeconfig, name):
+            bound, told = await eventually(
+                lambda: _settled(core, namespace, 50, 40),
+                timeout=180,
+                interval=0.5,
+                what="40 bound, 10 told after the restart",
+            )
+        assert (len(bound), len(told)) == (40, 10)
+        devices = allocated_devices(await driver.claims(namespace))
+        assert len(devices) == len(set(devices)), "a device was allocated twice"
+        # every bound pod holds exactly its own device
+        claims = await driver.claims(namespace)
+        holders = {
+            ref["name"]
+            for claim in claims
+            if (claim.get("status") or {}).get("allocation")
+            for ref in claim["status"].get("reservedFor", [])
+        }
+        assert {p["metadata"]["name"] for p in bound} <= holders
 
 
 async def test_bad_selector_fails_scheduling_naming_claim_request_and_expression(
@@ -323,3 +392,56 @@ async def test_a_device_taint_keeps_pods_off_until_they_tolerate_it(
             == node
         )
         assert await _node_of(core, namespace, "intolerant") == ""
+
+
+async def test_a_partitionable_device_is_never_over_consumed(
+    control_plane: Cluster, kube: client.ApiClient, namespace: str, nodes: NodePool
+) -> None:
+    core = client.CoreV1Api(kube)
+    name = unique_scheduler_name()
+    node = await nodes.create(make_node("partitioned").obj())
+    consumption = {f"part-{i}": 4 for i in range(4)} | {"whole": 8}
+    async with simulated_driver(kube) as driver, running_scheduler(control_plane.kubeconfig, name):
+        await driver.api.create_device_class(
+            make_class(driver.device_class).driver(driver.name).obj()
+        )
+        for slice_name, body in (
+            (
+                f"{node}-{driver.name}-devices",
+                make_slice("x")
+                .driver(driver.name)
+                .pool(node, count=2)
+                .node(node)
+                .device(
+                    *[
+                        make_device(device).consumes("gpu-0", memory=f"{gib}Gi")
+                        for device, gib in consumption.items()
+                    ]
+                )
+                .obj(),
+            ),
+            (
+                f"{node}-{driver.name}-counters",
+                make_slice("x")
+                .driver(driver.name)
+                .pool(node, count=2)
+                .node(node)
+                .counters("gpu-0", memory="8Gi")
+                .obj(),
+            ),
+        ):
+            body["metadata"] = {"name": slice_name}
+            await driver.api.create_resource_slice(body)
+            driver.slices.append(slice_name)
+        await driver.template(namespace)
+        pods = [
+            make_pod(f"slice-{i}", namespace).scheduler(name).claim_template("gpu", "gpu").obj()
+            for i in range(4)
+        ]
+        await create_all(lambda body: core.create_namespaced_pod(namespace, body), pods)
+        bound, told = await eventually(
+            lambda: _settled(core, namespace, 4, 2), timeout=60, what="2 bound, 2 told"
+        )
+        assert (len(bound), len(told)) == (2, 2)
+        devices = allocated_devices(await driver.claims(namespace))
+        assert sum(consumption[device] for _, _, device in devices) <= 8, devices
