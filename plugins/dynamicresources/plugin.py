@@ -24,8 +24,9 @@ framework/plugins/dynamicresources``):
 
 Every rejection is UnschedulableAndUnresolvable (preemption cannot free
 devices), and a broken claim or class (bad CEL...) is an Error that fails the
-attempt whatever the node. Alpha features, extended resources backed by a
-DeviceClass are not implemented yet.
+attempt whatever the node. Extended resources backed by a DeviceClass get a
+claim of their own on nodes that do not advertise them (``extended``).
+Alpha features are not implemented.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from plugins.dynamicresources import extended as extended_claims
 from plugins.dynamicresources.allocator import (
     AllocationError,
     AllocationTimeout,
@@ -77,10 +79,13 @@ from plugins.dynamicresources.state import (
     claim_uid,
 )
 from plugins.dynamicresources.writes import (
+    STRATEGIC_MERGE,
     BackgroundWrites,
     BindError,
     bind_claim,
+    claims_collection,
     deallocate,
+    delete_claim,
     unreserve,
 )
 from scheduler.framework import (
@@ -91,6 +96,7 @@ from scheduler.framework import (
     CycleState,
     EnqueueExtensions,
     EventResource,
+    ExtendedResourceClasses,
     FilterPlugin,
     Handle,
     NodeInfo,
@@ -110,6 +116,7 @@ from scheduler.framework import (
     StateKey,
     Status,
     default_normalize,
+    is_dra_extended_resource_name,
 )
 
 log = logging.getLogger(__name__)
@@ -120,6 +127,8 @@ REASON_NOT_AVAILABLE = "resourceclaim not available on the node"
 REASON_DEALLOCATED = "deallocation of ResourceClaim completed"
 REASON_STILL_UNSCHEDULABLE = "still not schedulable"
 REASON_NO_CLAIMS = "no new claims to deallocate"
+REASON_STALE_EXTENDED_CLAIM = "cannot schedule extended resource claim"
+REASON_DELETED = "deletion of ResourceClaim completed"
 BINDING_POLL_SECONDS = 5.0
 
 
@@ -140,6 +149,18 @@ class CycleData:
     # allocated claims whose devices have binding conditions
     conditioned: list[int] = field(default_factory=list)
     reserved_node: str = ""
+    # extended resources backed by DeviceClasses: requested amounts, the
+    # index of their claim in ``claims`` (placeholder or one made earlier)
+    extended: dict[str, int] = field(default_factory=dict)
+    extended_index: int | None = None
+    # node -> (node-specific claim with its allocation, request mappings)
+    node_extended: dict[str, tuple[dict[str, Any], list[dict[str, str]]]] = field(
+        default_factory=dict
+    )
+    created_extended: Raw | None = None
+
+    def extended_claim(self) -> Raw | None:
+        return None if self.extended_index is None else self.claims[self.extended_index]
 
     def clone(self) -> CycleData:
         return self
@@ -170,6 +191,7 @@ class DynamicResources(
         self._classes: dict[str, DeviceClass] = {}
         self._cel = CelEnvironment()
         self._pools = PoolCache()
+        self._extended = ExtendedResourceClasses.subscribe(informers)
         self.writes = BackgroundWrites()
         self.sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
         informers.on_change("resourceclaims", self.tracker.claim_changed)
@@ -269,12 +291,22 @@ class DynamicResources(
     ) -> tuple[PreFilterResult | None, Status | None]:
         data = CycleData()
         state.write(STATE_KEY, data)
-        if not pod.spec.get("resourceClaims"):
+        extended = self._extended_requests(pod)
+        if not pod.spec.get("resourceClaims") and not extended:
             return None, Status.skip()
         try:
             data.claims = pod_claims(pod, self.tracker.get)
         except ClaimNotReady as error:
             return None, Status.unresolvable(str(error))
+        if extended:
+            data.extended = extended
+            found = extended_claims.find_claim(pod, self.tracker.claims())
+            data.extended_index = len(data.claims)
+            data.claims.append(
+                found
+                if found is not None
+                else extended_claims.placeholder(pod, f"{pod.uid}-extended-{id(data)}")
+            )
         if not data.claims:
             return None, Status.skip()
         for index, claim in enumerate(data.claims):
@@ -285,6 +317,8 @@ class DynamicResources(
                 if has_binding_conditions(claim):
                     data.conditioned.append(index)
                 continue
+            if index == data.extended_index:
+                continue  # allocated per node in Filter
             if self.tracker.in_flight(claim_uid(claim)) is not None:
                 return None, Status.unresolvable(
                     f"resource claim {claim_key(claim)} is in the process of being allocated"
@@ -297,7 +331,9 @@ class DynamicResources(
             except ModelError as error:
                 return None, Status.as_error(error)
             data.to_allocate.append(index)
-        if data.to_allocate:
+        if data.to_allocate or (
+            data.extended_index is not None and data.extended_index not in data.selectors
+        ):
             data.allocator = Allocator(
                 self.tracker.allocated_state(),
                 self._classes,
@@ -307,6 +343,17 @@ class DynamicResources(
                 pool_cache=self._pools,
             )
         return None, None
+
+    def _extended_requests(self, pod: Pod) -> dict[str, int]:
+        """Requested extended resources some DeviceClass serves."""
+        scalar = pod.requests.scalar
+        if not scalar or not self._extended.any_backed(scalar):
+            return {}
+        return {
+            name: value
+            for name, value in scalar.items()
+            if value and is_dra_extended_resource_name(name) and self._extended.class_for(name)
+        }
 
     def _validate_requests(self, claim: Raw) -> Status | None:
         devices = (claim.get("spec") or {}).get("devices") or {}
@@ -351,12 +398,23 @@ class DynamicResources(
             )
             if state_ in (Binding.FAILED, Binding.TIMED_OUT):
                 unavailable.add(index)
+        claims = data.parsed
+        extended: tuple[dict[str, Any], list[dict[str, str]]] | None = None
+        if data.extended_index is not None:
+            status, extended = self._extended_for_node(data, pod, node_info)
+            if status is not None:
+                return status
+            if extended is not None:
+                try:
+                    claims = [*data.parsed, parse_claim(extended[0])]
+                except ModelError as error:
+                    return Status.as_error(error)
         results: list[dict[str, Any]] | None = []
-        if data.allocator is not None:
+        if data.allocator is not None and claims:
             timeout = self._args.filter_timeout
             deadline = self._handle.clock.now() + timeout if timeout > 0 else None
             try:
-                results = data.allocator.allocate(node.name, node.labels, data.parsed, deadline)
+                results = data.allocator.allocate(node.name, node.labels, claims, deadline)
             except AllocationTimeout as error:
                 return Status.as_error(error)
             except NodeAllocationError as error:
@@ -368,8 +426,34 @@ class DynamicResources(
         if unavailable:
             data.unavailable |= unavailable
             return Status.unresolvable(REASON_NOT_AVAILABLE)
-        data.node_allocations[node.name] = results or []
+        results = results or []
+        if extended is not None:
+            claim, mappings = extended
+            claim.setdefault("status", {})["allocation"] = results.pop()
+            data.node_extended[node.name] = (claim, mappings)
+        else:
+            data.node_extended.pop(node.name, None)
+        data.node_allocations[node.name] = results
         return None
+
+    def _extended_for_node(
+        self, data: CycleData, pod: Pod, node_info: NodeInfo
+    ) -> tuple[Status | None, tuple[dict[str, Any], list[dict[str, str]]] | None]:
+        """The node-specific extended-resource claim, if this node needs one
+        (upstream ``filterExtendedResources``)."""
+        claim = data.extended_claim()
+        assert claim is not None
+        if ((claim.get("spec") or {}).get("devices") or {}).get("requests"):
+            return Status.unresolvable(REASON_STALE_EXTENDED_CLAIM), None
+        needed = []
+        for name in data.extended:
+            allocatable = node_info.allocatable.scalar.get(name)
+            if allocatable is None or allocatable == 0:
+                needed.append(name)
+        if not needed or allocation_of(claim) is not None:
+            return None, None
+        requests, mappings = extended_claims.requests_and_mappings(pod, needed, self._extended)
+        return None, (extended_claims.with_requests(claim, requests), mappings)
 
     # ------------------------------------------------------------- PostFilter
     def post_filter(
@@ -390,6 +474,14 @@ class DynamicResources(
 
                 self.writes.submit(f"deallocate claim {claim_key(claim)}", write)
                 return None, Status.unschedulable(REASON_DEALLOCATED)
+        stale = data.extended_claim()
+        if stale is not None and not extended_claims.is_placeholder(stale):
+
+            async def delete(claim: Raw = stale, api: ApiWriter = self._handle.api) -> None:
+                await delete_claim(api, claim)
+
+            self.writes.submit(f"delete claim {claim_key(stale)}", delete)
+            return None, Status.unschedulable(REASON_DELETED)
         return None, Status.unschedulable(REASON_STILL_UNSCHEDULABLE)
 
     # ------------------------------------------------------------------ Score
@@ -431,7 +523,15 @@ class DynamicResources(
     # ---------------------------------------------------------------- Reserve
     def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         data = state.get(STATE_KEY)
-        if data is None or not data.to_allocate:
+        if data is None:
+            return None
+        extended = data.node_extended.get(node_name)
+        if extended is not None:
+            claim = copy.deepcopy(extended[0])
+            claim["metadata"].setdefault("finalizers", []).append(FINALIZER)
+            self.tracker.signal_in_flight(claim_uid(claim), claim)
+        if not data.to_allocate:
+            data.reserved_node = node_name
             return None
         allocations = data.node_allocations.get(node_name)
         if allocations is None or len(allocations) != len(data.to_allocate):
@@ -450,7 +550,20 @@ class DynamicResources(
         data = state.get(STATE_KEY)
         if data is None:
             return
+        extended = data.node_extended.get(node_name)
+        if extended is not None:
+            self.tracker.remove_in_flight(claim_uid(extended[0]))
+        created = data.created_extended
+        if created is not None:
+            data.created_extended = None
+
+            async def delete(claim: Raw = created, api: ApiWriter = self._handle.api) -> None:
+                await delete_claim(api, claim)
+
+            self.writes.submit(f"delete claim {claim_key(created)}", delete)
         for index, claim in enumerate(data.claims):
+            if index == data.extended_index and extended_claims.is_placeholder(claim):
+                continue
             if index in data.to_allocate and self.tracker.remove_in_flight(claim_uid(claim)):
                 metadata = claim.get("metadata") or {}
                 self.tracker.restore(metadata.get("namespace", ""), metadata.get("name", ""))
@@ -477,7 +590,19 @@ class DynamicResources(
         allocations = dict(
             zip(data.to_allocate, data.node_allocations.get(node_name, []), strict=False)
         )
+        written_claims: list[Raw] = []
+        extended = data.node_extended.get(node_name)
+        if extended is not None:
+            status, written = await self._bind_extended(data, pod, *extended)
+            if status is not None:
+                return status
+            written_claims.append(written)
         for index, claim in enumerate(data.claims):
+            if index == data.extended_index and extended is not None:
+                continue
+            if index == data.extended_index and extended_claims.is_placeholder(claim):
+                continue  # the node advertises the resources itself
+            written_claims.append(claim)
             if reserved_for_pod(claim, pod):
                 continue
             allocation = allocations.get(index)
@@ -494,7 +619,60 @@ class DynamicResources(
             # before the in-flight entry that held them goes away.
             self.tracker.assume(written)
             self.tracker.remove_in_flight(uid)
-        return await self._wait_for_binding_conditions(data.claims)
+        return await self._wait_for_binding_conditions(written_claims)
+
+    async def _bind_extended(
+        self, data: CycleData, pod: Pod, claim: dict[str, Any], mappings: list[dict[str, str]]
+    ) -> tuple[Status | None, Raw]:
+        """Create the extended-resource claim, allocate and reserve it, and
+        record it in the pod's status (upstream's extended-claim PreBind)."""
+        api = self._handle.api
+        in_flight_uid = claim_uid(claim)
+        allocation = claim["status"]["allocation"]
+        try:
+            created: Raw = await api.request(
+                "POST",
+                claims_collection(pod.namespace),
+                extended_claims.for_create(claim),
+            )
+        except Exception as error:
+            return Status.as_error(f"create claim for extended resources: {error}"), claim
+        data.created_extended = created
+        try:
+            written = await bind_claim(api, created, allocation, pod, self._timestamp())
+        except BindError as error:
+            return Status.as_error(error), created
+        except Exception as error:
+            return Status.as_error(
+                f"add reservation to claim {claim_key(created)}: {error}"
+            ), created
+        self.tracker.assume(written)
+        self.tracker.remove_in_flight(in_flight_uid)
+        name = (written.get("metadata") or {}).get("name", "")
+        body = {
+            "status": {
+                "extendedResourceClaimStatus": {
+                    "requestMappings": mappings,
+                    "resourceClaimName": name,
+                }
+            }
+        }
+        try:
+            await api.request(
+                "PATCH",
+                f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/status",
+                body,
+                STRATEGIC_MERGE,
+            )
+        except Exception as error:
+            return (
+                Status.as_error(
+                    f"update pod {pod.namespace}/{pod.name} ExtendedResourceClaimStatus: {error}"
+                ),
+                written,
+            )
+        data.created_extended = None  # kept: the pod owns it now
+        return None, written
 
     async def _wait_for_binding_conditions(self, claims: Sequence[Raw]) -> Status | None:
         """Poll the assume cache until every device reports ready (upstream:

@@ -11,6 +11,8 @@
   precondition.
 - ``deallocate`` (PostFilter): clear ``allocation``, ``reservedFor`` and
   ``devices`` of a claim allocated for a node that cannot serve the pod.
+- ``delete_claim`` (Unreserve, PostFilter): remove a claim the scheduler
+  created for extended resources (its finalizer first).
 
 ``BackgroundWrites`` runs writes asked for by synchronous extension points
 (Unreserve, PostFilter) as short tasks on the running loop; their failures
@@ -40,6 +42,10 @@ _EMPTY: Mapping[str, Any] = {}
 
 class BindError(Exception):
     """PreBind could not write the claim."""
+
+
+def claims_collection(namespace: str) -> str:
+    return f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims"
 
 
 def claim_path(namespace: str, name: str, subresource: str = "") -> str:
@@ -127,6 +133,28 @@ async def deallocate(api: ApiWriter, claim: Raw) -> Raw:
         status.pop(field, None)
     answer: Raw = await api.request("PUT", claim_path(namespace, name, "status"), updated)
     return answer
+
+
+async def delete_claim(api: ApiWriter, claim: Raw) -> None:
+    """Delete a claim the scheduler made (extended resources): drop the
+    delete-protection finalizer first, so deletion does not wait for it."""
+    namespace, name = _names(claim)
+    current: Raw = claim
+    for attempt in range(MAX_ATTEMPTS):
+        if attempt:
+            current = await api.request("GET", claim_path(namespace, name))
+        finalizers = list((current.get("metadata") or _EMPTY).get("finalizers") or ())
+        if FINALIZER not in finalizers:
+            break
+        updated: dict[str, Any] = copy.deepcopy(dict(current))
+        updated["metadata"]["finalizers"] = [f for f in finalizers if f != FINALIZER]
+        try:
+            await api.request("PUT", claim_path(namespace, name), updated)
+            break
+        except Exception as error:
+            if not _is_conflict(error):
+                raise
+    await api.request("DELETE", claim_path(namespace, name))
 
 
 class BackgroundWrites:

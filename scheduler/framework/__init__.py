@@ -6,6 +6,11 @@ and from nothing else in ``scheduler`` (an import-linter contract).
 
 from scheduler.clock import Clock
 from scheduler.framework.cycle_state import CycleState, StateData, StateKey, StateNotFound
+from scheduler.framework.deviceclasses import (
+    IMPLICIT_PREFIX,
+    ExtendedResourceClasses,
+    is_dra_extended_resource_name,
+)
 from scheduler.framework.events import (
     ActionType,
     ClusterEvent,
@@ -91,6 +96,7 @@ from scheduler.framework.types import (
 __all__ = [
     "CPU",
     "EPHEMERAL_STORAGE",
+    "IMPLICIT_PREFIX",
     "MAX_NODE_SCORE",
     "MEMORY",
     "MIN_NODE_SCORE",
@@ -106,6 +112,7 @@ __all__ = [
     "EnqueueExtensions",
     "EventRecorder",
     "EventResource",
+    "ExtendedResourceClasses",
     "ExtensionPoint",
     "FilterPlugin",
     "Handle",
@@ -155,6 +162,7 @@ __all__ = [
     "Toleration",
     "WaitingPod",
     "default_normalize",
+    "is_dra_extended_resource_name",
     "is_success",
     "node_images",
     "normalized_image_name",

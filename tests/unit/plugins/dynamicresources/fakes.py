@@ -87,12 +87,18 @@ class FakeApi:
         if self.conflicts:
             self.conflicts -= 1
             raise ApiError(409, "the object has been modified")
-        if method == "PATCH":
+        if method in ("PATCH", "DELETE"):
             return {}
+        if method == "POST":
+            created = copy.deepcopy(body)
+            created["metadata"]["name"] = created["metadata"]["generateName"] + "x1"
+            created["metadata"]["uid"] = "created-uid"
+            path = f"{path}/{created['metadata']['name']}"
+            body = created
         self.version += 1
         stored = copy.deepcopy(body)
         stored["metadata"]["resourceVersion"] = str(self.version)
-        self.objects[base] = stored
+        self.objects[path.removesuffix("/status") if method != "POST" else path] = stored
         return copy.deepcopy(stored)
 
 
