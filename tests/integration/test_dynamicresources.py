@@ -445,3 +445,46 @@ async def test_a_partitionable_device_is_never_over_consumed(
         assert (len(bound), len(told)) == (2, 2)
         devices = allocated_devices(await driver.claims(namespace))
         assert sum(consumption[device] for _, _, device in devices) <= 8, devices
+
+
+async def test_an_extended_resource_backed_by_a_device_class_gets_a_claim(
+    control_plane: Cluster, kube: client.ApiClient, namespace: str, nodes: NodePool
+) -> None:
+    core = client.CoreV1Api(kube)
+    name = unique_scheduler_name()
+    node = await nodes.create(make_node("ext-gpu").obj())
+    await nodes.create(make_node("ext-none").obj())
+    resource = f"{secrets.token_hex(3)}.example.com/gpu"
+    async with simulated_driver(kube) as driver, running_scheduler(control_plane.kubeconfig, name):
+        await driver.api.create_device_class(
+            make_class(driver.device_class).driver(driver.name).extended_resource(resource).obj()
+        )
+        body = make_slice(f"{node}-{driver.name}").driver(driver.name).pool(node).node(node)
+        body = body.device("gpu-0", "gpu-1")
+        created = body.obj()
+        created["metadata"].pop("resourceVersion")
+        await driver.api.create_resource_slice(created)
+        driver.slices.append(created["metadata"]["name"])
+        pod = make_pod("ext", namespace).scheduler(name).request(resource, "2").obj()
+        pod["spec"]["containers"][0]["resources"]["limits"] = {resource: "2"}
+        await core.create_namespaced_pod(namespace, pod)
+        assert (
+            await eventually(lambda: _node_of(core, namespace, "ext"), timeout=60, what="bound")
+            == node
+        )
+        (claim,) = await driver.claims(namespace)
+        assert claim["metadata"]["annotations"] == {
+            "resource.kubernetes.io/extended-resource-claim": "true"
+        }
+        assert sorted(d for _, _, d in allocated_devices([claim])) == ["gpu-0", "gpu-1"]
+        status = (await read_pod(core, namespace, "ext"))["status"]
+        assert status["extendedResourceClaimStatus"] == {
+            "resourceClaimName": claim["metadata"]["name"],
+            "requestMappings": [
+                {
+                    "containerName": pod["spec"]["containers"][0]["name"],
+                    "resourceName": resource,
+                    "requestName": "container-0-request-0",
+                }
+            ],
+        }
