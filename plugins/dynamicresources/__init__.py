@@ -1,8 +1,8 @@
 """DynamicResources: Dynamic Resource Allocation (structured parameters), as upstream 1.36."""
 
 from plugins.dynamicresources.args import DynamicResourcesArgs
+from plugins.dynamicresources.cycledata import NAME
 from plugins.dynamicresources.plugin import (
-    NAME,
     REASON_CANNOT_ALLOCATE,
     REASON_NOT_AVAILABLE,
     DynamicResources,

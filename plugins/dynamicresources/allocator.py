@@ -52,9 +52,7 @@ from plugins.dynamicresources.model import (
     DeviceID,
     Request,
     Slice,
-    format_quantity,
 )
-from plugins.dynamicresources.nodeselector import local_node_selector
 from plugins.dynamicresources.pools import (
     Pool,
     PoolCache,
@@ -62,6 +60,7 @@ from plugins.dynamicresources.pools import (
     device_matches_node,
     gather_pools,
 )
+from plugins.dynamicresources.results import Picked, allocation_result
 
 _ZERO = Decimal(0)
 _HARD_TAINTS = frozenset({TAINT_NO_SCHEDULE, TAINT_NO_EXECUTE})
@@ -115,15 +114,6 @@ class _RequestData:
     device_class: DeviceClass
     num_devices: int
     all_devices: list[tuple[Device, Slice, Pool]] | None = None
-
-
-@dataclass(slots=True)
-class _Picked:
-    device: Device
-    slice: Slice
-    request: Request
-    share_id: str = ""
-    consumed: dict[str, Decimal] | None = None
 
 
 class Allocator:
@@ -216,7 +206,7 @@ class _Run:
         self.has_subrequests: dict[tuple[int, int], bool] = {}
         self.selected_sub: dict[tuple[int, int], int] = {}
         self.constraints: list[list[Constraint]] = []
-        self.results: list[list[_Picked]] = [[] for _ in claims]
+        self.results: list[list[Picked]] = [[] for _ in claims]
         self.allocating: dict[DeviceID, set[int]] = {}
         self.allocating_capacity: dict[DeviceID, dict[str, Decimal]] = {}
         self.consumed_counters: dict[PoolID, dict[str, dict[str, Decimal]]] = {}
@@ -274,6 +264,17 @@ class _Run:
                 raise NodeAllocationError("invalid resource pools were encountered")
             return None
         return [self._result(i, claim) for i, claim in enumerate(self.claims)]
+
+    def _result(self, claim_index: int, claim: Claim) -> dict[str, Any]:
+        def chosen(request_index: int) -> tuple[Request, DeviceClass]:
+            sub = self.selected_sub.get((claim_index, request_index), 0)
+            data = self.data[(claim_index, request_index, sub)]
+            return data.request, data.device_class
+
+        try:
+            return allocation_result(claim, self.results[claim_index], chosen, self.node_name)
+        except ValueError as error:
+            raise AllocationError(str(error)) from None
 
     def _validate(self, claim: Claim, request: Request, key: tuple[int, int, int]) -> _RequestData:
         name = request.name
@@ -529,7 +530,7 @@ class _Run:
             holders = self.allocating.setdefault(device.id, set())
             holders.add(claim_index)
             undo_steps.append(lambda: holders.discard(claim_index))
-        picked = _Picked(device, slice_, request)
+        picked = Picked(device, slice_, request)
         if not self._fits_capacity(request, device):
             undo()
             return None
@@ -579,124 +580,3 @@ class _Run:
         for set_name, counters in device.consumes_counters:
             for counter, value in counters.items():
                 consumed[set_name][counter] -= value
-
-    # ----------------------------------------------------------------- output
-    def _result(self, claim_index: int, claim: Claim) -> dict[str, Any]:
-        results = []
-        for picked in self.results[claim_index]:
-            request, device = picked.request, picked.device
-            entry: dict[str, Any] = {
-                "request": request.full_name,
-                "driver": device.id[0],
-                "pool": device.id[1],
-                "device": device.id[2],
-            }
-            if request.admin_access:
-                entry["adminAccess"] = True
-            if request.raw_tolerations:
-                entry["tolerations"] = [dict(t) for t in request.raw_tolerations]
-            if device.binding_conditions:
-                entry["bindingConditions"] = list(device.binding_conditions)
-            if device.binding_failure_conditions:
-                entry["bindingFailureConditions"] = list(device.binding_failure_conditions)
-            if picked.share_id:
-                entry["shareID"] = picked.share_id
-            if picked.consumed:
-                entry["consumedCapacity"] = {
-                    name: format_quantity(value) for name, value in picked.consumed.items()
-                }
-            results.append(entry)
-        allocation: dict[str, Any] = {"devices": {"results": results}}
-        config = self._config(claim_index, claim)
-        if config:
-            allocation["devices"]["config"] = config
-        selector = self._node_selector(self.results[claim_index])
-        if selector is not None:
-            allocation["nodeSelector"] = selector
-        return allocation
-
-    def _chosen(self, claim_index: int, request_index: int) -> _RequestData:
-        sub = self.selected_sub.get((claim_index, request_index), 0)
-        return self.data[(claim_index, request_index, sub)]
-
-    def _config(self, claim_index: int, claim: Claim) -> list[dict[str, Any]]:
-        config: list[dict[str, Any]] = []
-        by_class: dict[str, range] = {}
-        for request_index in range(len(claim.requests)):
-            data = self._chosen(claim_index, request_index)
-            name = data.request.full_name
-            held = by_class.get(data.device_class.name)
-            if held is not None:
-                for i in held:
-                    config[i]["requests"].append(name)
-                continue
-            begin = len(config)
-            for entry in data.device_class.config:
-                config.append({"source": "FromClass", "requests": [name], **_configuration(entry)})
-            by_class[data.device_class.name] = range(begin, len(config))
-        for entry in claim.config:
-            names = list(entry.get("requests") or ())
-            if not names:
-                config.append({"source": "FromClaim", **_configuration(entry)})
-                continue
-            for request_index, request in enumerate(claim.requests):
-                if request.name in names:
-                    config.append(
-                        {"source": "FromClaim", "requests": names, **_configuration(entry)}
-                    )
-                    continue
-                if not request.first_available:
-                    continue
-                chosen = self._chosen(claim_index, request_index).request
-                if chosen.full_name in names:
-                    config.append(
-                        {"source": "FromClaim", "requests": names, **_configuration(entry)}
-                    )
-        return config
-
-    def _node_selector(self, picked: list[_Picked]) -> dict[str, Any] | None:
-        fields: list[Mapping[str, Any]] = []
-        expressions: list[Mapping[str, Any]] = []
-        for item in picked:
-            slice_, device = item.slice, item.device
-            if slice_.per_device_node_selection:
-                node_name, selector = device.node_name, device.node_selector
-            else:
-                node_name, selector = slice_.node_name, slice_.node_selector
-            if node_name or device.binds_to_node:
-                return local_node_selector(self.node_name)
-            if selector is not None:
-                terms = selector.get("nodeSelectorTerms") or ()
-                if len(terms) > 1:
-                    raise AllocationError(
-                        f"create NodeSelector for claim {self.claims[0].name}: unsupported "
-                        f"ResourceSlice.NodeSelector with {len(terms)} terms"
-                    )
-                if terms:
-                    _add_requirements(terms[0].get("matchFields") or (), fields)
-                    _add_requirements(terms[0].get("matchExpressions") or (), expressions)
-        if not fields and not expressions:
-            return None
-        term: dict[str, Any] = {}
-        if expressions:
-            term["matchExpressions"] = [dict(r) for r in expressions]
-        if fields:
-            term["matchFields"] = [dict(r) for r in fields]
-        return {"nodeSelectorTerms": [term]}
-
-
-def _configuration(entry: Mapping[str, Any]) -> dict[str, Any]:
-    """The DeviceConfiguration part of a class or claim config entry."""
-    return {"opaque": entry["opaque"]} if "opaque" in entry else {}
-
-
-def _add_requirements(source: Sequence[Mapping[str, Any]], target: list[Mapping[str, Any]]) -> None:
-    for requirement in source:
-        values = set(requirement.get("values") or ())
-        if not any(
-            held.get("key") == requirement.get("key")
-            and held.get("operator") == requirement.get("operator")
-            and set(held.get("values") or ()) == values
-            for held in target
-        ):
-            target.append(requirement)

@@ -31,12 +31,9 @@ Alpha features are not implemented.
 
 from __future__ import annotations
 
-import asyncio
 import copy
-import datetime
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
 from plugins.dynamicresources import extended as extended_claims
@@ -59,9 +56,9 @@ from plugins.dynamicresources.claims import (
     pod_claims,
     reserved_for_pod,
 )
+from plugins.dynamicresources.cycledata import NAME, STATE_KEY, CycleData
 from plugins.dynamicresources.model import (
     FIRST_AVAILABLE_MAX_SIZE,
-    Claim,
     DeviceClass,
     ModelError,
     Raw,
@@ -72,6 +69,7 @@ from plugins.dynamicresources.model import (
 )
 from plugins.dynamicresources.nodeselector import node_selector_matches
 from plugins.dynamicresources.pools import PoolCache
+from plugins.dynamicresources.prebind import ClaimBinder
 from plugins.dynamicresources.state import (
     ClaimTracker,
     allocation_of,
@@ -79,11 +77,7 @@ from plugins.dynamicresources.state import (
     claim_uid,
 )
 from plugins.dynamicresources.writes import (
-    STRATEGIC_MERGE,
     BackgroundWrites,
-    BindError,
-    bind_claim,
-    claims_collection,
     deallocate,
     delete_claim,
     unreserve,
@@ -113,7 +107,6 @@ from scheduler.framework import (
     ReservePlugin,
     ScoreExtensions,
     ScorePlugin,
-    StateKey,
     Status,
     default_normalize,
     is_dra_extended_resource_name,
@@ -121,7 +114,6 @@ from scheduler.framework import (
 
 log = logging.getLogger(__name__)
 
-NAME = "DynamicResources"
 REASON_CANNOT_ALLOCATE = "cannot allocate all claims"
 REASON_NOT_AVAILABLE = "resourceclaim not available on the node"
 REASON_DEALLOCATED = "deallocation of ResourceClaim completed"
@@ -129,44 +121,6 @@ REASON_STILL_UNSCHEDULABLE = "still not schedulable"
 REASON_NO_CLAIMS = "no new claims to deallocate"
 REASON_STALE_EXTENDED_CLAIM = "cannot schedule extended resource claim"
 REASON_DELETED = "deletion of ResourceClaim completed"
-BINDING_POLL_SECONDS = 5.0
-
-
-@dataclass(slots=True)
-class CycleData:
-    """What PreFilter learned, shared by the rest of the attempt (like
-    upstream's stateData, ``clone`` shares it: Filter results per node are
-    cached across what-if copies on purpose)."""
-
-    claims: list[Raw] = field(default_factory=list)
-    # index into ``claims`` -> node selector of its existing allocation
-    selectors: dict[int, Raw] = field(default_factory=dict)
-    to_allocate: list[int] = field(default_factory=list)
-    parsed: list[Claim] = field(default_factory=list)
-    allocator: Allocator | None = None
-    node_allocations: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    unavailable: set[int] = field(default_factory=set)
-    # allocated claims whose devices have binding conditions
-    conditioned: list[int] = field(default_factory=list)
-    reserved_node: str = ""
-    # extended resources backed by DeviceClasses: requested amounts, the
-    # index of their claim in ``claims`` (placeholder or one made earlier)
-    extended: dict[str, int] = field(default_factory=dict)
-    extended_index: int | None = None
-    # node -> (node-specific claim with its allocation, request mappings)
-    node_extended: dict[str, tuple[dict[str, Any], list[dict[str, str]]]] = field(
-        default_factory=dict
-    )
-    created_extended: Raw | None = None
-
-    def extended_claim(self) -> Raw | None:
-        return None if self.extended_index is None else self.claims[self.extended_index]
-
-    def clone(self) -> CycleData:
-        return self
-
-
-STATE_KEY: StateKey[CycleData] = StateKey(NAME)
 
 
 class DynamicResources(
@@ -193,7 +147,7 @@ class DynamicResources(
         self._pools = PoolCache()
         self._extended = ExtendedResourceClasses.subscribe(informers)
         self.writes = BackgroundWrites()
-        self.sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+        self.binder = ClaimBinder(self.tracker, handle.api, handle.clock, args.binding_timeout)
         informers.on_change("resourceclaims", self.tracker.claim_changed)
         informers.on_change("resourceslices", self._slice_changed)
         informers.on_change("deviceclasses", self._class_changed)
@@ -587,123 +541,7 @@ class DynamicResources(
         data = state.get(STATE_KEY)
         if data is None or not data.claims:
             return None
-        allocations = dict(
-            zip(data.to_allocate, data.node_allocations.get(node_name, []), strict=False)
-        )
-        written_claims: list[Raw] = []
-        extended = data.node_extended.get(node_name)
-        if extended is not None:
-            status, written = await self._bind_extended(data, pod, *extended)
-            if status is not None:
-                return status
-            written_claims.append(written)
-        for index, claim in enumerate(data.claims):
-            if index == data.extended_index and extended is not None:
-                continue
-            if index == data.extended_index and extended_claims.is_placeholder(claim):
-                continue  # the node advertises the resources itself
-            written_claims.append(claim)
-            if reserved_for_pod(claim, pod):
-                continue
-            allocation = allocations.get(index)
-            uid = claim_uid(claim)
-            try:
-                written = await bind_claim(
-                    self._handle.api, claim, allocation, pod, self._timestamp()
-                )
-            except BindError as error:
-                return Status.as_error(error)
-            except Exception as error:
-                return Status.as_error(f"add reservation to claim {claim_key(claim)}: {error}")
-            # Synchronously, in this order: the written claim holds the devices
-            # before the in-flight entry that held them goes away.
-            self.tracker.assume(written)
-            self.tracker.remove_in_flight(uid)
-        return await self._wait_for_binding_conditions(written_claims)
-
-    async def _bind_extended(
-        self, data: CycleData, pod: Pod, claim: dict[str, Any], mappings: list[dict[str, str]]
-    ) -> tuple[Status | None, Raw]:
-        """Create the extended-resource claim, allocate and reserve it, and
-        record it in the pod's status (upstream's extended-claim PreBind)."""
-        api = self._handle.api
-        in_flight_uid = claim_uid(claim)
-        allocation = claim["status"]["allocation"]
-        try:
-            created: Raw = await api.request(
-                "POST",
-                claims_collection(pod.namespace),
-                extended_claims.for_create(claim),
-            )
-        except Exception as error:
-            return Status.as_error(f"create claim for extended resources: {error}"), claim
-        data.created_extended = created
-        try:
-            written = await bind_claim(api, created, allocation, pod, self._timestamp())
-        except BindError as error:
-            return Status.as_error(error), created
-        except Exception as error:
-            return Status.as_error(
-                f"add reservation to claim {claim_key(created)}: {error}"
-            ), created
-        self.tracker.assume(written)
-        self.tracker.remove_in_flight(in_flight_uid)
-        name = (written.get("metadata") or {}).get("name", "")
-        body = {
-            "status": {
-                "extendedResourceClaimStatus": {
-                    "requestMappings": mappings,
-                    "resourceClaimName": name,
-                }
-            }
-        }
-        try:
-            await api.request(
-                "PATCH",
-                f"/api/v1/namespaces/{pod.namespace}/pods/{pod.name}/status",
-                body,
-                STRATEGIC_MERGE,
-            )
-        except Exception as error:
-            return (
-                Status.as_error(
-                    f"update pod {pod.namespace}/{pod.name} ExtendedResourceClaimStatus: {error}"
-                ),
-                written,
-            )
-        data.created_extended = None  # kept: the pod owns it now
-        return None, written
-
-    async def _wait_for_binding_conditions(self, claims: Sequence[Raw]) -> Status | None:
-        """Poll the assume cache until every device reports ready (upstream:
-        every 5s, up to bindingTimeout); failed or timed out is an Error."""
-        keys = [claim_key(claim).split("/", 1) for claim in claims]
-        while True:
-            states = []
-            for namespace, name in keys:
-                current = self.tracker.get(namespace, name)
-                if current is None:
-                    return Status.as_error(f"claim {namespace}/{name} got deleted in the meantime")
-                states.append(
-                    (
-                        f"{namespace}/{name}",
-                        binding_state(
-                            current, self._handle.clock.wall(), self._args.binding_timeout
-                        ),
-                    )
-                )
-            for key, state_ in states:
-                if state_ is Binding.FAILED:
-                    return Status.as_error(f"device binding failed: claim={key}")
-                if state_ is Binding.TIMED_OUT:
-                    return Status.as_error(f"device binding timeout: claim={key}")
-            if all(state_ in (Binding.NONE, Binding.READY) for _, state_ in states):
-                return None
-            await self.sleep(BINDING_POLL_SECONDS)
-
-    def _timestamp(self) -> str:
-        moment = datetime.datetime.fromtimestamp(self._handle.clock.wall(), tz=datetime.UTC)
-        return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+        return await self.binder.bind(data, pod, node_name)
 
 
 def new(args: object, handle: Handle) -> DynamicResources:

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 from plugins.dynamicresources.claims import FINALIZER
-from plugins.dynamicresources.plugin import STATE_KEY, DynamicResources
+from plugins.dynamicresources.cycledata import STATE_KEY
+from plugins.dynamicresources.plugin import DynamicResources
 from scheduler.framework import (
     ActionType,
     Code,
@@ -613,7 +614,7 @@ async def test_pre_bind_waits_for_binding_conditions(
         assert written["status"]["allocation"]["allocationTimestamp"]
         handle.informers.put("resourceclaims", with_device_status(written, **conditions))
 
-    plugin.sleep = driver_reports
+    plugin.binder.sleep = driver_reports
     status = await plugin.pre_bind(state, target, "worker")
     assert slept == [5.0]
     if expected is None:
@@ -631,7 +632,7 @@ async def test_pre_bind_binding_timeout() -> None:
     async def nothing_happens(seconds: float) -> None:
         handle.clock.advance(seconds)
 
-    plugin.sleep = nothing_happens
+    plugin.binder.sleep = nothing_happens
     status = await plugin.pre_bind(state, target, "worker")
     assert status == Status.as_error(f"device binding timeout: claim=default/{CLAIM}")
     assert handle.clock.now() >= 1000.0 + 600.0
