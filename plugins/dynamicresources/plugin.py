@@ -415,7 +415,10 @@ class DynamicResources(
     ) -> tuple[PostFilterResult | None, Status | None]:
         data = state.get(STATE_KEY)
         if data is None:
-            return None, Status.as_error(f"reading {STATE_KEY.name!r} from cycle state: not found")
+            # PreFilter did not run (an earlier plugin rejected the pod);
+            # upstream's message is its CycleState's ErrNotFound, and it ends
+            # up in the pod's condition too.
+            return None, Status.as_error("not found")
         if not data.claims:
             return None, Status.unschedulable(REASON_NO_CLAIMS)
         for index in sorted(data.unavailable):

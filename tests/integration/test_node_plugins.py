@@ -30,7 +30,7 @@ def upstream_messages(fit: str, preemption: str) -> set[str]:
     plugin may or may not be in this build's default profile yet), after
     DynamicResources' PostFilter tail (the default profile has it)."""
     dra = "no new claims to deallocate"
-    return {fit, f"{fit} {preemption}", f"{fit} {dra}.", f"{fit} {dra}, {preemption}"}
+    return {fit, f"{fit} {preemption}", f"{fit} {dra}", f"{fit} {dra}, {preemption}"}
 
 
 async def test_node_selector_nobody_matches_waits_then_binds_to_a_matching_new_node(
