@@ -42,7 +42,8 @@ from scheduler.config import (
 from scheduler.cycle.reporting import StatusWriter
 from scheduler.cycle.scheduler import Scheduler
 from scheduler.diagnostics import AttemptLog
-from scheduler.eventhandlers import FORWARDED_RESOURCES, EventHandlers
+from scheduler.eventhandlers import EventHandlers, ObjectEventHandlers
+from scheduler.framework.events import Resource as EventResource
 from scheduler.framework.interfaces import ExtensionPoint, Plugin
 from scheduler.framework.objects import Pod, parse_pod
 from scheduler.framework.registry import Registry, entry_point_plugins
@@ -51,7 +52,7 @@ from scheduler.health import scheduler_health
 from scheduler.informers.factory import FactoryInformerAccess, InformerFactory
 from scheduler.kube.client import KubeClient
 from scheduler.kube.events import EventSink
-from scheduler.kube.resources import NODES, PODS
+from scheduler.kube.resources import BY_GROUP_KIND, NODES, PODS
 from scheduler.kube.writer import KubeApiWriter
 from scheduler.leaderelection import ApiLeaseClient, LeaderElectionConfig, LeaderElector
 from scheduler.metrics import CacheType, SchedulerMetrics
@@ -107,21 +108,43 @@ def build_framework(
     return Framework(profile.scheduler_name, by_point, weights, waiting, metrics)
 
 
-def forward_plugin_events(
-    frameworks: Iterable[Framework], informers: FactoryInformerAccess, handlers: EventHandlers
-) -> None:
-    """Turn changes of the resources plugins registered events for (claims,
-    slices, classes...) into cluster events for the queue. Subscribed after
-    the plugins' own handlers, so hints see the plugins' updated state."""
-    registered = {
-        hinted.event.resource
-        for framework in frameworks
-        for events in framework.events_to_register().values()
-        for hinted in events
+# Resources whose events reach the queue through their own handlers.
+_POD_AND_NODE_EVENTS = frozenset(
+    {
+        EventResource.POD,
+        EventResource.ASSIGNED_POD,
+        EventResource.UNSCHEDULED_POD,
+        EventResource.NODE,
+        EventResource.WILDCARD,
     }
-    for resource, plural in FORWARDED_RESOURCES.items():
-        if resource in registered:
-            informers.on_change(plural, handlers.resource_changed(resource))
+)
+
+
+def object_event_resources(frameworks: Iterable[Framework]) -> list[EventResource]:
+    """The other resources some plugin registered events for (upstream
+    watches only those), in a stable order."""
+    found: dict[EventResource, None] = {}
+    for framework in frameworks:
+        for registered in framework.events_to_register().values():
+            for item in registered:
+                resource = item.event.resource
+                if resource not in _POD_AND_NODE_EVENTS and resource.value in BY_GROUP_KIND:
+                    found[resource] = None
+    return list(found)
+
+
+def watch_object_events(
+    factory: InformerFactory,
+    queue: SchedulingQueue,
+    frameworks: Iterable[Framework],
+    metrics: SchedulerMetrics,
+) -> None:
+    """Feed the queue the cluster events of those other resources."""
+    for resource in object_event_resources(frameworks):
+        handlers = ObjectEventHandlers(queue, resource, timer=metrics)
+        factory.informer(BY_GROUP_KIND[resource.value]).add_handler(
+            handlers.added, handlers.updated, handlers.deleted
+        )
 
 
 class SchedulerApp:
@@ -155,7 +178,7 @@ class SchedulerApp:
         nodes = self.informer_factory.informer(NODES)
         informer_access = FactoryInformerAccess(self.informer_factory)
         self.event_sink = EventSink(client, hostname=socket.gethostname(), clock=self.clock)
-        self.status_writer = StatusWriter(client.patch_pod_status)
+        self.status_writer = StatusWriter(client.patch_pod_status, self.clock)
         api = KubeApiWriter(client)
         self.cache = Cache()
         self.snapshot = Snapshot()
@@ -231,7 +254,9 @@ class SchedulerApp:
         )
         pods.add_handler(handlers.pod_added, handlers.pod_updated, handlers.pod_deleted)
         nodes.add_handler(handlers.node_added, handlers.node_updated, handlers.node_deleted)
-        forward_plugin_events(self.frameworks.values(), informer_access, handlers)
+        watch_object_events(
+            self.informer_factory, self.queue, self.frameworks.values(), self.metrics
+        )
 
         self.elector: LeaderElector | None = None
         election = config.leader_election
@@ -380,4 +405,4 @@ class SchedulerApp:
             self.metrics.cache_size(CacheType.NODES, self.cache.node_count())
             self.metrics.cache_size(CacheType.PODS, self.cache.pod_count())
             self.metrics.cache_size(CacheType.ASSUMED_PODS, self.cache.assumed_count())
-            await asyncio.sleep(CACHE_METRICS_PERIOD_SECONDS)
+            await self.clock.sleep(CACHE_METRICS_PERIOD_SECONDS)

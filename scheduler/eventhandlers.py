@@ -93,16 +93,6 @@ _NODE_UPDATE_BITS = (
 )
 
 
-# Resources whose changes the engine only forwards to the queue as cluster
-# events (plugins keep their own state from the same informers), by the
-# informer plural. Subscribed only when some plugin registered the resource.
-FORWARDED_RESOURCES: Mapping[Resource, str] = {
-    Resource.RESOURCE_CLAIM: "resourceclaims",
-    Resource.RESOURCE_SLICE: "resourceslices",
-    Resource.DEVICE_CLASS: "deviceclasses",
-}
-
-
 def _conditions(status: Raw) -> dict[str, str]:
     return {c.get("type", ""): c.get("status", "") for c in status.get("conditions") or ()}
 
@@ -249,28 +239,40 @@ class EventHandlers:
                 )
         self._timed("NodeUpdate", started)
 
-    # ---------------------------------------------------- forwarded resources
-    def resource_changed(self, resource: Resource) -> Callable[[Raw | None, Raw | None], None]:
-        """An informer handler turning changes into ``<resource>Add/Update/Delete``."""
-
-        def changed(old: Raw | None, new: Raw | None) -> None:
-            started = time.perf_counter()
-            action = (
-                ActionType.ADD
-                if old is None
-                else ActionType.DELETE
-                if new is None
-                else ActionType.UPDATE
-            )
-            event = ClusterEvent(resource, action)
-            self._queue.move_all_to_active_or_backoff(event, old, new)
-            self._timed(event.label, started)
-
-        return changed
-
     def node_deleted(self, raw: Raw) -> None:
         started = time.perf_counter()
         node = parse_node(raw)
         self._queue.move_all_to_active_or_backoff(NODE_DELETE, node, None)
         self._cache.remove_node(node.name)
         self._timed("NodeDelete", started)
+
+
+class ObjectEventHandlers:
+    """Changes to a resource other than pods and nodes (PersistentVolumeClaims,
+    StorageClasses, ...) as cluster events: Add, Update or Delete of
+    ``resource``, whose queueing hints receive the raw objects. Upstream
+    registers these handlers only for resources some plugin asked for."""
+
+    def __init__(
+        self, queue: QueueEvents, resource: Resource, timer: EventTimer | None = None
+    ) -> None:
+        self._queue = queue
+        self._timer = timer
+        self._add = ClusterEvent(resource, ActionType.ADD)
+        self._update = ClusterEvent(resource, ActionType.UPDATE)
+        self._delete = ClusterEvent(resource, ActionType.DELETE)
+
+    def _move(self, event: ClusterEvent, old: Raw | None, new: Raw | None) -> None:
+        started = time.perf_counter()
+        self._queue.move_all_to_active_or_backoff(event, old, new)
+        if self._timer is not None:
+            self._timer.event_handling(event.label, time.perf_counter() - started)
+
+    def added(self, raw: Raw) -> None:
+        self._move(self._add, None, raw)
+
+    def updated(self, old: Raw, new: Raw) -> None:
+        self._move(self._update, old, new)
+
+    def deleted(self, raw: Raw) -> None:
+        self._move(self._delete, raw, None)

@@ -23,7 +23,6 @@ from __future__ import annotations
 from collections.abc import Hashable
 
 from plugins.image_locality.index import ImageIndex
-from plugins.node_resources_fit.scoring import go_div
 from scheduler.framework import (
     MAX_NODE_SCORE,
     CycleState,
@@ -33,6 +32,7 @@ from scheduler.framework import (
     ScorePlugin,
     SignPlugin,
     Status,
+    go_div,
 )
 
 NAME = "ImageLocality"

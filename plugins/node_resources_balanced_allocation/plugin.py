@@ -24,7 +24,6 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 from plugins.node_resources_balanced_allocation.args import NodeResourcesBalancedAllocationArgs
-from plugins.node_resources_fit.fit import is_scalar_resource_name
 from scheduler.framework import (
     CPU,
     EPHEMERAL_STORAGE,
@@ -39,6 +38,7 @@ from scheduler.framework import (
     SignPlugin,
     StateKey,
     Status,
+    is_scalar_resource_name,
 )
 
 NAME = "NodeResourcesBalancedAllocation"

@@ -13,14 +13,35 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scheduler.framework import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Node, NodeInfo, Pod, Resource
+from scheduler.framework import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    MEMORY,
+    PODS,
+    Node,
+    NodeInfo,
+    Pod,
+    Resource,
+    is_extended_resource_name,
+    is_native_resource_name,
+    is_scalar_resource_name,
+)
+
+__all__ = [
+    "InsufficientResource",
+    "any_requested_resource_decreased",
+    "any_requested_resource_increased",
+    "fits",
+    "fits_request",
+    "insufficient_reason",
+    "is_extended_resource_name",
+    "is_fit",
+    "is_native_resource_name",
+    "is_scalar_resource_name",
+]
 
 REASON_TOO_MANY_PODS = "Too many pods"
 
-_DEFAULT_NAMESPACE_PREFIX = "kubernetes.io/"
-_REQUESTS_PREFIX = "requests."
-_HUGEPAGES_PREFIX = "hugepages-"
-_ATTACHABLE_VOLUMES_PREFIX = "attachable-volumes-"
 _NO_NAMES: frozenset[str] = frozenset()
 
 
@@ -36,28 +57,6 @@ class InsufficientResource:
 
 def insufficient_reason(resource: str) -> str:
     return f"Insufficient {resource}"
-
-
-def is_native_resource_name(name: str) -> bool:
-    """No domain, or a ``kubernetes.io/`` one."""
-    return "/" not in name or _DEFAULT_NAMESPACE_PREFIX in name
-
-
-def is_extended_resource_name(name: str) -> bool:
-    """Upstream ``IsExtendedResourceName`` (the API server has already
-    checked that the name is qualified)."""
-    return not is_native_resource_name(name) and not name.startswith(_REQUESTS_PREFIX)
-
-
-def is_scalar_resource_name(name: str) -> bool:
-    """Upstream ``IsScalarResourceName``: extended, hugepages, prefixed native
-    or attachable-volume resources."""
-    return (
-        is_extended_resource_name(name)
-        or name.startswith(_HUGEPAGES_PREFIX)
-        or _DEFAULT_NAMESPACE_PREFIX in name
-        or name.startswith(_ATTACHABLE_VOLUMES_PREFIX)
-    )
 
 
 def _ignored(name: str, ignored: frozenset[str], ignored_groups: frozenset[str]) -> bool:

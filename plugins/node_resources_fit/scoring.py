@@ -27,17 +27,19 @@ from plugins.node_resources_fit.args import (
     ScoringStrategyType,
 )
 from plugins.node_resources_fit.fit import is_scalar_resource_name
-from scheduler.framework import CPU, EPHEMERAL_STORAGE, MAX_NODE_SCORE, MEMORY, NodeInfo, Pod
+from scheduler.framework import (
+    CPU,
+    EPHEMERAL_STORAGE,
+    MAX_NODE_SCORE,
+    MEMORY,
+    NodeInfo,
+    Pod,
+    go_div,
+)
 
 # scorer(requested, allocatable) -> node score, both lists aligned with the
 # configured resources; allocatable 0 marks a resource left out.
 Scorer = Callable[[Sequence[int], Sequence[int]], int]
-
-
-def go_div(numerator: int, denominator: int) -> int:
-    """Go integer division: truncates toward zero."""
-    quotient = abs(numerator) // abs(denominator)
-    return quotient if (numerator >= 0) == (denominator > 0) else -quotient
 
 
 def go_round_ratio(numerator: int, denominator: int) -> int:

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 from scheduler.clock import Clock
 from scheduler.cycle.contracts import (
     AttemptMetrics,
     Binding,
-    Fail,
+    SchedulingLoop,
     SchedulingQueueLike,
     single_node_fit_error,
 )
@@ -27,7 +27,6 @@ from scheduler.cycle.reporting import (
     TYPE_NORMAL,
     StatusWriter,
 )
-from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.events import ASSIGNED_POD_DELETE
 from scheduler.framework.handle import EventRecorder
 from scheduler.framework.objects import Pod
@@ -39,7 +38,7 @@ log = logging.getLogger(__name__)
 
 
 class BindingCycles:
-    """Starts and tracks binding cycles; ``on_done`` frees the loop's slot."""
+    """Starts and tracks binding cycles; each ends by telling ``loop``."""
 
     def __init__(
         self,
@@ -49,20 +48,14 @@ class BindingCycles:
         status_writer: StatusWriter,
         clock: Clock,
         metrics: AttemptMetrics,
-        fail: Fail,
-        forget: Callable[[Pod], bool],
-        activate: Callable[[CycleState], None],
-        on_done: Callable[[], None],
+        loop: SchedulingLoop,
     ) -> None:
         self._queue = queue
         self._recorders = recorders
         self._status = status_writer
         self._clock = clock
         self._metrics = metrics
-        self._fail_ = fail
-        self._forget_ = forget
-        self._activate_ = activate
-        self._on_done = on_done
+        self._loop = loop
         self._tasks: dict[asyncio.Task[None], Binding] = {}
 
     def start(self, binding: Binding) -> None:
@@ -92,7 +85,7 @@ class BindingCycles:
     def _binding_done(self, task: asyncio.Task[None]) -> None:
         binding = self._tasks.pop(task)
         self._metrics.goroutines("binding", -1)
-        self._on_done()
+        self._loop.binding_done()
         if not binding.finished:
             self._roll_back(binding, requeue=not task.cancelled())
 
@@ -154,10 +147,10 @@ class BindingCycles:
         framework, state, assumed = binding.framework, binding.state, binding.assumed
         framework.reject_waiting(assumed.uid, "binding cycle aborted")
         framework.run_unreserve(state, assumed, binding.host)
-        self._forget_(assumed)
+        self._loop.forget(assumed)
         if requeue:
             status = Status.as_error("binding cycle failed unexpectedly")
-            self._fail_(
+            self._loop.handle_failure(
                 framework,
                 binding.pinfo,
                 None,
@@ -191,7 +184,7 @@ class BindingCycles:
                 f"Successfully assigned {pod.namespace}/{pod.name} to {host}",
             )
         framework.run_post_bind(binding.state, binding.assumed, host)
-        self._activate_(binding.state)
+        self._loop.activate(binding.state)
 
     def _binding_failed(self, binding: Binding, fit_error: FitError | None, status: Status) -> None:
         binding.finished = True
@@ -202,12 +195,12 @@ class BindingCycles:
             binding.host,
         )
         framework.run_unreserve(state, assumed, host)
-        forgotten = self._forget_(assumed)
+        forgotten = self._loop.forget(assumed)
         rejected = status.is_rejected()
         if forgotten and not rejected:
             # The assumed pod's resources are free again: that may help others.
             self._queue.move_all_to_active_or_backoff(ASSIGNED_POD_DELETE, assumed, None)
-        self._fail_(
+        self._loop.handle_failure(
             framework,
             binding.pinfo,
             fit_error,

@@ -1,5 +1,6 @@
 """What the scheduling loop and the binding cycles share: the protocols of
-their collaborators, the in-flight ``Binding``, and the single-node FitError."""
+their collaborators (``SchedulingLoop`` is what a binding cycle asks of the
+loop), the in-flight ``Binding``, and the single-node FitError."""
 
 from __future__ import annotations
 
@@ -76,10 +77,11 @@ class Binding:
     finished: bool = False  # set once a terminal path (bound, failed) ran
 
 
-class Fail(Protocol):
-    """The failure handler (``Scheduler._fail``): count, requeue, tell the user."""
+class SchedulingLoop(Protocol):
+    """What a binding cycle reports back to the loop that started it
+    (``Scheduler`` implements it)."""
 
-    def __call__(
+    def handle_failure(
         self,
         framework: Framework,
         pinfo: QueuedPodInfo,
@@ -89,7 +91,18 @@ class Fail(Protocol):
         cycle: int,
         started: float,
         nominating: NominatingInfo | None = None,
-    ) -> None: ...
+    ) -> None:
+        """Upstream ``handleSchedulingFailure``: count, requeue, tell the user."""
+
+    def forget(self, assumed: Pod) -> bool:
+        """Forget the assumed pod in the cache; False if it was not assumed
+        (any more)."""
+
+    def activate(self, state: CycleState) -> None:
+        """Move the pods a plugin asked to activate (``pods_to_activate``)."""
+
+    def binding_done(self) -> None:
+        """The binding cycle ended: free its slot."""
 
 
 def single_node_fit_error(pod: Pod, host: str, status: Status) -> FitError | None:

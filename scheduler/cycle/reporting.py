@@ -25,6 +25,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from scheduler.clock import Clock
 from scheduler.framework.objects import Pod
 from scheduler.framework.types import FitError, NodeToStatus
 
@@ -118,8 +119,9 @@ class StatusWriter:
       stale ``PodScheduled=False`` never lands after the bind.
     """
 
-    def __init__(self, patch: PatchStatus, retries: int = 3) -> None:
+    def __init__(self, patch: PatchStatus, clock: Clock, retries: int = 3) -> None:
         self._patch = patch
+        self._clock = clock
         self._retries = retries
         self._pending: dict[tuple[str, str], _Pending] = {}
         self._wake = asyncio.Event()
@@ -190,7 +192,7 @@ class StatusWriter:
                     self.failed += 1
                     log.warning("cannot update status of pod %s/%s: %s", namespace, name, error)
                     return
-                await asyncio.sleep(0.1 * 2**attempt)
+                await self._clock.sleep(0.1 * 2**attempt)
             else:
                 self.written += 1
                 return

@@ -23,7 +23,6 @@ import asyncio
 import dataclasses
 import logging
 import random
-import time
 from collections.abc import Callable, Mapping
 
 from scheduler.cache.cache import Cache, CacheError
@@ -111,10 +110,7 @@ class Scheduler:
             status_writer=status_writer,
             clock=clock,
             metrics=metrics,
-            fail=self._fail,
-            forget=self._forget,
-            activate=self._activate,
-            on_done=self._slots.release,
+            loop=self,
         )
         # The cycle in progress, so that a crash can undo its assume and Reserve.
         self._current: Binding | None = None
@@ -145,10 +141,10 @@ class Scheduler:
             # available, so without this a burst would run cycle after cycle
             # without letting binds, informers and event writes make progress.
             # Yield at least every YIELD_INTERVAL_SECONDS of scheduling.
-            now = time.perf_counter()
+            now = self._clock.now()
             if now >= next_yield:
-                await asyncio.sleep(0)
-                next_yield = time.perf_counter() + YIELD_INTERVAL_SECONDS
+                await self._clock.sleep(0)
+                next_yield = self._clock.now() + YIELD_INTERVAL_SECONDS
 
     def _recover(self, pinfo: QueuedPodInfo) -> None:
         """After a crashed cycle: undo Reserve and the assume, requeue with backoff."""
@@ -158,7 +154,7 @@ class Scheduler:
             current.framework.run_unreserve(current.state, current.assumed, current.host)
         stored = self._cache.get_pod(pinfo.pod.uid)
         if stored is not None and self._cache.is_assumed(stored.uid):
-            self._forget(stored)
+            self.forget(stored)
         pinfo.unschedulable_plugins = set()
         pinfo.pending_plugins = set()
         try:
@@ -209,7 +205,7 @@ class Scheduler:
         if pod.parse_error:
             invalid = InvalidPodError(pod, pod.parse_error, INVALID_POD_PLUGIN)
             rejection = Status.unresolvable(str(invalid)).with_plugin(INVALID_POD_PLUGIN)
-            self._fail(framework, pinfo, invalid, rejection, cycle=cycle, started=started)
+            self.handle_failure(framework, pinfo, invalid, rejection, cycle=cycle, started=started)
             return False
         result = self._run_algorithm(framework, state, pinfo, cycle, started)
         if result is None:
@@ -219,7 +215,9 @@ class Scheduler:
         try:
             self._cache.assume_pod(assumed)
         except CacheError as error:
-            self._fail(framework, pinfo, None, Status.as_error(error), cycle=cycle, started=started)
+            self.handle_failure(
+                framework, pinfo, None, Status.as_error(error), cycle=cycle, started=started
+            )
             return False
         binding = Binding(framework, state, pinfo, assumed, host, started, cycle)
         self._current = binding
@@ -233,7 +231,7 @@ class Scheduler:
             self._undo_assume(binding, status)
             return False
 
-        self._activate(state)
+        self.activate(state)
         self._attempts.record(pod.key, scheduled_attempt(cycle, self._clock.wall(), result))
         self._binding.start(binding)
         self._current = None
@@ -249,7 +247,7 @@ class Scheduler:
     ) -> ScheduleResult | None:
         """Find a host; on failure run PostFilter, report, requeue, return None."""
         pod = pinfo.pod
-        algorithm_started = time.perf_counter()
+        algorithm_started = self._clock.now()
         self._cache.update_snapshot(self._snapshot)
         percentage = self._profile_percentages.get(framework.profile_name)
         try:
@@ -257,7 +255,7 @@ class Scheduler:
         except FitError as fit_error:
             nominating = self._post_filter(framework, state, pod, fit_error)
             rejection = Status.unschedulable(str(fit_error))
-            self._fail(
+            self.handle_failure(
                 framework,
                 pinfo,
                 fit_error,
@@ -267,18 +265,18 @@ class Scheduler:
                 nominating=nominating,
             )
         except SchedulingError as error:
-            self._fail(framework, pinfo, None, error.status, cycle=cycle, started=started)
+            self.handle_failure(framework, pinfo, None, error.status, cycle=cycle, started=started)
         finally:
-            self._metrics.algorithm(time.perf_counter() - algorithm_started)
+            self._metrics.algorithm(self._clock.now() - algorithm_started)
         return None
 
     def _undo_assume(self, binding: Binding, status: Status) -> None:
         """Reserve or Permit failed: unreserve, forget, report, requeue."""
         binding.framework.run_unreserve(binding.state, binding.assumed, binding.host)
-        self._forget(binding.assumed)
+        self.forget(binding.assumed)
         self._current = None
         pod = binding.pinfo.pod
-        self._fail(
+        self.handle_failure(
             binding.framework,
             binding.pinfo,
             single_node_fit_error(pod, binding.host, status),
@@ -301,7 +299,7 @@ class Scheduler:
             return result.nominating_info
         return NominatingInfo(mode=NominatingMode.NOOP)
 
-    def _forget(self, assumed: Pod) -> bool:
+    def forget(self, assumed: Pod) -> bool:
         if self._cache.get_pod(assumed.uid) is None:
             # Deleted while its bind was in flight: the event handlers have
             # already released it (kubernetes#134157).
@@ -314,14 +312,17 @@ class Scheduler:
             return False
         return True
 
-    def _activate(self, state: CycleState) -> None:
+    def binding_done(self) -> None:
+        self._slots.release()
+
+    def activate(self, state: CycleState) -> None:
         if state.pods_to_activate:
             pods = list(state.pods_to_activate.values())
             state.pods_to_activate.clear()
             self._queue.activate(pods)
 
     # --------------------------------------------------------------- failure
-    def _fail(
+    def handle_failure(
         self,
         framework: Framework,
         pinfo: QueuedPodInfo,
@@ -332,13 +333,45 @@ class Scheduler:
         started: float,
         nominating: NominatingInfo | None = None,
     ) -> None:
-        """Upstream ``handleSchedulingFailure``: count, requeue, tell the user."""
-        pod = pinfo.pod
+        """Upstream ``handleSchedulingFailure``: count and record the attempt,
+        requeue the pod (unless it is gone or bound meanwhile), tell the user."""
         rejected = fit_error is not None or status.is_rejected()
         reason = REASON_UNSCHEDULABLE if rejected else REASON_SCHEDULER_ERROR
-        result = AttemptResult.UNSCHEDULABLE if rejected else AttemptResult.ERROR
-        self._metrics.attempt(result, framework.profile_name, self._clock.now() - started)
         message = str(fit_error) if fit_error is not None else status.message()
+        self._record_failure(
+            framework,
+            pinfo,
+            fit_error,
+            reason=reason,
+            message=message,
+            cycle=cycle,
+            started=started,
+        )
+        fresh = self._requeue(pinfo, cycle)
+        if fresh is not None:
+            self._tell_user(framework, fresh, reason, message, nominating)
+        log.info(
+            "pod %s is unschedulable: %s" if rejected else "error scheduling pod %s: %s",
+            pinfo.pod.key,
+            message,
+        )
+
+    def _record_failure(
+        self,
+        framework: Framework,
+        pinfo: QueuedPodInfo,
+        fit_error: FitError | None,
+        *,
+        reason: str,
+        message: str,
+        cycle: int,
+        started: float,
+    ) -> None:
+        """Metrics, the rejector plugins the queue's hints will ask, the attempt log."""
+        result = (
+            AttemptResult.UNSCHEDULABLE if reason == REASON_UNSCHEDULABLE else AttemptResult.ERROR
+        )
+        self._metrics.attempt(result, framework.profile_name, self._clock.now() - started)
         if fit_error is not None:
             pinfo.unschedulable_plugins = set(fit_error.diagnosis.unschedulable_plugins)
             pinfo.pending_plugins = set(fit_error.diagnosis.pending_plugins)
@@ -346,34 +379,41 @@ class Scheduler:
             pinfo.unschedulable_plugins = set()
             pinfo.pending_plugins = set()
         self._attempts.record(
-            pod.key, failed_attempt(cycle, self._clock.wall(), reason, message, fit_error)
+            pinfo.pod.key, failed_attempt(cycle, self._clock.wall(), reason, message, fit_error)
         )
 
+    def _requeue(self, pinfo: QueuedPodInfo, cycle: int) -> Pod | None:
+        """Back to the queue with the informer's current copy; None (and the
+        attempt just ends) if the pod is gone, recreated or bound meanwhile."""
+        pod = pinfo.pod
         fresh = self._pod_lister(pod.key)
-        if fresh is None or fresh.uid != pod.uid:
+        if fresh is None or fresh.uid != pod.uid or fresh.node_name:
             self._queue.done(pod.uid)
-            return
-        if fresh.node_name:
-            self._queue.done(pod.uid)
-            return
+            return None
         pinfo.pod = fresh
         self._queue.add_unschedulable_if_not_present(pinfo, cycle)
+        return fresh
 
+    def _tell_user(
+        self,
+        framework: Framework,
+        pod: Pod,
+        reason: str,
+        message: str,
+        nominating: NominatingInfo | None,
+    ) -> None:
+        """A FailedScheduling event and the PodScheduled=False patch (with the
+        nominated node set or cleared as PostFilter said)."""
         recorder = self._recorders.get(framework.profile_name)
         if recorder is not None:
             recorder.event(
-                fresh.raw, TYPE_WARNING, EVENT_FAILED_SCHEDULING, ACTION_SCHEDULING, message
+                pod.raw, TYPE_WARNING, EVENT_FAILED_SCHEDULING, ACTION_SCHEDULING, message
             )
         nominated: str | None = None
         if nominating is not None and nominating.mode == NominatingMode.OVERRIDE:
             nominated = nominating.node_name
         elif nominating is None:
             nominated = ""  # clearNominatedNode
-        patch = scheduled_condition_patch(fresh, reason, message, self._clock.wall(), nominated)
+        patch = scheduled_condition_patch(pod, reason, message, self._clock.wall(), nominated)
         if patch is not None:
-            self._status.submit(fresh.namespace, fresh.name, patch, uid=fresh.uid)
-        log.info(
-            "pod %s is unschedulable: %s" if rejected else "error scheduling pod %s: %s",
-            pod.key,
-            message,
-        )
+            self._status.submit(pod.namespace, pod.name, patch, uid=pod.uid)

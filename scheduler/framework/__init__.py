@@ -79,6 +79,9 @@ from scheduler.framework.resource import (
     MEMORY,
     PODS,
     Resource,
+    is_extended_resource_name,
+    is_native_resource_name,
+    is_scalar_resource_name,
     pod_requests,
 )
 from scheduler.framework.status import Code, Status, is_success, status_code
@@ -91,6 +94,7 @@ from scheduler.framework.types import (
     PreFilterResult,
     QueuedPodInfo,
     default_normalize,
+    go_div,
 )
 
 __all__ = [
@@ -162,7 +166,11 @@ __all__ = [
     "Toleration",
     "WaitingPod",
     "default_normalize",
+    "go_div",
     "is_dra_extended_resource_name",
+    "is_extended_resource_name",
+    "is_native_resource_name",
+    "is_scalar_resource_name",
     "is_success",
     "node_images",
     "normalized_image_name",

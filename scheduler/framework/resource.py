@@ -164,6 +164,33 @@ def _merge(left: Mapping[str, int], right: Mapping[str, int], combine: Any) -> M
 
 ZERO = Resource()
 
+_DEFAULT_NAMESPACE_PREFIX = "kubernetes.io/"
+_REQUESTS_PREFIX = "requests."
+_HUGEPAGES_PREFIX = "hugepages-"
+_ATTACHABLE_VOLUMES_PREFIX = "attachable-volumes-"
+
+
+def is_native_resource_name(name: str) -> bool:
+    """No domain, or a ``kubernetes.io/`` one."""
+    return "/" not in name or _DEFAULT_NAMESPACE_PREFIX in name
+
+
+def is_extended_resource_name(name: str) -> bool:
+    """Upstream ``IsExtendedResourceName`` (the API server has already
+    checked that the name is qualified)."""
+    return not is_native_resource_name(name) and not name.startswith(_REQUESTS_PREFIX)
+
+
+def is_scalar_resource_name(name: str) -> bool:
+    """Upstream ``IsScalarResourceName``: extended, hugepages, prefixed native
+    or attachable-volume resources."""
+    return (
+        is_extended_resource_name(name)
+        or name.startswith(_HUGEPAGES_PREFIX)
+        or _DEFAULT_NAMESPACE_PREFIX in name
+        or name.startswith(_ATTACHABLE_VOLUMES_PREFIX)
+    )
+
 
 POD_RESIZE_PENDING = "PodResizePending"
 REASON_INFEASIBLE = "Infeasible"

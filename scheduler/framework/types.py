@@ -41,6 +41,12 @@ class QueuedPodInfo:
         return self.pod.key
 
 
+def go_div(numerator: int, denominator: int) -> int:
+    """Go integer division: truncates toward zero (scores ported from Go)."""
+    quotient = abs(numerator) // abs(denominator)
+    return quotient if (numerator >= 0) == (denominator > 0) else -quotient
+
+
 def default_normalize(values: list[int], max_priority: int, *, reverse: bool) -> list[int]:
     """Upstream ``helper.DefaultNormalizeScore`` on plain values: scale to
     ``0..max_priority`` by the highest score (Go integer division; scores are

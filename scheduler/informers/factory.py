@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 
 from scheduler.clock import Clock
 from scheduler.framework.handle import ObjectStore, RawObject
-from scheduler.informers.informer import Informer, ReflectorOptions, Sleep
+from scheduler.informers.informer import Informer, ReflectorOptions
 from scheduler.informers.source import ListWatchClient
 from scheduler.informers.store import Raw
 from scheduler.kube.resources import KNOWN_RESOURCES, ResourceType
@@ -32,13 +32,11 @@ class InformerFactory:
         *,
         options: ReflectorOptions | None = None,
         clock: Clock | None = None,
-        sleep: Sleep = asyncio.sleep,
         rng: random.Random | None = None,
     ) -> None:
         self._client = client
         self._options = options
         self._clock = clock
-        self._sleep = sleep
         self._rng = rng or random.Random()
         self._informers: dict[ResourceType, Informer] = {}
         self._group: asyncio.TaskGroup | None = None
@@ -72,7 +70,6 @@ class InformerFactory:
             field_selector=field_selector,
             options=self._options,
             clock=self._clock,
-            sleep=self._sleep,
             rng=random.Random(self._rng.random()),
         )
         self._informers[resource] = informer

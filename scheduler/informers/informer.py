@@ -33,7 +33,7 @@ import asyncio
 import enum
 import logging
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,7 +50,6 @@ log = logging.getLogger(__name__)
 OnAdd = Callable[[Raw], None]
 OnUpdate = Callable[[Raw, Raw], None]
 OnDelete = Callable[[Raw], None]
-Sleep = Callable[[float], Awaitable[None]]
 
 
 class _Step(enum.StrEnum):
@@ -108,7 +107,6 @@ class Informer:
         field_selector: str | None = None,
         options: ReflectorOptions | None = None,
         clock: Clock | None = None,
-        sleep: Sleep = asyncio.sleep,
         rng: random.Random | None = None,
     ) -> None:
         self._client = client
@@ -117,7 +115,6 @@ class Informer:
         self.field_selector = field_selector
         self._options = options or ReflectorOptions()
         self._clock = clock or RealClock()
-        self._sleep = sleep
         self._rng = rng or random.Random()
         self._backoff = Backoff(
             initial=self._options.backoff_initial,
@@ -185,7 +182,7 @@ class Informer:
             except (TransportError, _WatchFailed) as err:
                 self.stats.errors += 1
                 log.warning("informer %s: %s failed: %s", name, step, err)
-            await self._sleep(self._backoff.next())
+            await self._clock.sleep(self._backoff.next())
 
     async def _list_and_deliver(self) -> None:
         self.stats.lists += 1

@@ -24,7 +24,7 @@ import asyncio
 import enum
 import logging
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -146,7 +146,6 @@ class EventSink:
         series_refresh: float = DEFAULT_REFRESH,
         max_attempts: int = 3,
         retry_delay: float = 1.0,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         concurrency: int = 32,
     ) -> None:
         self._writer = writer
@@ -162,7 +161,6 @@ class EventSink:
         self._series = SeriesCache(window=series_window, refresh=series_refresh)
         self._max_attempts = max(1, max_attempts)
         self._retry_delay = retry_delay
-        self._sleep = sleep
         self._wake = asyncio.Event()
         self._dropping = False
         self._last_nanos = 0
@@ -285,7 +283,7 @@ class EventSink:
             except (ApiError, TransportError) as err:
                 retriable = isinstance(err, TransportError) or err.retriable
                 if retriable and attempt < self._max_attempts:
-                    await self._sleep(self._retry_delay * attempt)
+                    await self.clock.sleep(self._retry_delay * attempt)
                     continue
                 self.failed += 1
                 log.warning("could not write event: %s", err)

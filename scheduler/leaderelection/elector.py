@@ -30,14 +30,12 @@ class LeaderElector:
         config: LeaderElectionConfig,
         client: LeaseClient,
         clock: Clock,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         *,
         rand: Callable[[], float] = random.random,
     ) -> None:
         self._config = config
         self._client = client
         self._clock = clock
-        self._sleep = sleep
         self._rand = rand
         self._state = ElectionState(config)
 
@@ -88,14 +86,14 @@ class LeaderElector:
 
     async def _acquire(self) -> None:
         while not await self._attempt():
-            await self._sleep(self._config.retry_period * (1 + JITTER_FACTOR * self._rand()))
+            await self._clock.sleep(self._config.retry_period * (1 + JITTER_FACTOR * self._rand()))
 
     async def _renew_loop(self) -> None:
         while True:
-            await self._sleep(self._config.retry_period)
+            await self._clock.sleep(self._config.retry_period)
             while not await self._renew():
                 left = self._state.time_left(self._clock.now())
-                await self._sleep(max(0.0, min(self._config.retry_period, left)))
+                await self._clock.sleep(max(0.0, min(self._config.retry_period, left)))
 
     async def _renew(self) -> bool:
         """One renewal try; raises ``LeadershipLost`` if we no longer lead, checked

@@ -32,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from scheduler.clock import Clock
 from scheduler.framework.events import (
@@ -64,7 +64,6 @@ log = logging.getLogger(__name__)
 
 Less = Callable[[QueuedPodInfo, QueuedPodInfo], bool]
 PreCheck = Callable[[Pod], bool]
-Sleep = Callable[[float], Awaitable[None]]
 
 BACKOFF_FLUSH_INTERVAL = 1.0
 UNSCHEDULABLE_FLUSH_INTERVAL = 30.0
@@ -270,10 +269,10 @@ class SchedulingQueue:
         if stale:
             self._move_pods(stale, UNSCHEDULABLE_TIMEOUT, None, None)
 
-    async def run(self, sleep: Sleep | None = None) -> None:
+    async def run(self) -> None:
         """Run both flushes until ``close``: backoff every second on whole
-        seconds of the clock, the pool every 30 s. ``sleep`` (tests) replaces
-        waiting on the real loop; without it ``close`` interrupts the wait."""
+        seconds of the clock, the pool every 30 s. Waits on the clock;
+        ``close`` interrupts the wait."""
         now = self._clock.now()
         next_backoff = math.floor(now) + BACKOFF_FLUSH_INTERVAL
         next_leftover = now + UNSCHEDULABLE_FLUSH_INTERVAL
@@ -286,17 +285,17 @@ class SchedulingQueue:
                 self.flush_unschedulable_leftover()
                 next_leftover = now + UNSCHEDULABLE_FLUSH_INTERVAL
             delay = max(0.0, min(next_backoff, next_leftover) - self._clock.now())
-            if sleep is not None:
-                await sleep(delay)
-            else:
-                await self._wait_stopped(delay)
+            await self._wait_stopped(delay)
 
     async def _wait_stopped(self, delay: float) -> None:
+        """Sleep on the clock for ``delay``, or until ``close``."""
+        sleeping = asyncio.ensure_future(self._clock.sleep(delay))
+        stopped = asyncio.ensure_future(self._stopped.wait())
         try:
-            async with asyncio.timeout(delay):
-                await self._stopped.wait()
-        except TimeoutError:
-            pass
+            await asyncio.wait({sleeping, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in (sleeping, stopped):
+                waiter.cancel()
 
     def close(self) -> None:
         """Stop: ``pop`` returns None from now on and ``run`` returns."""

@@ -16,35 +16,17 @@ from collections.abc import Mapping, Sequence
 
 from scheduler.framework.events import ClusterEventWithHint
 from scheduler.framework.interfaces import (
-    BindPlugin,
     EnqueueExtensions,
     ExtensionPoint,
-    FilterPlugin,
-    PermitPlugin,
     Plugin,
-    PostBindPlugin,
-    PostFilterPlugin,
-    PreBindPlugin,
-    PreEnqueuePlugin,
-    PreFilterPlugin,
-    PreScorePlugin,
-    QueueSortPlugin,
-    ReservePlugin,
-    ScorePlugin,
 )
-from scheduler.framework.status import Status
 from scheduler.framework.types import (
     QueuedPodInfo,
 )
 from scheduler.runtime.binding import BindingPoints
 from scheduler.runtime.filtering import FilteringPoints
-from scheduler.runtime.points import (
-    FrameworkMetrics,
-    NoMetrics,
-    PluginSample,
-)
+from scheduler.runtime.points import FrameworkMetrics, PluginSet
 from scheduler.runtime.scoring import ScoringPoints
-from scheduler.runtime.verdicts import VerdictCache
 from scheduler.runtime.waiting import WaitingPods
 
 
@@ -59,35 +41,13 @@ class Framework(FilteringPoints, ScoringPoints, BindingPoints):
         waiting_pods: WaitingPods,
         metrics: FrameworkMetrics | None = None,
     ) -> None:
-        self.profile_name = profile_name
-        self._metrics: FrameworkMetrics = metrics or NoMetrics()
-        self._samples: list[PluginSample] = []
-        self._filter_verdicts: VerdictCache[Status | None] = VerdictCache()
-        self._score_verdicts: VerdictCache[tuple[int, ...]] = VerdictCache()
-        self._cluster_size = 0
-        self._normalized = {}
-        self._waiting = waiting_pods
-
-        def at(point: ExtensionPoint) -> list[Plugin]:
-            return list(plugins_by_point.get(point, ()))
-
-        self.pre_enqueue: list[PreEnqueuePlugin] = at(ExtensionPoint.PRE_ENQUEUE)  # type: ignore[assignment]
-        sorts: list[QueueSortPlugin] = at(ExtensionPoint.QUEUE_SORT)  # type: ignore[assignment]
-        self.queue_sort = sorts[0] if sorts else None
-        self.pre_filter: list[PreFilterPlugin] = at(ExtensionPoint.PRE_FILTER)  # type: ignore[assignment]
-        self.filter: list[FilterPlugin] = at(ExtensionPoint.FILTER)  # type: ignore[assignment]
-        self._filters = tuple(self.filter)
-        self.post_filter: list[PostFilterPlugin] = at(ExtensionPoint.POST_FILTER)  # type: ignore[assignment]
-        self.pre_score: list[PreScorePlugin] = at(ExtensionPoint.PRE_SCORE)  # type: ignore[assignment]
-        self.score: list[ScorePlugin] = at(ExtensionPoint.SCORE)  # type: ignore[assignment]
-        self.reserve: list[ReservePlugin] = at(ExtensionPoint.RESERVE)  # type: ignore[assignment]
-        self.permit: list[PermitPlugin] = at(ExtensionPoint.PERMIT)  # type: ignore[assignment]
-        self.pre_bind: list[PreBindPlugin] = at(ExtensionPoint.PRE_BIND)  # type: ignore[assignment]
-        self.bind: list[BindPlugin] = at(ExtensionPoint.BIND)  # type: ignore[assignment]
-        self.post_bind: list[PostBindPlugin] = at(ExtensionPoint.POST_BIND)  # type: ignore[assignment]
-        self.weights = {
-            plugin.name: max(1, score_weights.get(plugin.name, 1)) for plugin in self.score
-        }
+        super().__init__(
+            profile_name,
+            PluginSet.from_points(plugins_by_point),
+            score_weights,
+            waiting_pods,
+            metrics,
+        )
         self.plugins: dict[str, Plugin] = {}
         for group in plugins_by_point.values():
             for plugin in group:

@@ -1,13 +1,16 @@
-"""The shared base of the extension-point runners: what they measure and the
-state they share. ``Framework`` (framework.py) combines the runners:
-filtering.py (PreFilter, Filter, PostFilter), scoring.py (PreScore, Score,
-NormalizeScore) and binding.py (Reserve through PostBind)."""
+"""The shared base of the extension-point runners: the typed plugin lists of
+each point (``PluginSet``, filled once from the profile), what the runners
+measure and the state they share, all set by ``ExtensionPoints.__init__``.
+``Framework`` (framework.py) combines the runners: filtering.py (PreFilter,
+Filter, PostFilter), scoring.py (PreScore, Score, NormalizeScore) and
+binding.py (Reserve through PostBind)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Hashable, Mapping, Sequence
-from typing import Protocol, TypeVar
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import (
@@ -19,8 +22,10 @@ from scheduler.framework.interfaces import (
     PostBindPlugin,
     PostFilterPlugin,
     PreBindPlugin,
+    PreEnqueuePlugin,
     PreFilterPlugin,
     PreScorePlugin,
+    QueueSortPlugin,
     ReservePlugin,
     ScorePlugin,
     SignPlugin,
@@ -86,6 +91,62 @@ NO_SCORES = ScoreTable((), (), (), ())
 V = TypeVar("V")
 
 
+def _typed(
+    plugins_by_point: Mapping[ExtensionPoint, Sequence[Plugin]],
+    point: ExtensionPoint,
+    kind: type,
+) -> list[Any]:
+    """The plugins configured at ``point``, each checked to implement ``kind``
+    (the ``PluginSet`` field it fills gives the static type)."""
+    typed: list[Any] = []
+    for plugin in plugins_by_point.get(point, ()):
+        if not isinstance(plugin, kind):
+            raise TypeError(
+                f"plugin {plugin.name!r} is enabled at {point} but is not a {kind.__name__}"
+            )
+        typed.append(plugin)
+    return typed
+
+
+@dataclass(slots=True)
+class PluginSet:
+    """The plugins of one profile per extension point, in configured order
+    (upstream's per-point slices)."""
+
+    pre_enqueue: list[PreEnqueuePlugin] = field(default_factory=list)
+    queue_sort: QueueSortPlugin | None = None
+    pre_filter: list[PreFilterPlugin] = field(default_factory=list)
+    filter: list[FilterPlugin] = field(default_factory=list)
+    post_filter: list[PostFilterPlugin] = field(default_factory=list)
+    pre_score: list[PreScorePlugin] = field(default_factory=list)
+    score: list[ScorePlugin] = field(default_factory=list)
+    reserve: list[ReservePlugin] = field(default_factory=list)
+    permit: list[PermitPlugin] = field(default_factory=list)
+    pre_bind: list[PreBindPlugin] = field(default_factory=list)
+    bind: list[BindPlugin] = field(default_factory=list)
+    post_bind: list[PostBindPlugin] = field(default_factory=list)
+
+    @staticmethod
+    def from_points(plugins_by_point: Mapping[ExtensionPoint, Sequence[Plugin]]) -> PluginSet:
+        """Fill every point once; a plugin enabled at a point it does not
+        implement is a TypeError naming both."""
+        sorts = _typed(plugins_by_point, ExtensionPoint.QUEUE_SORT, QueueSortPlugin)
+        return PluginSet(
+            pre_enqueue=_typed(plugins_by_point, ExtensionPoint.PRE_ENQUEUE, PreEnqueuePlugin),
+            queue_sort=sorts[0] if sorts else None,
+            pre_filter=_typed(plugins_by_point, ExtensionPoint.PRE_FILTER, PreFilterPlugin),
+            filter=_typed(plugins_by_point, ExtensionPoint.FILTER, FilterPlugin),
+            post_filter=_typed(plugins_by_point, ExtensionPoint.POST_FILTER, PostFilterPlugin),
+            pre_score=_typed(plugins_by_point, ExtensionPoint.PRE_SCORE, PreScorePlugin),
+            score=_typed(plugins_by_point, ExtensionPoint.SCORE, ScorePlugin),
+            reserve=_typed(plugins_by_point, ExtensionPoint.RESERVE, ReservePlugin),
+            permit=_typed(plugins_by_point, ExtensionPoint.PERMIT, PermitPlugin),
+            pre_bind=_typed(plugins_by_point, ExtensionPoint.PRE_BIND, PreBindPlugin),
+            bind=_typed(plugins_by_point, ExtensionPoint.BIND, BindPlugin),
+            post_bind=_typed(plugins_by_point, ExtensionPoint.POST_BIND, PostBindPlugin),
+        )
+
+
 def score_failure(plugin: str, status: Status) -> Status:
     return Status.as_error(
         f'running Score plugins: plugin "{plugin}" failed with: {status.message()}'
@@ -109,29 +170,42 @@ def filter_failure(plugin: str, status: Status) -> Status:
 
 
 class ExtensionPoints:
-    """Attributes every runner reads; set by ``Framework.__init__``."""
+    """What every runner reads: the typed plugin lists of each point and the
+    measurement and reuse state, all set here, once."""
 
-    profile_name: str
-    _metrics: FrameworkMetrics
-    _samples: list[PluginSample]
-    _waiting: WaitingPods
-    _filter_verdicts: VerdictCache[Status | None]
-    _score_verdicts: VerdictCache[tuple[int, ...]]
-    _cluster_size: int
-    # plugin -> (pod fragment, node names, raw scores, normalized scores)
-    _normalized: dict[str, tuple[Hashable, list[str], list[int], list[int]]]
-    pre_filter: list[PreFilterPlugin]
-    filter: list[FilterPlugin]
-    _filters: tuple[FilterPlugin, ...]
-    post_filter: list[PostFilterPlugin]
-    pre_score: list[PreScorePlugin]
-    score: list[ScorePlugin]
-    weights: dict[str, int]
-    reserve: list[ReservePlugin]
-    permit: list[PermitPlugin]
-    pre_bind: list[PreBindPlugin]
-    bind: list[BindPlugin]
-    post_bind: list[PostBindPlugin]
+    def __init__(
+        self,
+        profile_name: str,
+        plugins: PluginSet,
+        score_weights: Mapping[str, int],
+        waiting_pods: WaitingPods,
+        metrics: FrameworkMetrics | None = None,
+    ) -> None:
+        self.profile_name = profile_name
+        self._metrics: FrameworkMetrics = metrics or NoMetrics()
+        self._samples: list[PluginSample] = []
+        self._waiting = waiting_pods
+        self._filter_verdicts: VerdictCache[Status | None] = VerdictCache()
+        self._score_verdicts: VerdictCache[tuple[int, ...]] = VerdictCache()
+        self._cluster_size = 0
+        # plugin -> (pod fragment, node names, raw scores, normalized scores)
+        self._normalized: dict[str, tuple[Hashable, list[str], list[int], list[int]]] = {}
+        self.pre_enqueue = plugins.pre_enqueue
+        self.queue_sort = plugins.queue_sort
+        self.pre_filter = plugins.pre_filter
+        self.filter = plugins.filter
+        self._filters = tuple(plugins.filter)
+        self.post_filter = plugins.post_filter
+        self.pre_score = plugins.pre_score
+        self.score = plugins.score
+        self.weights = {
+            plugin.name: max(1, score_weights.get(plugin.name, 1)) for plugin in plugins.score
+        }
+        self.reserve = plugins.reserve
+        self.permit = plugins.permit
+        self.pre_bind = plugins.pre_bind
+        self.bind = plugins.bind
+        self.post_bind = plugins.post_bind
 
     # ---------------------------------------------------------- measurement
     def _observe(self, point: ExtensionPoint, status: Status | None, started: float) -> None:

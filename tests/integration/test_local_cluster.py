@@ -12,8 +12,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from localcluster import ControlPlane, ControlPlaneOptions
 from localcluster.cluster import remove_stale_dirs
+
+pytestmark = pytest.mark.integration  # starts its own control planes
 
 
 def _gone(pid: int) -> bool:

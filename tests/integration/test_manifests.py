@@ -283,7 +283,27 @@ DRA = "resource.k8s.io"
             True,
             id="resourceclaims/binding (granular status authorization)",
         ),
+        pytest.param(
+            _access("watch", "persistentvolumeclaims"), True, id="watch persistentvolumeclaims"
+        ),
+        pytest.param(
+            _access("update", "persistentvolumeclaims", namespace="team-a"),
+            True,
+            id="annotate a claim with its selected node",
+        ),
+        pytest.param(_access("update", "persistentvolumes"), True, id="bind a volume to a claim"),
+        pytest.param(_access("list", "csinodes", group="storage.k8s.io"), True, id="list csinodes"),
+        pytest.param(
+            _access("watch", "volumeattachments", group="storage.k8s.io"),
+            True,
+            id="watch volumeattachments",
+        ),
         # --- denied
+        pytest.param(
+            _access("delete", "persistentvolumeclaims", namespace="team-a"),
+            False,
+            id="delete claims",
+        ),
         pytest.param(
             _access(
                 "update",

@@ -218,6 +218,12 @@ class PodBuilder:
         container.setdefault("resources", {}).setdefault("requests", {})[name] = quantity
         return self
 
+    def limit(self, name: str, quantity: str) -> Self:
+        """A limit on the first container (extended resources need limit = request)."""
+        container = self._obj["spec"]["containers"][0]
+        container.setdefault("resources", {}).setdefault("limits", {})[name] = quantity
+        return self
+
     def host_port(self, port: int, protocol: str = "TCP", host_ip: str = "") -> Self:
         entry: Obj = {"containerPort": port, "hostPort": port, "protocol": protocol}
         if host_ip:
@@ -305,6 +311,11 @@ class PodBuilder:
         affinity.setdefault("requiredDuringSchedulingIgnoredDuringExecution", []).append(
             {"labelSelector": {"matchLabels": dict(match_labels)}, "topologyKey": topology_key}
         )
+        return self
+
+    def volume(self, name: str, **source: Any) -> Self:
+        """A pod volume: ``.volume("data", persistentVolumeClaim={"claimName": "c"})``."""
+        self._obj["spec"].setdefault("volumes", []).append({"name": name, **source})
         return self
 
     def spread(

@@ -355,37 +355,22 @@ class FakeLeaseStore:
         return self._store(lease)
 
 
-class Timeline:
-    """A fake clock moved only by the elector's sleeps; actions fire when their time comes."""
+def make_timeline(max_sleeps: int = 10_000) -> FakeClock:
+    """The fake clock, moved only by the elector's sleeps; actions scheduled
+    with ``at`` fire when their time comes."""
+    clock = FakeClock(now=T0, wall=W0)
 
-    def __init__(self, max_sleeps: int = 10_000) -> None:
-        self.clock = FakeClock(now=T0, wall=W0)
-        self.sleeps: list[float] = []
-        self._actions: list[tuple[float, Callable[[], object]]] = []
-        self._max_sleeps = max_sleeps
+    def guard(_seconds: float) -> None:
+        assert len(clock.sleeps) <= max_sleeps, "runaway loop"
 
-    @property
-    def elapsed(self) -> float:
-        return self.clock.now() - T0
-
-    def at(self, offset: float, action: Callable[[], object]) -> None:
-        self._actions.append((offset, action))
-        self._actions.sort(key=lambda item: item[0])
-
-    async def sleep(self, seconds: float) -> None:
-        self.sleeps.append(seconds)
-        assert len(self.sleeps) <= self._max_sleeps, "runaway loop"
-        self.clock.advance(seconds)
-        while self._actions and self._actions[0][0] <= self.elapsed:
-            _, action = self._actions.pop(0)
-            action()
-        await asyncio.sleep(0)
+    clock.on_sleep(guard)
+    return clock
 
 
 class Work:
     """``on_started_leading``: notes when it started, runs until ``finish``."""
 
-    def __init__(self, timeline: Timeline, fail: Exception | None = None) -> None:
+    def __init__(self, timeline: FakeClock, fail: Exception | None = None) -> None:
         self._timeline = timeline
         self._fail = fail
         self._finished = asyncio.Event()
@@ -407,11 +392,9 @@ class Work:
 
 
 def elector_for(
-    store: FakeLeaseStore, timeline: Timeline, rand: float = 0.0, **overrides: Any
+    store: FakeLeaseStore, timeline: FakeClock, rand: float = 0.0, **overrides: Any
 ) -> LeaderElector:
-    return LeaderElector(
-        config(**overrides), store, timeline.clock, timeline.sleep, rand=lambda: rand
-    )
+    return LeaderElector(config(**overrides), store, timeline, rand=lambda: rand)
 
 
 def holder_of(store: FakeLeaseStore) -> str | None:
@@ -420,7 +403,7 @@ def holder_of(store: FakeLeaseStore) -> str | None:
 
 
 async def test_acquires_an_absent_lease_renews_it_and_releases_it_when_the_work_returns() -> None:
-    store, timeline = FakeLeaseStore(), Timeline()
+    store, timeline = FakeLeaseStore(), make_timeline()
     elector, work = elector_for(store, timeline), Work(timeline)
     seen: list[tuple[bool, tuple[bool, str], str | None]] = []
     timeline.at(15, lambda: seen.append((elector.is_leader, elector.healthy(), holder_of(store))))
@@ -439,7 +422,7 @@ async def test_acquires_an_absent_lease_renews_it_and_releases_it_when_the_work_
 
 
 async def test_waits_while_another_renews_and_takes_over_a_lease_duration_after_it_stops() -> None:
-    store, timeline = FakeLeaseStore(), Timeline()
+    store, timeline = FakeLeaseStore(), make_timeline()
     store.put(held(OTHER))
     for second in (1, 3, 5):  # the other holder renews, then dies
         timeline.at(second, partial(store.put, held(OTHER, renewed=micro_time(W0 + second))))
@@ -458,7 +441,7 @@ async def test_waits_while_another_renews_and_takes_over_a_lease_duration_after_
 
 
 async def test_acquisition_retries_are_jittered_and_renewals_are_not() -> None:
-    store, timeline = FakeLeaseStore(), Timeline()
+    store, timeline = FakeLeaseStore(), make_timeline()
     store.put(held(OTHER))
     elector, work = elector_for(store, timeline, rand=0.5), Work(timeline)
     timeline.at(30, work.finish)
@@ -482,7 +465,7 @@ async def test_acquisition_retries_are_jittered_and_renewals_are_not() -> None:
 async def test_renewal_failures_lose_leadership_only_after_the_renew_deadline(
     outage_from: float, outage_for: float, lost_at: float | None
 ) -> None:
-    store, timeline = FakeLeaseStore(), Timeline()
+    store, timeline = FakeLeaseStore(), make_timeline()
     elector, work = elector_for(store, timeline), Work(timeline)
     timeline.at(outage_from, lambda: setattr(store, "down", True))
     timeline.at(outage_from + outage_for, lambda: setattr(store, "down", False))
@@ -504,7 +487,7 @@ async def test_renewal_failures_lose_leadership_only_after_the_renew_deadline(
 
 
 async def test_leadership_is_lost_at_once_when_another_candidate_holds_the_lease() -> None:
-    store, timeline = FakeLeaseStore(), Timeline()
+    store, timeline = FakeLeaseStore(), make_timeline()
     elector, work = elector_for(store, timeline), Work(timeline)
     timeline.at(5, lambda: store.put(held(OTHER, renewed=LATER)))
 
@@ -517,7 +500,7 @@ async def test_leadership_is_lost_at_once_when_another_candidate_holds_the_lease
 
 
 async def test_cancelling_run_cancels_the_work_and_releases_the_lease() -> None:
-    store, timeline = FakeLeaseStore(), Timeline()
+    store, timeline = FakeLeaseStore(), make_timeline()
     elector, work = elector_for(store, timeline), Work(timeline)
     running = asyncio.create_task(elector.run(work))
     timeline.at(7, running.cancel)
@@ -531,7 +514,7 @@ async def test_cancelling_run_cancels_the_work_and_releases_the_lease() -> None:
 
 
 async def test_a_failing_work_releases_the_lease_and_its_error_propagates() -> None:
-    store, timeline = FakeLeaseStore(), Timeline()
+    store, timeline = FakeLeaseStore(), make_timeline()
     elector = elector_for(store, timeline)
 
     with pytest.raises(RuntimeError, match="boom"):
@@ -541,7 +524,7 @@ async def test_a_failing_work_releases_the_lease_and_its_error_propagates() -> N
 
 
 async def test_losing_the_create_race_leaves_us_waiting_for_the_winner() -> None:
-    store, timeline = FakeLeaseStore(), Timeline()
+    store, timeline = FakeLeaseStore(), make_timeline()
     store.before_create = lambda: store.put(held(OTHER))
     elector, work = elector_for(store, timeline), Work(timeline)
     seen: list[tuple[bool, str]] = []
@@ -556,7 +539,7 @@ async def test_losing_the_create_race_leaves_us_waiting_for_the_winner() -> None
 
 
 async def test_a_hung_renewal_is_abandoned_at_the_renew_deadline() -> None:
-    store, timeline = FakeLeaseStore(), Timeline()
+    store, timeline = FakeLeaseStore(), make_timeline()
     # Real seconds here: a hung request is bounded by the event loop's timer.
     elector = elector_for(
         store, timeline, lease_duration=1.0, renew_deadline=0.05, retry_period=0.02

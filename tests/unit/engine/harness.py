@@ -103,7 +103,7 @@ class KeptStatusWriter(StatusWriter):
     """Keeps submitted patches instead of writing them."""
 
     def __init__(self) -> None:
-        super().__init__(self._never)
+        super().__init__(self._never, FakeClock())
         self.submitted: list[tuple[str, str, Mapping[str, Any]]] = []
         self.uids: list[str] = []
         self.settled: list[str] = []

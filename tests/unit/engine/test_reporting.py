@@ -20,6 +20,7 @@ from scheduler.eventhandlers import EventHandlers
 from scheduler.framework import Pod
 from scheduler.kube.errors import ApiError
 from tests.support.builders import PodBuilder, make_pod
+from tests.support.clock import FakeClock
 from tests.unit.engine.conftest import LoopTime
 from tests.unit.engine.objects import node, pod
 from tests.unit.queue.fakes import PROFILE, make_queue
@@ -186,7 +187,7 @@ async def finish(writer: StatusWriter, task: asyncio.Task[None], loop_time: Loop
 
 async def test_writer_coalesces_by_pod_newest_wins(loop_time: LoopTime) -> None:
     api = FakeApi()
-    writer = StatusWriter(api.patch)
+    writer = StatusWriter(api.patch, FakeClock())
     writer.submit("default", "a", body("a1"))
     writer.submit("default", "b", body("b1"))
     writer.submit("default", "a", body("a2"))
@@ -202,7 +203,7 @@ async def test_writer_coalesces_by_pod_newest_wins(loop_time: LoopTime) -> None:
 async def test_a_patch_submitted_during_a_write_is_written_after_it(loop_time: LoopTime) -> None:
     api = FakeApi()
     api.release.clear()
-    writer = StatusWriter(api.patch)
+    writer = StatusWriter(api.patch, FakeClock())
     task = asyncio.create_task(writer.run())
     writer.submit("default", "a", body("a1"))
     await loop_time.settle()
@@ -239,7 +240,7 @@ async def test_writer_retries_transient_failures(
     failed: int,
 ) -> None:
     api = FakeApi(*outcomes)
-    writer = StatusWriter(api.patch)
+    writer = StatusWriter(api.patch, FakeClock())
     writer.submit("default", "p", body("m"))
     task = asyncio.create_task(writer.run())
     for _ in range(4):  # backoff 0.1 s, then 0.2 s
@@ -251,7 +252,7 @@ async def test_writer_retries_transient_failures(
 # ------------------------------------------- stale patches (issue 6 defect 4)
 async def test_each_patch_is_guarded_by_the_pod_uid(loop_time: LoopTime) -> None:
     api = FakeApi()
-    writer = StatusWriter(api.patch)
+    writer = StatusWriter(api.patch, FakeClock())
     writer.submit("default", "a", body("a1"), uid="uid-a")
     task = asyncio.create_task(writer.run())
     await finish(writer, task, loop_time)
@@ -272,7 +273,7 @@ async def test_a_pending_failure_patch_is_dropped_when_the_pod_binds_or_goes(
     loop_time: LoopTime, deliver: Any
 ) -> None:
     api = FakeApi()
-    writer = StatusWriter(api.patch)
+    writer = StatusWriter(api.patch, FakeClock())
     cache = Cache()
     cache.add_node(node("n1"))
     handlers = EventHandlers(cache, make_queue(), [PROFILE], status=writer)
@@ -294,7 +295,7 @@ async def test_settle_drops_the_pending_patch_and_waits_for_the_one_in_flight(
 ) -> None:
     api = FakeApi()
     api.release.clear()
-    writer = StatusWriter(api.patch)
+    writer = StatusWriter(api.patch, FakeClock())
     task = asyncio.create_task(writer.run())
     writer.submit("default", "a", body("a1"), uid="uid-a")
     await loop_time.settle()

@@ -497,3 +497,31 @@ async def test_a_failure_patch_is_guarded_by_uid_and_settled_before_the_bind() -
     assert h2.status.settled == []
     assert await schedule(h2)
     assert h2.status.settled == ["default/p"], "settled before Bind: no stale patch after it"
+
+
+async def test_a_pod_deleted_during_its_bind_is_released_at_once_and_not_retried(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    release = asyncio.Event()
+    log: list[str] = []
+    framework = make_framework(
+        reserve=[ReserveStub("R", log=log)],
+        bind=[BindStub("B", Status.as_error('pods "p" not found'), block=release, log=log)],
+    )
+    h = harness(framework)
+    assert h.scheduler.schedule_one(h.queued(P))
+    await asyncio.sleep(0)
+    assert h.cache.is_assumed(P.uid)
+    assert h.cpu_on("n1") == 500
+
+    # The event handlers release the assumed pod as soon as the delete arrives.
+    del h.informer[P.key]
+    h.cache.remove_pod(P)
+    assert h.cpu_on("n1") == 0
+    release.set()
+    assert await h.scheduler.drain(5.0) == 0
+
+    assert log == ["Reserve:R@n1", "Bind:B@n1", "Unreserve:R@n1"]
+    assert h.queue.requeued == [], "a deleted pod is not retried"
+    assert h.queue.moves == [], "nothing more to free: the handler already moved pods"
+    assert "cannot forget" not in caplog.text

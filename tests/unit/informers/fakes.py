@@ -1,4 +1,4 @@
-"""Scripted stand-ins for the API client, the clock and sleep, for informer tests."""
+"""Scripted stand-ins for the API client, for informer tests (time: ``tests.support.clock``)."""
 
 from __future__ import annotations
 
@@ -107,28 +107,6 @@ class FakeListWatch:
     def idle(self) -> bool:
         """Every scripted step is used up and the informer waits on a hanging watch."""
         return not self.watches and self.open_watches == 1
-
-
-@dataclass
-class FakeClock:
-    t: float = 0.0
-
-    def now(self) -> float:
-        return self.t
-
-    def wall(self) -> float:
-        return 1_800_000_000.0 + self.t
-
-
-@dataclass
-class FakeSleep:
-    """Records requested delays and returns at once (yielding to the loop)."""
-
-    delays: list[float] = field(default_factory=list)
-
-    async def __call__(self, seconds: float) -> None:
-        self.delays.append(round(seconds, 6))
-        await asyncio.sleep(0)
 
 
 @dataclass

@@ -14,15 +14,16 @@ from scheduler.informers.factory import FactoryInformerAccess, InformerFactory
 from scheduler.informers.informer import ReflectorOptions
 from scheduler.kube.resources import NODES, PODS, RESOURCE_CLAIMS
 from tests.support.builders import make_node
+from tests.support.clock import FakeClock
 from tests.support.wait import eventually
-from tests.unit.informers.fakes import FakeListWatch, FakeSleep, WatchStep, event
+from tests.unit.informers.fakes import FakeListWatch, WatchStep, event
 
 
 def make_factory(fake: FakeListWatch) -> InformerFactory:
     return InformerFactory(
         fake,
         options=ReflectorOptions(backoff_jitter=0),
-        sleep=FakeSleep(),
+        clock=FakeClock(),
         rng=random.Random(3),
     )
 

@@ -1,4 +1,4 @@
-"""The reflector state machine, driven by a scripted fake client, fake clock and sleep."""
+"""The reflector state machine, driven by a scripted fake client and the fake clock."""
 
 from __future__ import annotations
 
@@ -15,11 +15,10 @@ from scheduler.informers.informer import Informer, ReflectorOptions
 from scheduler.kube.errors import ApiError, TransportError, WatchTimeout
 from scheduler.kube.resources import PODS
 from tests.support.builders import make_pod
+from tests.support.clock import FakeClock
 from tests.support.wait import eventually
 from tests.unit.informers.fakes import (
-    FakeClock,
     FakeListWatch,
-    FakeSleep,
     Recorder,
     WatchStep,
     bookmark,
@@ -39,7 +38,6 @@ class Harness:
     fake: FakeListWatch
     informer: Informer
     recorder: Recorder
-    sleep: FakeSleep
     clock: FakeClock
     task: asyncio.Task[None] | None = None
 
@@ -54,10 +52,10 @@ class Harness:
 
 @pytest.fixture
 async def harness() -> AsyncIterator[Harness]:
-    fake, clock, sleep, recorder = FakeListWatch(), FakeClock(), FakeSleep(), Recorder()
-    informer = Informer(fake, PODS, options=OPTIONS, clock=clock, sleep=sleep, rng=random.Random(1))
+    fake, clock, recorder = FakeListWatch(), FakeClock(), Recorder()
+    informer = Informer(fake, PODS, options=OPTIONS, clock=clock, rng=random.Random(1))
     informer.add_handler(recorder.on_add, recorder.on_update, recorder.on_delete)
-    made = Harness(fake, informer, recorder, sleep, clock)
+    made = Harness(fake, informer, recorder, clock)
     yield made
     if made.task is not None:
         made.task.cancel()
@@ -205,7 +203,7 @@ async def test_reflector(harness: Harness, case: Case) -> None:
     assert harness.recorder.calls == case.calls
     assert [call["rv"] for call in harness.fake.watch_calls] == case.watch_rvs
     assert harness.informer.stats.lists == case.lists
-    assert harness.sleep.delays == pytest.approx(case.sleeps)
+    assert harness.clock.sleeps == pytest.approx(case.sleeps)
     assert harness.informer.has_synced
 
 
@@ -216,7 +214,7 @@ async def test_backoff_is_capped_and_resets_after_a_working_watch(harness: Harne
     harness.fake.watches = deque([*failures, working, WatchStep(then=TransportError("x"))])
     harness.task = asyncio.create_task(harness.informer.run())
     await harness.until_idle()
-    assert harness.sleep.delays == pytest.approx([0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 30, 30, 0.8, 1.6])
+    assert harness.clock.sleeps == pytest.approx([0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 30, 30, 0.8, 1.6])
 
 
 async def test_watch_requests_bookmarks_and_a_randomized_timeout(harness: Harness) -> None:

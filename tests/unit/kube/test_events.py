@@ -15,24 +15,10 @@ from scheduler.kube.errors import ApiError, TransportError
 from scheduler.kube.events import EventSink, EventType, micro_time, truncate_note
 from scheduler.kube.eventseries import CreateEvent, EventKey, PatchSeries, SeriesCache
 from tests.support.builders import make_node, make_pod
+from tests.support.clock import FakeClock
 from tests.support.wait import eventually
 
 WALL0 = 1_800_000_000.0
-
-
-@dataclass
-class FakeClock:
-    t: float = 100.0
-    offset: float = WALL0 - 100.0
-
-    def now(self) -> float:
-        return self.t
-
-    def wall(self) -> float:
-        return self.t + self.offset
-
-    def advance(self, seconds: float) -> None:
-        self.t += seconds
 
 
 @dataclass
@@ -55,12 +41,8 @@ class FakeWriter:
         self.patches.append((namespace, name, dict(patch)))
 
 
-async def no_sleep(seconds: float) -> None:
-    return None
-
-
 def make_sink(writer: FakeWriter, clock: FakeClock, **kwargs: Any) -> EventSink:
-    return EventSink(writer, hostname="host-a", clock=clock, sleep=no_sleep, **kwargs)
+    return EventSink(writer, hostname="host-a", clock=clock, **kwargs)
 
 
 POD = make_pod("p1", "ns1").uid("u1").resource_version("7").obj()
@@ -155,7 +137,7 @@ def test_series_cache_writes_pending_counts_when_due_and_forgets_idle_series() -
 
 # ------------------------------------------------------------------- the sink
 async def test_event_body_follows_events_k8s_io_v1() -> None:
-    writer, clock = FakeWriter(), FakeClock()
+    writer, clock = FakeWriter(), FakeClock(now=100.0, wall=WALL0)
     sink = make_sink(writer, clock)
     recorder: EventRecorder = sink.recorder("my-scheduler")
     recorder.event(
@@ -188,7 +170,7 @@ async def test_event_body_follows_events_k8s_io_v1() -> None:
 
 
 async def test_cluster_scoped_object_events_go_to_default_namespace() -> None:
-    writer, clock = FakeWriter(), FakeClock()
+    writer, clock = FakeWriter(), FakeClock(now=100.0, wall=WALL0)
     sink = make_sink(writer, clock)
     sink.recorder("s").event(make_node("n1").obj(), EventType.NORMAL, "R", "A", "note")
     await sink.drain()
@@ -198,7 +180,7 @@ async def test_cluster_scoped_object_events_go_to_default_namespace() -> None:
 
 
 async def test_repeated_events_become_a_series_instead_of_duplicates() -> None:
-    writer, clock = FakeWriter(), FakeClock()
+    writer, clock = FakeWriter(), FakeClock(now=100.0, wall=WALL0)
     sink = make_sink(writer, clock, series_refresh=60)
     recorder = sink.recorder("s")
     for _ in range(5):
@@ -216,7 +198,7 @@ async def test_repeated_events_become_a_series_instead_of_duplicates() -> None:
 
 
 async def test_full_buffer_drops_and_counts() -> None:
-    writer, clock = FakeWriter(), FakeClock()
+    writer, clock = FakeWriter(), FakeClock(now=100.0, wall=WALL0)
     sink = make_sink(writer, clock, capacity=2)
     recorder = sink.recorder("s")
     for i in range(5):
@@ -238,7 +220,7 @@ async def test_full_buffer_drops_and_counts() -> None:
 async def test_write_retries_only_retriable_failures(
     failures: list[Exception], written: int, failed: int, creates: int
 ) -> None:
-    writer, clock = FakeWriter(failures=list(failures)), FakeClock()
+    writer, clock = FakeWriter(failures=list(failures)), FakeClock(now=100.0, wall=WALL0)
     sink = make_sink(writer, clock, max_attempts=3)
     sink.recorder("s").event(POD, EventType.NORMAL, "R", "A", "n")
     await sink.drain()
@@ -246,7 +228,10 @@ async def test_write_retries_only_retriable_failures(
 
 
 async def test_series_of_an_expired_event_is_created_again() -> None:
-    writer, clock = FakeWriter(patch_failures=[ApiError(404, "NotFound", "")]), FakeClock()
+    writer, clock = (
+        FakeWriter(patch_failures=[ApiError(404, "NotFound", "")]),
+        FakeClock(now=100.0, wall=WALL0),
+    )
     sink = make_sink(writer, clock)
     recorder = sink.recorder("s")
     recorder.event(POD, EventType.NORMAL, "R", "A", "n")
@@ -258,7 +243,7 @@ async def test_series_of_an_expired_event_is_created_again() -> None:
 
 
 async def test_run_writes_in_the_background_until_cancelled() -> None:
-    writer, clock = FakeWriter(), FakeClock()
+    writer, clock = FakeWriter(), FakeClock(now=100.0, wall=WALL0)
     sink = make_sink(writer, clock)
     task = asyncio.create_task(sink.run())
     sink.recorder("s").event(POD, EventType.NORMAL, "Scheduled", "Binding", "ok")
@@ -303,7 +288,7 @@ class SlowWriter(FakeWriter):
 async def test_events_are_written_concurrently_up_to_the_limit(
     concurrency: int, events: int, most: int
 ) -> None:
-    writer, clock = SlowWriter(target=min(concurrency, events)), FakeClock()
+    writer, clock = SlowWriter(target=min(concurrency, events)), FakeClock(now=100.0, wall=WALL0)
     sink = make_sink(writer, clock, concurrency=concurrency)
     recorder = sink.recorder("s")
     for i in range(events):
@@ -336,7 +321,7 @@ class OrderedWriter(FakeWriter):
 
 
 async def test_series_patch_waits_for_the_create_of_its_event() -> None:
-    writer, clock = OrderedWriter(), FakeClock()
+    writer, clock = OrderedWriter(), FakeClock(now=100.0, wall=WALL0)
     sink = make_sink(writer, clock, concurrency=8)
     recorder = sink.recorder("s")
     recorder.event(POD, EventType.WARNING, "FailedScheduling", "Scheduling", "same")

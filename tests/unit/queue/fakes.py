@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduler.clock import Clock
 from scheduler.framework import (
     ClusterEvent,
     ClusterEventWithHint,
@@ -104,7 +105,7 @@ class RecordingMetrics:
 
 
 def make_queue(
-    clock: FakeClock | None = None,
+    clock: Clock | None = None,
     *,
     events: Mapping[str, Sequence[ClusterEventWithHint]] | None = None,
     pre_enqueue: Sequence[PreEnqueuePlugin] = (),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from scheduler.clock import RealClock
 from scheduler.queue import QueueName
 from tests.support.clock import FakeClock
 from tests.unit.queue.fakes import NODE_ADD, fail, make_queue, on, pod, pop, rejected, where
@@ -59,14 +60,13 @@ async def test_run_flushes_backoff_on_whole_seconds() -> None:
     fail(queue, pinfo, "Fit")  # expires 1001, done waiting in the window at 1002
     seen: list[tuple[float, str | None]] = []
 
-    async def sleep(seconds: float) -> None:
+    def look(_seconds: float) -> None:
         seen.append((clock.now(), where(queue, "p")))
         if where(queue, "p") == QueueName.ACTIVE:
             queue.close()
-        clock.advance(seconds)
-        await asyncio.sleep(0)
 
-    await asyncio.wait_for(queue.run(sleep), DEADLINE)
+    clock.on_sleep(look)
+    await asyncio.wait_for(queue.run(), DEADLINE)
     assert seen == [
         (1000.3, QueueName.BACKOFF),
         (1001.0, QueueName.BACKOFF),
@@ -81,20 +81,19 @@ async def test_run_flushes_the_pool_after_five_minutes() -> None:
 
     moved_at: list[float] = []
 
-    async def sleep(seconds: float) -> None:
+    def look(_seconds: float) -> None:
         if where(queue, "p") != QueueName.UNSCHEDULABLE or clock.now() > 2000:
             moved_at.append(clock.now())
             queue.close()
-        clock.advance(seconds)
-        await asyncio.sleep(0)
 
-    await asyncio.wait_for(queue.run(sleep), DEADLINE)
+    clock.on_sleep(look)
+    await asyncio.wait_for(queue.run(), DEADLINE)
     assert where(queue, "p") == QueueName.ACTIVE
     assert moved_at == [1330.0], "by the first 30-second flush after the 5 minutes"
 
 
 async def test_run_stops_promptly_on_close() -> None:
-    queue = make_queue()
+    queue = make_queue(RealClock())
     task = asyncio.create_task(queue.run())
     await _blocked(task)
     queue.close()
