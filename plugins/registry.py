@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from plugins import (
     default_binder,
+    default_preemption,
     dynamicresources,
     image_locality,
     inter_pod_affinity,
@@ -51,7 +52,7 @@ DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
     (inter_pod_affinity.NAME, 2),
     # upstream inserts DynamicResources right before DefaultPreemption, weight 2
     (dynamicresources.NAME, 2),
-    # DefaultPreemption (0)
+    (default_preemption.NAME, 0),
     (node_resources_balanced_allocation.NAME, 1),
     (image_locality.NAME, 1),
     (default_binder.NAME, 0),
@@ -79,6 +80,7 @@ def in_tree_registry() -> Registry:
             dynamicresources.SPEC,
             node_resources_balanced_allocation.SPEC,
             image_locality.SPEC,
+            default_preemption.SPEC,
             default_binder.SPEC,
             node_declared_features.SPEC,
         ]

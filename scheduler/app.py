@@ -7,7 +7,8 @@ starts them in one TaskGroup, each named, and stops them in this order when
 1. mark not-ready (``/readyz`` fails ``shutdown``), stop popping, close the
    queue (the scheduling loop returns);
 2. drain binding cycles until ``bind_grace_seconds``; those still running are
-   cancelled and roll back (unreserve, forget), so nothing stays assumed;
+   cancelled and roll back (unreserve, forget), so nothing stays assumed; then
+   the plugins' background API work (preemption) with the same grace;
 3. stop the queue flushers, the leader elector (releasing the lease) and the
    informers;
 4. flush pod status patches and events (bounded), then close the client and
@@ -57,6 +58,7 @@ from scheduler.kube.writer import KubeApiWriter
 from scheduler.leaderelection import ApiLeaseClient, LeaderElectionConfig, LeaderElector
 from scheduler.metrics import CacheType, SchedulerMetrics
 from scheduler.queue import QueueProfile, SchedulingQueue
+from scheduler.runtime.background import BackgroundTasks
 from scheduler.runtime.framework import Framework
 from scheduler.runtime.waiting import WaitingPods
 from scheduler.server import OpsServer
@@ -105,7 +107,9 @@ def build_framework(
                 instances[ref.name] = spec.factory(profile.plugin_args.get(ref.name), handle)
             by_point.setdefault(point, []).append(instances[ref.name])
     weights = {ref.name: ref.weight for ref in profile.plugins.get(ExtensionPoint.SCORE, ())}
-    return Framework(profile.scheduler_name, by_point, weights, waiting, metrics)
+    framework = Framework(profile.scheduler_name, by_point, weights, waiting, metrics)
+    handle.bind_framework(framework)
+    return framework
 
 
 # Resources whose events reach the queue through their own handlers.
@@ -183,14 +187,16 @@ class SchedulerApp:
         self.cache = Cache()
         self.snapshot = Snapshot()
         self.waiting = WaitingPods()
+        self.background = BackgroundTasks()
         self.attempt_log = AttemptLog()
 
         handles: list[ProfileHandle] = []
         self.frameworks: dict[str, Framework] = {}
         recorders = {}
         for profile in profiles:
-            recorder = self.event_sink.recorder(profile.scheduler_name)
-            recorders[profile.scheduler_name] = recorder
+            recorder = recorders[profile.scheduler_name] = self.event_sink.recorder(
+                profile.scheduler_name
+            )
             handle = ProfileHandle(
                 profile_name=profile.scheduler_name,
                 clock=self.clock,
@@ -199,6 +205,8 @@ class SchedulerApp:
                 events=recorder,
                 api=api,
                 waiting_pods=self.waiting,
+                background=self.background,
+                metrics=self.metrics,
             )
             handles.append(handle)
             framework = build_framework(profile, registry, handle, self.waiting, self.metrics)
@@ -381,6 +389,10 @@ class SchedulerApp:
             log.warning(
                 "shutdown: %d binding cycles did not finish and were rolled back", cancelled
             )
+        # Plugins' background API work (preemption): same grace, then cancelled.
+        unfinished = await self.background.drain(self.options.bind_grace_seconds)
+        if unfinished:
+            log.warning("shutdown: %d background plugin tasks were cancelled", unfinished)
         for task in (scheduling, flushers):
             if not task.done():
                 task.cancel()

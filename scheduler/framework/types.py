@@ -183,10 +183,9 @@ def fit_error_message(
 ) -> str:
     """``0/<N> nodes are available: <prefilter or histogram>. <postfilter>``
 
-    The PreFilter message or the histogram ends with a period (upstream's
-    " %v."); the PostFilter message is appended as it is (" %v" in 1.36's
-    ``FitError.Error``: "... still not schedulable" has no final period, a
-    preemption message brings its own). A PreFilter message replaces the
+    The PreFilter message or the histogram ends with a period; the PostFilter
+    message is appended as it is (upstream 1.36 ``FitError.Error``; older
+    releases added a period after it too). A PreFilter message replaces the
     histogram: PreFilter gave every node the same status, so the histogram
     would only repeat it."""
     message = f"0/{num_all_nodes} nodes are available:"

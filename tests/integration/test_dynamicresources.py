@@ -160,7 +160,8 @@ async def test_fifty_pods_race_for_forty_devices_and_no_device_is_given_twice(
         for pod in told:
             message = condition(pod, "PodScheduled")["message"]  # type: ignore[index]
             assert message == (
-                "0/4 nodes are available: 4 cannot allocate all claims. still not schedulable"
+                "0/4 nodes are available: 4 cannot allocate all claims. still not schedulable, "
+                "preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling."
             ), message
         devices = allocated_devices(await driver.claims(namespace))
         assert len(devices) == 40

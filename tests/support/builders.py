@@ -135,6 +135,18 @@ class PodBuilder:
         self._obj["spec"]["priority"] = priority
         return self
 
+    def priority_class(self, name: str) -> Self:
+        self._obj["spec"]["priorityClassName"] = name
+        return self
+
+    def start_time(self, timestamp: str) -> Self:
+        self._obj.setdefault("status", {})["startTime"] = timestamp
+        return self
+
+    def preemption_policy(self, policy: str) -> Self:
+        self._obj["spec"]["preemptionPolicy"] = policy
+        return self
+
     def nominated(self, node_name: str) -> Self:
         self._obj.setdefault("status", {})["nominatedNodeName"] = node_name
         return self

@@ -73,7 +73,7 @@ def statuses(**by_node: Status) -> NodeToStatus:
             ),
             "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are "
             "available: 2 No preemption victims found for incoming pod.",
-            id="the PostFilter message follows as it is (upstream 1.36: no added period)",
+            id="the PostFilter message follows as it is (1.36: no second period)",
         ),
         pytest.param(
             1,

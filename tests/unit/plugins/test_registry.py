@@ -46,6 +46,7 @@ EXPECTED_DEFAULTS = (
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
     ("DynamicResources", 2),
+    ("DefaultPreemption", 0),
     ("NodeResourcesBalancedAllocation", 1),
     ("ImageLocality", 1),
     ("DefaultBinder", 0),
