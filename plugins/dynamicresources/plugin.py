@@ -529,7 +529,9 @@ class DynamicResources(
             if allocation_of(current) is not None and reserved_for_pod(current, pod):
 
                 async def write(current: Raw = current, api: ApiWriter = self._handle.api) -> None:
-                    await unreserve(api, current, pod)
+                    answer = await unreserve(api, current, pod)
+                    if answer.get("metadata"):
+                        self.tracker.assume(answer)
 
                 self.writes.submit(f"unreserve claim {claim_key(current)}", write)
 
@@ -544,6 +546,10 @@ class DynamicResources(
         data = state.get(STATE_KEY)
         if data is None or not data.claims:
             return None
+        # An earlier attempt's Unreserve may still be removing this pod from a
+        # claim's reservedFor: let it finish, so that "already reserved" below
+        # is read after it (the answer is in the assume cache by then).
+        await self.writes.drain()
         return await self.binder.bind(data, pod, node_name)
 
 

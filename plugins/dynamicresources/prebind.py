@@ -63,7 +63,8 @@ class ClaimBinder:
             if index == data.extended_index and extended_claims.is_placeholder(claim):
                 continue  # the node advertises the resources itself
             written_claims.append(claim)
-            if reserved_for_pod(claim, pod):
+            namespace, name = claim_key(claim).split("/", 1)
+            if reserved_for_pod(self.tracker.get(namespace, name) or claim, pod):
                 continue
             allocation = allocations.get(index)
             uid = claim_uid(claim)

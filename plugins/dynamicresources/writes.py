@@ -115,14 +115,18 @@ async def bind_claim(
     )
 
 
-async def unreserve(api: ApiWriter, claim: Raw, pod: Pod) -> None:
+async def unreserve(api: ApiWriter, claim: Raw, pod: Pod) -> Raw:
+    """The claim as the API server has it after the patch."""
     namespace, name = _names(claim)
     uid = (claim.get("metadata") or _EMPTY).get("uid")
     body = {
         "metadata": {"uid": uid},
         "status": {"reservedFor": [{"$patch": "delete", "uid": pod.uid}]},
     }
-    await api.request("PATCH", claim_path(namespace, name, "status"), body, STRATEGIC_MERGE)
+    answer: Raw = await api.request(
+        "PATCH", claim_path(namespace, name, "status"), body, STRATEGIC_MERGE
+    )
+    return answer
 
 
 async def deallocate(api: ApiWriter, claim: Raw) -> Raw:

@@ -87,8 +87,22 @@ class FakeApi:
         if self.conflicts:
             self.conflicts -= 1
             raise ApiError(409, "the object has been modified")
-        if method in ("PATCH", "DELETE"):
+        if method == "DELETE":
             return {}
+        if method == "PATCH":
+            stored = self.objects.get(base)
+            if stored is None:
+                return {}
+            gone = {item["uid"] for item in body["status"]["reservedFor"]}
+            patched = copy.deepcopy(stored)
+            status = patched.setdefault("status", {})
+            status["reservedFor"] = [
+                ref for ref in status.get("reservedFor", []) if ref["uid"] not in gone
+            ]
+            self.version += 1
+            patched["metadata"]["resourceVersion"] = str(self.version)
+            self.objects[base] = patched
+            return copy.deepcopy(patched)
         if method == "POST":
             created = copy.deepcopy(body)
             created["metadata"]["name"] = created["metadata"]["generateName"] + "x1"

@@ -649,3 +649,26 @@ def test_failed_binding_makes_the_claim_unavailable_and_post_filter_deallocates(
     assert statuses == [Status.unresolvable("resourceclaim not available on the node")]
     _, post = plugin.post_filter(state, the_pod(), NodeToStatus())
     assert post == Status.unschedulable("deallocation of ResourceClaim completed")
+
+
+async def test_a_failed_bind_unreserves_and_the_next_attempt_reserves_again() -> None:
+    """Unreserve's background patch finishes before the next PreBind reads
+    whether the claim is already reserved for the pod."""
+    plugin, handle = setup(claims=(claim_obj(),), slices=(worker_slice("instance-1"),))
+    target = the_pod()
+    state, _ = cycle(plugin, target, WORKER)
+    plugin.reserve(state, target, "worker")
+    assert await plugin.pre_bind(state, target, "worker") is None
+    plugin.unreserve(state, target, "worker")  # Bind failed: patch in the background
+    # The next attempt starts before the patch is done: its PreFilter still
+    # sees the claim reserved for the pod.
+    retry, statuses = cycle(plugin, target, WORKER)
+    assert statuses == [None]
+    calls_before = len(handle.api.calls)
+    assert await plugin.pre_bind(retry, target, "worker") is None
+    assert [m for m, _ in handle.api.calls[calls_before:]] == ["PATCH", "PUT"]
+    written = plugin.tracker.get("default", CLAIM)
+    assert written is not None
+    assert written["status"]["reservedFor"] == [
+        {"resource": "pods", "name": "my-pod", "uid": POD_UID}
+    ]
