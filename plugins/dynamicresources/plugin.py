@@ -146,7 +146,8 @@ class DynamicResources(
         self._cel = CelEnvironment()
         self._pools = PoolCache()
         self._extended = ExtendedResourceClasses.subscribe(informers)
-        self.writes = BackgroundWrites()
+        # A handle without a background runner (unit tests) runs writes on the loop.
+        self.writes = BackgroundWrites(getattr(handle, "spawn", None))
         self.binder = ClaimBinder(self.tracker, handle.api, handle.clock, args.binding_timeout)
         informers.on_change("resourceclaims", self.tracker.claim_changed)
         informers.on_change("resourceslices", self._slice_changed)

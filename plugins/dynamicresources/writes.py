@@ -15,8 +15,9 @@
   created for extended resources (its finalizer first).
 
 ``BackgroundWrites`` runs writes asked for by synchronous extension points
-(Unreserve, PostFilter) as short tasks on the running loop; their failures
-are logged and retried by the next scheduling attempt, as upstream does.
+(Unreserve, PostFilter) through the scheduler's background runner; their
+failures are logged and retried by the next scheduling attempt, as upstream
+does.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any
 
 from plugins.dynamicresources.claims import FINALIZER
@@ -161,11 +162,20 @@ async def delete_claim(api: ApiWriter, claim: Raw) -> None:
     await api.request("DELETE", claim_path(namespace, name))
 
 
-class BackgroundWrites:
-    """Short write tasks started from synchronous code; failures are logged."""
+Spawn = Callable[[str, Coroutine[Any, Any, None]], None]
+DRAIN_TIMEOUT_SECONDS = 10.0
 
-    def __init__(self) -> None:
-        self._tasks: set[asyncio.Task[None]] = set()
+
+class BackgroundWrites:
+    """Writes started from synchronous code, run by the scheduler's
+    background runner (``Handle.spawn``: owned by the composition root,
+    drained at shutdown); failures are logged and left to the next attempt.
+    ``drain`` waits for the writes started so far, so PreBind can order
+    itself after an earlier attempt's Unreserve."""
+
+    def __init__(self, spawn: Spawn | None = None) -> None:
+        self._spawn = spawn
+        self._pending: set[asyncio.Future[None]] = set()
 
     def submit(self, what: str, write: Callable[[], Awaitable[None]]) -> None:
         try:
@@ -173,18 +183,33 @@ class BackgroundWrites:
         except RuntimeError:
             log.warning("DynamicResources: no event loop to %s; left to the next attempt", what)
             return
+        done: asyncio.Future[None] = loop.create_future()
+        self._pending.add(done)
+        done.add_done_callback(self._pending.discard)
 
         async def run() -> None:
             try:
                 await write()
             except Exception as error:  # retried by the next scheduling attempt
                 log.warning("DynamicResources: could not %s: %s", what, error)
+            finally:
+                if not done.done():
+                    done.set_result(None)
 
-        task = loop.create_task(run(), name=f"dynamicresources:{what}")
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        name = f"dynamicresources:{what}"
+        if self._spawn is not None:
+            self._spawn(name, run())
+        else:
+            task = loop.create_task(run(), name=name)
 
-    async def drain(self) -> None:
-        """Wait for the writes started so far (tests)."""
-        while self._tasks:
-            await asyncio.gather(*list(self._tasks))
+            def finished(_: asyncio.Task[None]) -> None:
+                if not done.done():  # cancelled before it ran
+                    done.set_result(None)
+
+            task.add_done_callback(finished)
+
+    async def drain(self, timeout: float = DRAIN_TIMEOUT_SECONDS) -> None:  # noqa: ASYNC109
+        """Until the writes started so far are done, or ``timeout`` passed (a
+        write the runner refused at shutdown never reports back)."""
+        if self._pending:
+            await asyncio.wait(set(self._pending), timeout=timeout)
