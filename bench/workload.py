@@ -178,13 +178,14 @@ class Workload:
     pods: int
     template: Template = DEFAULT_TEMPLATE
 
-    def summary(self) -> dict[str, Any]:
-        """Name and sizes, for the JSON report (the template holds functions)."""
+    def to_json(self) -> dict[str, Any]:
+        """The sizes and the pod template (node labels are a function: not data)."""
         return {
             "name": self.name,
             "nodes": self.nodes,
             "init_pods": self.init_pods,
             "pods": self.pods,
+            "pod_spec": dict(self.template.pod_spec),
         }
 
     def resized(

@@ -331,7 +331,8 @@ def test_tiny_dra_benchmark_binds_every_pod_with_both_schedulers(tmp_path: Path)
     )
     assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     report = orjson.loads(out.read_bytes())
-    assert report["workload"] == {"name": "custom", "nodes": 3, "init_pods": 3, "pods": 6}
+    sizes = {key: report["workload"][key] for key in ("name", "nodes", "init_pods", "pods")}
+    assert sizes == {"name": "custom", "nodes": 3, "init_pods": 3, "pods": 6}
     assert report["all_correct"] is True
     for run in report["runs"]:
         assert (run["measured_bound"], run["unbound_pods"]) == (6, 0), run
@@ -363,7 +364,13 @@ def test_tiny_benchmark_binds_every_pod_with_both_schedulers(tmp_path: Path) -> 
     assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     report = orjson.loads(out.read_bytes())
 
-    assert report["workload"] == {"name": "custom", "nodes": 5, "init_pods": 5, "pods": 20}
+    assert report["workload"] == {
+        "name": "custom",
+        "nodes": 5,
+        "init_pods": 5,
+        "pods": 20,
+        "pod_spec": {},
+    }
     assert report["all_correct"] is True
     runs = {run["scheduler"]: run for run in report["runs"]}
     assert set(runs) == {"ours", "upstream"}
