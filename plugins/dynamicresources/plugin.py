@@ -57,18 +57,17 @@ from plugins.dynamicresources.claims import (
     reserved_for_pod,
 )
 from plugins.dynamicresources.cycledata import NAME, STATE_KEY, CycleData
+from plugins.dynamicresources.inventory import (
+    DeviceInventory,
+    prioritized_list_score,
+    validate_requests,
+)
 from plugins.dynamicresources.model import (
-    FIRST_AVAILABLE_MAX_SIZE,
-    DeviceClass,
     ModelError,
     Raw,
-    Slice,
     parse_claim,
-    parse_class,
-    parse_slice,
 )
 from plugins.dynamicresources.nodeselector import node_selector_matches
-from plugins.dynamicresources.pools import PoolCache
 from plugins.dynamicresources.prebind import ClaimBinder
 from plugins.dynamicresources.state import (
     ClaimTracker,
@@ -141,37 +140,15 @@ class DynamicResources(
         self._handle = handle
         informers = handle.informers
         self.tracker = ClaimTracker(informers.store("resourceclaims"))
-        self._slices: dict[str, Slice] = {}
-        self._classes: dict[str, DeviceClass] = {}
+        self.inventory = DeviceInventory()
         self._cel = CelEnvironment()
-        self._pools = PoolCache()
         self._extended = ExtendedResourceClasses.subscribe(informers)
         # A handle without a background runner (unit tests) runs writes on the loop.
         self.writes = BackgroundWrites(getattr(handle, "spawn", None))
         self.binder = ClaimBinder(self.tracker, handle.api, handle.clock, args.binding_timeout)
         informers.on_change("resourceclaims", self.tracker.claim_changed)
-        informers.on_change("resourceslices", self._slice_changed)
-        informers.on_change("deviceclasses", self._class_changed)
-
-    # ---------------------------------------------------------- informer feed
-    def _slice_changed(self, old: Raw | None, new: Raw | None) -> None:
-        self._pools.invalidate()
-        if old is not None:
-            self._slices.pop((old.get("metadata") or {}).get("name", ""), None)
-        if new is not None:
-            try:
-                parsed = parse_slice(new)
-            except ModelError as error:
-                log.warning("DynamicResources: ignoring ResourceSlice: %s", error)
-                return
-            self._slices[parsed.name] = parsed
-
-    def _class_changed(self, old: Raw | None, new: Raw | None) -> None:
-        if old is not None:
-            self._classes.pop((old.get("metadata") or {}).get("name", ""), None)
-        if new is not None:
-            parsed = parse_class(new)
-            self._classes[parsed.name] = parsed
+        informers.on_change("resourceslices", self.inventory.slice_changed)
+        informers.on_change("deviceclasses", self.inventory.class_changed)
 
     # ----------------------------------------------------------------- events
     def events_to_register(self) -> list[ClusterEventWithHint]:
@@ -278,7 +255,7 @@ class DynamicResources(
                 return None, Status.unresolvable(
                     f"resource claim {claim_key(claim)} is in the process of being allocated"
                 )
-            status = self._validate_requests(claim)
+            status = validate_requests(claim, self.inventory.classes)
             if status is not None:
                 return None, status
             try:
@@ -291,11 +268,11 @@ class DynamicResources(
         ):
             data.allocator = Allocator(
                 self.tracker.allocated_state(),
-                self._classes,
-                list(self._slices.values()),
+                self.inventory.classes,
+                self.inventory.slices(),
                 self._cel,
                 clock=self._handle.clock.now,
-                pool_cache=self._pools,
+                pool_cache=self.inventory.pools,
             )
         return None, None
 
@@ -309,30 +286,6 @@ class DynamicResources(
             for name, value in scalar.items()
             if value and is_dra_extended_resource_name(name) and self._extended.class_for(name)
         }
-
-    def _validate_requests(self, claim: Raw) -> Status | None:
-        devices = (claim.get("spec") or {}).get("devices") or {}
-        for request in devices.get("requests") or ():
-            name = request.get("name", "")
-            if request.get("exactly"):
-                checks = [(name, request["exactly"].get("deviceClassName", ""))]
-            elif request.get("firstAvailable"):
-                checks = [
-                    (f"{name}/{sub.get('name', '')}", sub.get("deviceClassName", ""))
-                    for sub in request["firstAvailable"]
-                ]
-            else:
-                return Status.unresolvable(
-                    f"resource claim {claim_key(claim)}, request {name}: unknown request type"
-                )
-            for request_name, class_name in checks:
-                if not class_name:
-                    return Status.as_error(f"request {request_name}: unsupported request type")
-                if class_name not in self._classes:
-                    return Status.unresolvable(
-                        f"request {request_name}: device class {class_name} does not exist"
-                    )
-        return None
 
     # ----------------------------------------------------------------- Filter
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
@@ -451,18 +404,7 @@ class DynamicResources(
         if allocations is None:
             return 0, None
         by_claim = dict(zip(data.to_allocate, allocations, strict=True))
-        total = 0
-        for index, claim in enumerate(data.claims):
-            allocation = by_claim.get(index) or allocation_of(claim) or {}
-            chosen = {
-                result.get("request", "")
-                for result in (allocation.get("devices") or {}).get("results") or ()
-            }
-            for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ():
-                for position, sub in enumerate(request.get("firstAvailable") or ()):
-                    if f"{request.get('name')}/{sub.get('name')}" in chosen:
-                        total += FIRST_AVAILABLE_MAX_SIZE - position
-        return total, None
+        return prioritized_list_score(data.claims, by_claim), None
 
     def score_extensions(self) -> ScoreExtensions:
         return self
