@@ -145,7 +145,15 @@ class DynamicResources(
         self._extended = ExtendedResourceClasses.subscribe(informers)
         # A handle without a background runner (unit tests) runs writes on the loop.
         self.writes = BackgroundWrites(getattr(handle, "spawn", None))
-        self.binder = ClaimBinder(self.tracker, handle.api, handle.clock, args.binding_timeout)
+        self.binder = ClaimBinder(
+            self.tracker,
+            handle.api,
+            handle.clock,
+            args.binding_timeout,
+            # a handle without metrics (unit tests) records nothing
+            metrics=getattr(handle, "metrics", None),
+            profile=handle.profile_name,
+        )
         informers.on_change("resourceclaims", self.tracker.claim_changed)
         informers.on_change("resourceslices", self.inventory.slice_changed)
         informers.on_change("deviceclasses", self.inventory.class_changed)

@@ -22,23 +22,51 @@ from plugins.dynamicresources.bindingconditions import Binding, binding_state
 from plugins.dynamicresources.claims import reserved_for_pod
 from plugins.dynamicresources.cycledata import CycleData
 from plugins.dynamicresources.model import Raw
-from plugins.dynamicresources.state import ClaimTracker, claim_key, claim_uid
+from plugins.dynamicresources.state import ClaimTracker, allocation_of, claim_key, claim_uid
 from plugins.dynamicresources.writes import (
     STRATEGIC_MERGE,
     BindError,
     bind_claim,
     claims_collection,
 )
-from scheduler.framework import ApiWriter, Clock, Pod, Status
+from scheduler.framework import ApiWriter, Clock, PluginMetrics, Pod, Status
 
 BINDING_POLL_SECONDS = 5.0
 
 
+def _results(claim: Raw) -> list[dict[str, Any]]:
+    devices = (allocation_of(claim) or {}).get("devices") or {}
+    return list(devices.get("results") or ())
+
+
+class _NoMetrics:
+    def preemption_attempt(self) -> None:
+        return None
+
+    def preemption_victims(self, count: int) -> None:
+        return None
+
+    def resourceclaim_create(self, status: str) -> None:
+        return None
+
+    def binding_conditions(self, profile: str, driver: str, status: str, seconds: float) -> None:
+        return None
+
+
 class ClaimBinder:
     def __init__(
-        self, tracker: ClaimTracker, api: ApiWriter, clock: Clock, binding_timeout: float
+        self,
+        tracker: ClaimTracker,
+        api: ApiWriter,
+        clock: Clock,
+        binding_timeout: float,
+        *,
+        metrics: PluginMetrics | None = None,
+        profile: str = "",
     ) -> None:
         self.tracker = tracker
+        self._metrics: PluginMetrics = metrics if metrics is not None else _NoMetrics()
+        self._profile = profile
         self._api = api
         self._clock = clock
         self._binding_timeout = binding_timeout
@@ -95,7 +123,9 @@ class ClaimBinder:
                 extended_claims.for_create(claim),
             )
         except Exception as error:
+            self._metrics.resourceclaim_create("failure")
             return Status.as_error(f"create claim for extended resources: {error}"), claim
+        self._metrics.resourceclaim_create("success")
         data.created_extended = created
         try:
             written = await bind_claim(api, created, allocation, pod, self._timestamp())
@@ -137,11 +167,28 @@ class ClaimBinder:
         """Poll the assume cache until every device reports ready (upstream:
         every 5s, up to bindingTimeout); failed or timed out is an Error."""
         keys = [claim_key(claim).split("/", 1) for claim in claims]
+        drivers = sorted(
+            {
+                str(result.get("driver", ""))
+                for claim, (namespace, name) in zip(claims, keys, strict=True)
+                for result in _results(self.tracker.get(namespace, name) or claim)
+                if result.get("bindingConditions")
+            }
+        )
+        started = self._clock.now()
+
+        def outcome(status: str) -> None:
+            for driver in drivers:
+                self._metrics.binding_conditions(
+                    self._profile, driver, status, self._clock.now() - started
+                )
+
         while True:
             states = []
             for namespace, name in keys:
                 current = self.tracker.get(namespace, name)
                 if current is None:
+                    outcome("error")
                     return Status.as_error(f"claim {namespace}/{name} got deleted in the meantime")
                 states.append(
                     (
@@ -151,10 +198,13 @@ class ClaimBinder:
                 )
             for key, state_ in states:
                 if state_ is Binding.FAILED:
+                    outcome("failed")
                     return Status.as_error(f"device binding failed: claim={key}")
                 if state_ is Binding.TIMED_OUT:
+                    outcome("timeout")
                     return Status.as_error(f"device binding timeout: claim={key}")
             if all(state_ in (Binding.NONE, Binding.READY) for _, state_ in states):
+                outcome("success")
                 return None
             await self.sleep(BINDING_POLL_SECONDS)
 

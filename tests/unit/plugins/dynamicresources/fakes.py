@@ -116,11 +116,29 @@ class FakeApi:
         return copy.deepcopy(stored)
 
 
+class FakeMetrics:
+    def __init__(self) -> None:
+        self.recorded: list[tuple[Any, ...]] = []
+
+    def preemption_attempt(self) -> None:  # pragma: no cover - not DRA's
+        self.recorded.append(("preemption_attempt",))
+
+    def preemption_victims(self, count: int) -> None:  # pragma: no cover - not DRA's
+        self.recorded.append(("preemption_victims", count))
+
+    def resourceclaim_create(self, status: str) -> None:
+        self.recorded.append(("resourceclaim_create", status))
+
+    def binding_conditions(self, profile: str, driver: str, status: str, seconds: float) -> None:
+        self.recorded.append(("binding_conditions", profile, driver, status, seconds))
+
+
 class FakeHandle:
     def __init__(self) -> None:
         self.informers = FakeInformers()
         self.api = FakeApi()
         self.clock = FakeClock()
+        self.metrics = FakeMetrics()
         self.profile_name = "default-scheduler"
 
 

@@ -207,6 +207,7 @@ async def test_claim_is_created_allocated_and_recorded_in_pod_status() -> None:
     assert devices == ["gpu-0", "gpu-1"]
     assert written["status"]["reservedFor"][0]["uid"] == "pod-uid"
     assert len(plugin.tracker.allocated_state().devices) == 2  # now from the written claim
+    assert handle.metrics.recorded == [("resourceclaim_create", "success")]
 
 
 def test_node_advertising_the_resource_needs_no_claim() -> None:

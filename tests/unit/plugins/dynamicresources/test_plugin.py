@@ -621,6 +621,10 @@ async def test_pre_bind_waits_for_binding_conditions(
         assert status is None
     else:
         assert status == Status.as_error(expected)
+    outcome = "success" if expected is None else "failed"
+    assert handle.metrics.recorded == [
+        ("binding_conditions", "default-scheduler", DRIVER, outcome, 0.0)
+    ]
 
 
 async def test_pre_bind_binding_timeout() -> None:
