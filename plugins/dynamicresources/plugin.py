@@ -152,6 +152,7 @@ class DynamicResources(
             args.binding_timeout,
             # a handle without metrics (unit tests) records nothing
             metrics=getattr(handle, "metrics", None),
+            events=getattr(handle, "events", None),
             profile=handle.profile_name,
         )
         informers.on_change("resourceclaims", self.tracker.claim_changed)

@@ -29,7 +29,7 @@ from plugins.dynamicresources.writes import (
     bind_claim,
     claims_collection,
 )
-from scheduler.framework import ApiWriter, Clock, PluginMetrics, Pod, Status
+from scheduler.framework import ApiWriter, Clock, EventRecorder, PluginMetrics, Pod, Status
 
 BINDING_POLL_SECONDS = 5.0
 
@@ -62,9 +62,11 @@ class ClaimBinder:
         binding_timeout: float,
         *,
         metrics: PluginMetrics | None = None,
+        events: EventRecorder | None = None,
         profile: str = "",
     ) -> None:
         self.tracker = tracker
+        self._events = events
         self._metrics: PluginMetrics = metrics if metrics is not None else _NoMetrics()
         self._profile = profile
         self._api = api
@@ -106,7 +108,7 @@ class ClaimBinder:
             # before the in-flight entry that held them goes away.
             self.tracker.assume(written)
             self.tracker.remove_in_flight(uid)
-        return await self._wait_for_binding_conditions(written_claims)
+        return await self._wait_for_binding_conditions(written_claims, pod, node_name)
 
     async def _bind_extended(
         self, data: CycleData, pod: Pod, claim: dict[str, Any], mappings: list[dict[str, str]]
@@ -163,7 +165,9 @@ class ClaimBinder:
         data.created_extended = None  # kept: the pod owns it now
         return None, written
 
-    async def _wait_for_binding_conditions(self, claims: Sequence[Raw]) -> Status | None:
+    async def _wait_for_binding_conditions(
+        self, claims: Sequence[Raw], pod: Pod, node_name: str
+    ) -> Status | None:
         """Poll the assume cache until every device reports ready (upstream:
         every 5s, up to bindingTimeout); failed or timed out is an Error."""
         keys = [claim_key(claim).split("/", 1) for claim in claims]
@@ -175,6 +179,16 @@ class ClaimBinder:
                 if result.get("bindingConditions")
             }
         )
+        if not drivers:
+            return None
+        if self._events is not None:
+            self._events.event(
+                pod.raw,
+                "Normal",
+                "BindingConditionsPending",
+                "Scheduling",
+                f"waiting for binding conditions for device on node {node_name}",
+            )
         started = self._clock.now()
 
         def outcome(status: str) -> None:

@@ -133,8 +133,17 @@ class FakeMetrics:
         self.recorded.append(("binding_conditions", profile, driver, status, seconds))
 
 
+class FakeEvents:
+    def __init__(self) -> None:
+        self.recorded: list[tuple[str, str, str]] = []
+
+    def event(self, regarding: Any, type_: str, reason: str, action: str, note: str) -> None:
+        self.recorded.append((type_, reason, note))
+
+
 class FakeHandle:
     def __init__(self) -> None:
+        self.events = FakeEvents()
         self.informers = FakeInformers()
         self.api = FakeApi()
         self.clock = FakeClock()

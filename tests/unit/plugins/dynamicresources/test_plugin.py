@@ -621,6 +621,13 @@ async def test_pre_bind_waits_for_binding_conditions(
         assert status is None
     else:
         assert status == Status.as_error(expected)
+    assert handle.events.recorded == [
+        (
+            "Normal",
+            "BindingConditionsPending",
+            "waiting for binding conditions for device on node worker",
+        )
+    ]
     outcome = "success" if expected is None else "failed"
     assert handle.metrics.recorded == [
         ("binding_conditions", "default-scheduler", DRIVER, outcome, 0.0)
