@@ -422,3 +422,41 @@ async def test_an_extended_resource_backed_by_a_device_class_gets_a_claim(
                 }
             ],
         }
+
+
+async def test_a_broken_class_selector_recovers_when_the_class_is_fixed(
+    control_plane: Cluster, kube: client.ApiClient, namespace: str, nodes: NodePool
+) -> None:
+    core = client.CoreV1Api(kube)
+    name = unique_scheduler_name()
+    node = await nodes.create(make_node("fixable").obj())
+    async with simulated_driver(kube) as driver, running_scheduler(control_plane.kubeconfig, name):
+        # The API server rejects selectors that do not compile; this one fails
+        # at run time: the devices have no "healthy" attribute.
+        broken = (
+            make_class(driver.device_class)
+            .selector(f'device.attributes["{driver.name}"].healthy')
+            .obj()
+        )
+        created = await driver.api.create_device_class(broken)
+        body = make_slice(f"{node}-{driver.name}").driver(driver.name).pool(node).node(node)
+        slice_ = body.device("gpu-0").obj()
+        slice_["metadata"].pop("resourceVersion")
+        await driver.api.create_resource_slice(slice_)
+        driver.slices.append(slice_["metadata"]["name"])
+        await driver.template(namespace)
+        pod = make_pod("patient", namespace).scheduler(name).claim_template("gpu", "gpu").obj()
+        await core.create_namespaced_pod(namespace, pod)
+        message = await eventually(
+            lambda: _told(core, namespace, "patient"), timeout=60, what="patient told"
+        )
+        assert f"class {driver.device_class}: selector #0: CEL runtime error" in message
+        fixed = make_class(driver.device_class).driver(driver.name).obj()
+        fixed["metadata"]["resourceVersion"] = created.metadata.resource_version
+        await driver.api.replace_device_class(driver.device_class, fixed)
+        # A CEL error fails the attempt (Error: the pod backs off and retries,
+        # and the DeviceClass update moves it too); with the class fixed it binds.
+        assert (
+            await eventually(lambda: _node_of(core, namespace, "patient"), timeout=60, what="bound")
+            == node
+        )
