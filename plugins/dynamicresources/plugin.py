@@ -141,7 +141,7 @@ class DynamicResources(
         informers = handle.informers
         self.tracker = ClaimTracker(informers.store("resourceclaims"))
         self.inventory = DeviceInventory()
-        self._cel = CelEnvironment()
+        self._cel = CelEnvironment(clock=handle.clock.now)
         self._extended = ExtendedResourceClasses.subscribe(informers)
         # A handle without a background runner (unit tests) runs writes on the loop.
         self.writes = BackgroundWrites(getattr(handle, "spawn", None))
