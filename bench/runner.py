@@ -96,7 +96,9 @@ def run_once(
     kind: SchedulerKind, options: RunOptions, round_index: int = 0, progress: Progress = _quiet
 ) -> RunResult:
     began = time.monotonic()
-    plane_options = ControlPlaneOptions(controller_manager=False, unlimited_inflight=True)
+    plane_options = ControlPlaneOptions(
+        controller_manager=options.workload.template.controller_manager, unlimited_inflight=True
+    )
     with (
         ControlPlane(plane_options) as plane,
         tempfile.TemporaryDirectory(prefix="pyscheduler-bench-") as workdir,
@@ -191,8 +193,11 @@ class _Run:
             schedulers.http_session() as http,
             asyncio.TaskGroup() as group,
         ):
+            template = self.workload.template
             for namespace in NAMESPACES:
                 await api.create("/api/v1/namespaces", namespace_body(namespace))
+                for path, body in template.namespace_objects(namespace):
+                    await api.create(path, body)
             watch = PodWatch(api)
             await watch.start()
             follower = group.create_task(watch.follow(), name="pod-watch")
@@ -207,6 +212,8 @@ class _Run:
         labels = workload.template.node_labels
         nodes = (node_body(node_name(i), labels(i)) for i in range(workload.nodes))
         await create_all(io.api, NODES_PATH, nodes, self.options.creators)
+        for path, body in workload.template.cluster_objects(workload.nodes):
+            await io.api.create(path, body)
         self._phase("nodes", began, f"{workload.nodes} nodes created")
 
         began = time.monotonic()

@@ -32,14 +32,31 @@ def _no_labels(index: int) -> Mapping[str, str]:
     return {}
 
 
+# (API collection path, body) of an object a workload needs besides nodes and pods
+Extra = tuple[str, Obj]
+
+
+def _no_cluster_objects(nodes: int) -> list[Extra]:
+    return []
+
+
+def _no_namespace_objects(namespace: str) -> list[Extra]:
+    return []
+
+
 @dataclass(frozen=True)
 class Template:
     """How a workload's objects differ from scheduler_perf's defaults: the
-    labels of the node with a given index, and fields added to every pod's
-    spec (copied, never shared)."""
+    labels of the node with a given index, fields added to every pod's spec
+    (copied, never shared), objects created once after the nodes and in each
+    namespace before its pods (DRA's classes, slices and claim templates),
+    and whether the resourceclaim controller must run."""
 
     node_labels: Callable[[int], Mapping[str, str]] = _no_labels
     pod_spec: Mapping[str, Any] = field(default_factory=dict)
+    cluster_objects: Callable[[int], list[Extra]] = _no_cluster_objects
+    namespace_objects: Callable[[str], list[Extra]] = _no_namespace_objects
+    controller_manager: bool = False
 
 
 DEFAULT_TEMPLATE = Template()
@@ -66,6 +83,89 @@ NODE_AFFINITY_TEMPLATE = Template(
         }
     },
 )
+
+
+# scheduler_perf's dra/performance-config.yaml, SchedulingWithResourceClaimTemplate:
+# createResourceDriver publishes one ResourceSlice per node (pool = node name)
+# with 10 devices "instance-<n>" (model A100, family GPU, driverVersion 1.2.3,
+# dra.example.com/numa, capacity memory 1Gi); class test-class selects the
+# driver; each pod gets its own claim from template test-claim-template.
+DRA_DRIVER = "test-driver.cdi.k8s.io"
+DRA_DEVICES_PER_NODE = 10
+DRA_CLASS = "test-class"
+DRA_CLAIM_TEMPLATE = "test-claim-template"
+DRA_SELECTOR = (
+    f'device.attributes["{DRA_DRIVER}"].driverVersion.major() >= 1 && '
+    f'device.capacity["{DRA_DRIVER}"].memory.isGreaterThan(quantity("1Mi"))'
+)
+_RESOURCE = "/apis/resource.k8s.io/v1"
+
+
+def _dra_cluster_objects(nodes: int) -> list[Extra]:
+    device_class = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": DRA_CLASS},
+        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRA_DRIVER}"'}}]},
+    }
+    objects: list[Extra] = [(f"{_RESOURCE}/deviceclasses", device_class)]
+    for index in range(nodes):
+        node = node_name(index)
+        devices = [
+            {
+                "name": f"instance-{n}",
+                "attributes": {
+                    "model": {"string": "A100"},
+                    "family": {"string": "GPU"},
+                    "driverVersion": {"version": "1.2.3"},
+                    "dra.example.com/numa": {"int": n},
+                },
+                "capacity": {"memory": {"value": "1Gi"}},
+            }
+            for n in range(DRA_DEVICES_PER_NODE)
+        ]
+        body = {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "metadata": {"name": f"{node}-{DRA_DRIVER}"},
+            "spec": {
+                "driver": DRA_DRIVER,
+                "nodeName": node,
+                "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                "devices": devices,
+            },
+        }
+        objects.append((f"{_RESOURCE}/resourceslices", body))
+    return objects
+
+
+def _claim_template(selectors: tuple[str, ...]) -> Callable[[str], list[Extra]]:
+    def objects(namespace: str) -> list[Extra]:
+        exactly: Obj = {"deviceClassName": DRA_CLASS}
+        if selectors:
+            exactly["selectors"] = [{"cel": {"expression": s}} for s in selectors]
+        body = {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaimTemplate",
+            "metadata": {"name": DRA_CLAIM_TEMPLATE, "namespace": namespace},
+            "spec": {"spec": {"devices": {"requests": [{"name": "req-0", "exactly": exactly}]}}},
+        }
+        return [(f"{_RESOURCE}/namespaces/{namespace}/resourceclaimtemplates", body)]
+
+    return objects
+
+
+_DRA_POD_SPEC = {
+    "resourceClaims": [{"name": "resource", "resourceClaimTemplateName": DRA_CLAIM_TEMPLATE}]
+}
+DRA_TEMPLATE = Template(
+    pod_spec=_DRA_POD_SPEC,
+    cluster_objects=_dra_cluster_objects,
+    namespace_objects=_claim_template(()),
+    controller_manager=True,
+)
+# The structured-parameters variant with upstream's selector_* CEL selector.
+DRA_SELECTOR_TEMPLATE = replace(DRA_TEMPLATE, namespace_objects=_claim_template((DRA_SELECTOR,)))
 
 
 @dataclass(frozen=True)
@@ -116,6 +216,22 @@ PRESETS = {
         init_pods=5000,
         pods=1000,
         template=NODE_AFFINITY_TEMPLATE,
+    ),
+    # scheduler_perf's SchedulingWithResourceClaimTemplate/5000pods_500nodes:
+    # 500 nodes x 10 devices, 2500 + 2500 pods with a claim each (fills them).
+    "dra": Workload(
+        "SchedulingWithResourceClaimTemplate",
+        nodes=500,
+        init_pods=2500,
+        pods=2500,
+        template=DRA_TEMPLATE,
+    ),
+    "dra-selector": Workload(
+        "SchedulingWithResourceClaimTemplateSelector",
+        nodes=500,
+        init_pods=2500,
+        pods=2500,
+        template=DRA_SELECTOR_TEMPLATE,
     ),
 }
 DEFAULT_PRESET = "basic"

@@ -249,7 +249,40 @@ def test_presets_match_the_documented_sizes() -> None:
         "basic": (5000, 1000, 5000),
         "small": (100, 100, 500),
         "nodeaffinity": (5000, 5000, 1000),
+        "dra": (500, 2500, 2500),
+        "dra-selector": (500, 2500, 2500),
     }
+
+
+def test_dra_workload_is_scheduler_perfs() -> None:
+    workload = PRESETS["dra"]
+    assert workload.name == "SchedulingWithResourceClaimTemplate"
+    assert workload.template.controller_manager
+    objects = workload.template.cluster_objects(2)
+    assert [body["kind"] for _, body in objects] == [
+        "DeviceClass",
+        "ResourceSlice",
+        "ResourceSlice",
+    ]
+    slice_ = objects[1][1]
+    assert slice_["spec"]["nodeName"] == node_name(0)
+    assert slice_["spec"]["pool"] == {
+        "name": node_name(0),
+        "generation": 1,
+        "resourceSliceCount": 1,
+    }
+    assert [d["name"] for d in slice_["spec"]["devices"]] == [f"instance-{n}" for n in range(10)]
+    ((path, template),) = workload.template.namespace_objects("ns")
+    assert path == "/apis/resource.k8s.io/v1/namespaces/ns/resourceclaimtemplates"
+    request = template["spec"]["spec"]["devices"]["requests"][0]
+    assert request == {"name": "req-0", "exactly": {"deviceClassName": "test-class"}}
+    pod = pod_body("a", "ns", "pyscheduler", workload.template.pod_spec)
+    assert pod["spec"]["resourceClaims"] == [
+        {"name": "resource", "resourceClaimTemplateName": "test-claim-template"}
+    ]
+    ((_, with_selector),) = PRESETS["dra-selector"].template.namespace_objects("ns")
+    selectors = with_selector["spec"]["spec"]["devices"]["requests"][0]["exactly"]["selectors"]
+    assert "driverVersion.major() >= 1" in selectors[0]["cel"]["expression"]
 
 
 def test_node_affinity_workload_is_scheduler_perfs() -> None:
@@ -272,6 +305,39 @@ def test_node_affinity_workload_is_scheduler_perfs() -> None:
 
 
 # -------------------------------------------------------------- end to end
+@pytest.mark.integration  # bench.run starts its own control plane
+def test_tiny_dra_benchmark_binds_every_pod_with_both_schedulers(tmp_path: Path) -> None:
+    out = tmp_path / "report.json"
+    argv = [
+        sys.executable,
+        "-m",
+        "bench.run",
+        "--workload=dra",
+        "--nodes=3",
+        "--init-pods=3",
+        "--pods=6",
+        "--schedulers=ours,upstream",
+        f"--out={out}",
+    ]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        argv,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=RUN_DEADLINE_SECONDS,
+        check=False,
+    )
+    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    report = orjson.loads(out.read_bytes())
+    sizes = {key: report["workload"][key] for key in ("name", "nodes", "init_pods", "pods")}
+    assert sizes == {"name": "custom", "nodes": 3, "init_pods": 3, "pods": 6}
+    assert report["all_correct"] is True
+    for run in report["runs"]:
+        assert (run["measured_bound"], run["unbound_pods"]) == (6, 0), run
+
+
 @pytest.mark.integration  # bench.run starts its own control plane
 def test_tiny_benchmark_binds_every_pod_with_both_schedulers(tmp_path: Path) -> None:
     out = tmp_path / "report.json"
