@@ -40,9 +40,12 @@ differential: venv controlplane
 demo: venv controlplane
 	PYTHONPATH=. $(BIN)/python examples/demo.py
 
-# pyscheduler against upstream kube-scheduler (SchedulingBasic, 5000 nodes);
-# e.g. make bench BENCH_ARGS="--workload small --repeat 3 --out small.json"
+# pyscheduler against upstream kube-scheduler and the ceiling binder
+# (SchedulingBasic, 5000 nodes, both modes, 3 rounds); results go to
+# bench/results/, then `python -m bench.publish` updates the README;
+# e.g. make bench BENCH_ARGS="--workload scale"
 bench: venv controlplane
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[bench]'
 	PYTHONPATH=. $(BIN)/python -m bench.run $(BENCH_ARGS)
 
 lint: venv

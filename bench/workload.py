@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from typing import Any
 
 Obj = dict[str, Any]
@@ -22,6 +23,22 @@ Obj = dict[str, Any]
 NODE_CAPACITY = {"cpu": "4", "memory": "32Gi", "pods": "110"}
 POD_REQUESTS = {"cpu": "100m", "memory": "500Mi"}
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+
+
+class Mode(StrEnum):
+    """How the measured pods reach the scheduler.
+
+    - ``streaming``: created by parallel creators while the scheduler runs
+      (scheduler_perf's way); the clock runs from the first creation to the
+      last bind;
+    - ``backlog``: all created, pending, before the scheduler starts; the
+      clock runs from the first measured bind to the last (see
+      ``bench.runner`` for why the first bind stands for the first pop).
+    """
+
+    STREAMING = "streaming"
+    BACKLOG = "backlog"
+
 
 INIT_NAMESPACE = "bench-init"
 MEASURED_NAMESPACE = "bench-measured"
@@ -77,6 +94,7 @@ class Workload:
     init_pods: int
     pods: int
     template: Template = DEFAULT_TEMPLATE
+    modes: tuple[Mode, ...] = (Mode.STREAMING, Mode.BACKLOG)
 
     def resized(
         self, nodes: int | None = None, init_pods: int | None = None, pods: int | None = None
@@ -98,7 +116,11 @@ class Workload:
 # phase long enough for 1 s samples to mean something at Python's speed.
 PRESETS = {
     "basic": Workload("SchedulingBasic", nodes=5000, init_pods=1000, pods=5000),
+    "basic500": Workload("SchedulingBasic500", nodes=500, init_pods=500, pods=2000),
     "small": Workload("small", nodes=100, init_pods=100, pods=500),
+    # Memory and snapshot cost at size: backlog only (scheduler_perf's
+    # SchedulingDaemonset scale, 15000 nodes, with plain pods).
+    "scale": Workload("scale", nodes=15000, init_pods=0, pods=30000, modes=(Mode.BACKLOG,)),
     # scheduler_perf's affinity/performance-config.yaml, 5000Nodes.
     "nodeaffinity": Workload(
         "SchedulingNodeAffinity",
@@ -141,14 +163,21 @@ def node_body(name: str, labels: Mapping[str, str] | None = None) -> Obj:
 
 
 def pod_body(
-    name: str, namespace: str, scheduler_name: str, spec: Mapping[str, Any] | None = None
+    name: str,
+    namespace: str,
+    scheduler_name: str,
+    spec: Mapping[str, Any] | None = None,
+    node: str = "",
 ) -> Obj:
+    """A pod for ``scheduler_name``; with ``node``, created already bound there
+    (backlog mode's init pods: the cluster state without a scheduler)."""
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "namespace": namespace},
         "spec": {
             **copy.deepcopy(dict(spec or {})),
+            **({"nodeName": node} if node else {}),
             "schedulerName": scheduler_name,
             "containers": [
                 {
