@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from bench.report import HEADLINE, markdown_table, run_lines
+from bench.report import HEADLINE, markdown_table, profile_lines, run_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = ROOT / "bench" / "results"
@@ -79,6 +79,9 @@ def markdown(doc: dict[str, Any], plot_name: str | None) -> str:
         *(f"- {line}" for line in run_lines(doc)),
         "",
     ]
+    profiles = profile_lines(doc)
+    if profiles:
+        parts += ["## Where the CPU went (own time, sampled)", "", *profiles, ""]
     if plot_name:
         parts += [f"![scheduled pods over time]({plot_name})", ""]
     return "\n".join(parts)

@@ -50,6 +50,13 @@ METRICS = (
         2,
     ),
     Metric("peak_rss_mib", "scheduler peak RSS", "MiB", lambda r: r.peak_rss_bytes / MIB),
+    Metric(
+        "snapshot_cpu_ms_per_pod",
+        "snapshot update CPU per pod (profiled)",
+        "ms",
+        lambda r: r.snapshot_cpu_ms_per_pod,
+        3,
+    ),
     Metric("attempt_p50_ms", "attempt duration p50", "ms", lambda r: r.attempt_p50_ms, 2),
     Metric("attempt_p99_ms", "attempt duration p99", "ms", lambda r: r.attempt_p99_ms, 2),
     Metric("algorithm_p50_ms", "algorithm duration p50", "ms", lambda r: r.algorithm_p50_ms, 2),
@@ -84,6 +91,8 @@ HEADLINE = (
     "cpu_ms_per_pod",
     "control_plane_cpu_ms_per_pod",
     "peak_rss_mib",
+    "snapshot_cpu_ms_per_pod",
+    "attempt_p50_ms",
     "attempt_p99_ms",
 )
 ORDER = tuple(str(kind) for kind in SchedulerKind)
@@ -213,7 +222,8 @@ def ratio_cell(value: dict[str, Any] | None) -> str:
 
 
 def markdown_table(doc: dict[str, Any], keys: Sequence[str] | None = None) -> str:
-    """Median [min-max] per scheduler, then each ratio, one row per metric."""
+    """Median [min-max] per scheduler, then each ratio, one row per metric;
+    given ``keys`` (the headline), rows no scheduler has are left out."""
     names = list(doc["summary"])
     pairs = list(doc["ratios"])
     rows = [
@@ -221,6 +231,8 @@ def markdown_table(doc: dict[str, Any], keys: Sequence[str] | None = None) -> st
         ["---", *(["---:"] * (len(names) + len(pairs)))],
     ]
     for key in keys or [metric.key for metric in METRICS]:
+        if keys and all(doc["summary"][name][key] is None for name in names):
+            continue
         metric = BY_KEY[key]
         label = f"{metric.label} ({metric.unit})" if metric.unit else metric.label
         rows.append(
@@ -231,6 +243,23 @@ def markdown_table(doc: dict[str, Any], keys: Sequence[str] | None = None) -> st
             ]
         )
     return "\n".join("| " + " | ".join(row) + " |" for row in rows)
+
+
+def profile_lines(doc: dict[str, Any]) -> list[str]:
+    """The top functions by own CPU of each profiled scheduler's first run."""
+    lines: list[str] = []
+    seen: set[str] = set()
+    for run in doc["runs"]:
+        if not run.get("profile_top") or run["scheduler"] in seen:
+            continue
+        seen.add(run["scheduler"])
+        lines.append(
+            f"- {run['scheduler']} (round {run['round_index'] + 1}, "
+            f"{run['profile_cpu_seconds']:.2f} s sampled, snapshot update "
+            f"{run['snapshot_cpu_seconds']:.3f} s):"
+        )
+        lines += [f"  - {seconds:.2f} s `{name}`" for name, seconds in run["profile_top"]]
+    return lines
 
 
 def run_lines(doc: dict[str, Any]) -> list[str]:

@@ -29,7 +29,11 @@ class RunResult:
     kube-apiserver together. Attempt and algorithm durations are quantiles of
     ``scheduler_scheduling_attempt_duration_seconds{result="scheduled"}`` and
     ``scheduler_scheduling_algorithm_duration_seconds`` over the measured
-    pods, in milliseconds (None for the ceiling, which has neither).
+    pods, in milliseconds (None for the ceiling, which has neither). With
+    profiling on (``bench.cpuprofile``), ``profile_cpu_seconds`` is the CPU
+    the profiler sampled while the clock ran, ``snapshot_cpu_seconds`` the
+    part under the snapshot update, and ``profile_top`` the functions with
+    the most own CPU seconds.
     ``apiserver_requests_measured`` counts what the apiserver served while
     measuring (``"VERB resource"``), and ``scheduler_writes_per_pod`` is its
     writes minus the harness's pod creations, per bound pod. ``progress`` is
@@ -61,6 +65,9 @@ class RunResult:
     algorithm_p50_ms: float | None = None
     algorithm_p99_ms: float | None = None
     startup_seconds: float | None = None
+    profile_cpu_seconds: float | None = None
+    snapshot_cpu_seconds: float | None = None
+    profile_top: tuple[tuple[str, float], ...] = ()
     progress: tuple[tuple[float, int], ...] = ()
     phase_seconds: dict[str, float] = field(default_factory=dict)
 
@@ -81,6 +88,12 @@ class RunResult:
             return None
         return 1000 * self.control_plane_cpu_seconds_measured / self.measured_bound
 
+    @property
+    def snapshot_cpu_ms_per_pod(self) -> float | None:
+        if self.snapshot_cpu_seconds is None or not self.measured_bound:
+            return None
+        return 1000 * self.snapshot_cpu_seconds / self.measured_bound
+
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data["workload"] = {
@@ -89,6 +102,7 @@ class RunResult:
         data["correct"] = self.correct
         data["cpu_ms_per_pod"] = self.cpu_ms_per_pod
         data["control_plane_cpu_ms_per_pod"] = self.control_plane_cpu_ms_per_pod
+        data["snapshot_cpu_ms_per_pod"] = self.snapshot_cpu_ms_per_pod
         return data
 
 

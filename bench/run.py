@@ -113,6 +113,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="seconds allowed for the init pods, and again for the measured pods (default 600)",
     )
     parser.add_argument(
+        "--profile",
+        action=argparse.BooleanOptionalAction,
+        help="sample each scheduler's CPU while measuring (py-spy for ours, pprof for "
+        "upstream): snapshot update CPU per pod and the top functions "
+        "(default: on for the scale preset only)",
+    )
+    parser.add_argument(
         "--results-dir",
         type=Path,
         default=RESULTS_DIR,
@@ -155,6 +162,7 @@ def context(
         "creators": options.creators,
         "client_qps": CLIENT_QPS,
         "timeout_seconds": options.timeout_seconds,
+        "profiled": options.profile,
         "sample_interval_seconds": 1.0,
         "machine": {
             "cpus": os.cpu_count(),
@@ -191,7 +199,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         for mode in modes(args, workload.modes):
             options = RunOptions(
-                workload, mode=mode, creators=args.creators, timeout_seconds=args.timeout
+                workload,
+                mode=mode,
+                creators=args.creators,
+                timeout_seconds=args.timeout,
+                profile=workload.profile if args.profile is None else args.profile,
             )
             about = context(args, options, key, arguments)
             _say(

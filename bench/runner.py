@@ -38,6 +38,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import aiohttp
 
@@ -45,6 +46,7 @@ from bench import schedulers
 from bench.apiclient import Api
 from bench.apirequests import delta, request_counts, scheduler_writes
 from bench.checks import overcommitted_nodes, unbound_pods
+from bench.cpuprofile import CpuProfile, GoProfiler, PySpy
 from bench.histogram import (
     ALGORITHM_DURATION,
     ATTEMPT_DURATION,
@@ -92,6 +94,21 @@ class RunOptions:
     mode: Mode = Mode.STREAMING
     creators: int = 30
     timeout_seconds: float = 600.0
+    profile: bool = False
+
+
+class _Profiler(Protocol):
+    async def stop(self) -> CpuProfile | None: ...
+
+
+class _SyncProfiler:
+    """py-spy stops with a blocking wait: run it off the event loop."""
+
+    def __init__(self, spy: PySpy) -> None:
+        self._spy = spy
+
+    async def stop(self) -> CpuProfile | None:
+        return await asyncio.to_thread(self._spy.stop)
 
 
 @dataclass(frozen=True)
@@ -103,6 +120,7 @@ class _Before:
     usage: ProcessUsage
     plane_cpu: float
     bench_cpu: float
+    profiler: _Profiler | None = None
 
 
 def _quiet(_line: str) -> None:
@@ -290,6 +308,7 @@ class _Run:
             usage_before = read_usage(pid)
             plane_before = self._control_plane_cpu()
             bench_before = time.process_time()
+            profiler = self._profiler(io, scheduler)
             first = io.watch.pods.bind_times(MEASURED_NAMESPACE)[0]
             self.phases["startup"] = first - started
             self.progress(f"[{self.kind}] first measured bind {first - started:.1f}s after start")
@@ -301,7 +320,14 @@ class _Run:
                 io,
                 scheduler,
                 round_index,
-                _Before(metrics_before, requests_before, usage_before, plane_before, bench_before),
+                _Before(
+                    metrics_before,
+                    requests_before,
+                    usage_before,
+                    plane_before,
+                    bench_before,
+                    profiler,
+                ),
                 completed=completed,
                 clock_start=first,
                 samples=sampler.samples,
@@ -350,6 +376,7 @@ class _Run:
             read_usage(pid),
             self._control_plane_cpu(),
             time.process_time(),
+            self._profiler(io, scheduler),
         )
         sampler = ThroughputSampler()
         sampling = io.group.create_task(
@@ -395,6 +422,7 @@ class _Run:
         usage_measured = read_usage(scheduler.alive_pid())
         plane_cpu = self._control_plane_cpu() - before.plane_cpu
         bench_cpu = time.process_time() - before.bench_cpu
+        profile = None if before.profiler is None else await before.profiler.stop()
         count = self.workload.pods
         bound = io.watch.pods.count(MEASURED_NAMESPACE)
         times = io.watch.pods.bind_times(MEASURED_NAMESPACE)
@@ -439,6 +467,9 @@ class _Run:
             unbound_pods=sum(len(unbound_pods(pods, ns)) for ns in NAMESPACES),
             overcommitted_nodes=overcommitted_nodes(nodes, pods),
             startup_seconds=startup,
+            profile_cpu_seconds=None if profile is None else profile.total_seconds,
+            snapshot_cpu_seconds=None if profile is None else profile.snapshot_seconds,
+            profile_top=() if profile is None else profile.top,
             progress=progress_points(times, clock_start),
             phase_seconds=dict(self.phases),
         )
@@ -446,6 +477,21 @@ class _Run:
     async def _timed_creation(self, api: Api, bodies: Iterable[Obj], began: float) -> None:
         await create_all(api, _pods_path(MEASURED_NAMESPACE), bodies, self.options.creators)
         self.phases["pod_creation"] = time.monotonic() - began
+
+    def _profiler(self, io: _Io, scheduler: RunningScheduler) -> _Profiler | None:
+        """A CPU profiler attached now, if asked for and its tool is here."""
+        if not self.options.profile:
+            return None
+        if scheduler.kind in schedulers.UPSTREAM_KINDS:
+            if GoProfiler.available():
+                directory = self.workdir / f"pprof-{scheduler.kind}"
+                directory.mkdir(exist_ok=True)
+                return GoProfiler(io.http, scheduler.base_url, directory)
+        elif PySpy.available():
+            spy = PySpy(scheduler.alive_pid(), self.workdir / f"py-spy-{scheduler.kind}.txt")
+            return _SyncProfiler(spy)
+        self.progress(f"[{self.kind}] no profiler available (py-spy or go): not profiled")
+        return None
 
     def _control_plane_cpu(self) -> float:
         """CPU seconds so far of etcd and kube-apiserver together."""

@@ -41,7 +41,7 @@ from localcluster.process import ComponentProcess
 CLIENT_QPS = 5000
 LOOPBACK = "127.0.0.1"
 HTTP_TIMEOUT = aiohttp.ClientTimeout(total=10)
-_UPSTREAM_ALLOWED_PATHS = "/healthz,/readyz,/livez,/metrics"
+_UPSTREAM_ALLOWED_PATHS = "/healthz,/readyz,/livez,/metrics,/debug/pprof/*"
 
 
 class SchedulerKind(StrEnum):

@@ -95,6 +95,8 @@ class Workload:
     pods: int
     template: Template = DEFAULT_TEMPLATE
     modes: tuple[Mode, ...] = (Mode.STREAMING, Mode.BACKLOG)
+    # Sample each scheduler's CPU while measuring (bench.cpuprofile).
+    profile: bool = False
 
     def resized(
         self, nodes: int | None = None, init_pods: int | None = None, pods: int | None = None
@@ -120,7 +122,9 @@ PRESETS = {
     "small": Workload("small", nodes=100, init_pods=100, pods=500),
     # Memory and snapshot cost at size: backlog only (scheduler_perf's
     # SchedulingDaemonset scale, 15000 nodes, with plain pods).
-    "scale": Workload("scale", nodes=15000, init_pods=0, pods=30000, modes=(Mode.BACKLOG,)),
+    "scale": Workload(
+        "scale", nodes=15000, init_pods=0, pods=30000, modes=(Mode.BACKLOG,), profile=True
+    ),
     # scheduler_perf's affinity/performance-config.yaml, 5000Nodes.
     "nodeaffinity": Workload(
         "SchedulingNodeAffinity",

@@ -377,3 +377,7 @@ def test_tiny_benchmark_binds_every_pod_with_every_scheduler(
     }
     assert report["ratios"]["ours/ceiling"]["pods_per_second"]["ratio"] > 0
     assert "| metric |" in done.stdout
+    assert report["profiled"] is (mode == "backlog")  # the scale preset profiles
+    for run in runs.values():
+        if run["profile_cpu_seconds"] is not None:  # py-spy / go present
+            assert 0 <= run["snapshot_cpu_seconds"] <= run["profile_cpu_seconds"] + 1e-9

@@ -10,6 +10,7 @@ from typing import Any
 import orjson
 import pytest
 
+from bench.cpuprofile import parse_collapsed, parse_pprof_top
 from bench.podwatch import BoundPods
 from bench.profiles import (
     UPSTREAM_PLUGINS,
@@ -216,3 +217,41 @@ def test_readme_quotes_the_committed_results() -> None:
     """Fails when bench/results/ changed and `python -m bench.publish` was not run."""
     text = README.read_text()
     assert with_section(text, readme_section()) == text
+
+
+# ------------------------------------------------------------- profiles
+def test_collapsed_stacks_give_cpu_snapshot_share_and_own_time() -> None:
+    lines = [
+        "run (app.py:1);cycle (scheduler.py:9);update_snapshot (cache.py:170) 30",
+        "run (app.py:1);cycle (scheduler.py:9);filter (algorithm.py:5) 50",
+        "run (app.py:1);bind (binding.py:3) 20",
+        "garbage",
+    ]
+    profile = parse_collapsed(lines, rate=100)
+    assert profile.total_seconds == pytest.approx(1.0)
+    assert profile.snapshot_seconds == pytest.approx(0.3)
+    assert profile.top[0] == ("filter (algorithm.py:5)", pytest.approx(0.5))
+
+
+GO_TOP = """File: kcp
+Type: cpu
+Duration: 2s, Total samples = 470ms (23.50%)
+Showing nodes accounting for 270ms, 57.45% of 1.50s total
+Showing top 12 nodes out of 250
+      flat  flat%   sum%        cum   cum%
+      40ms  8.51%  8.51%       40ms  8.51%  runtime.memmove
+      30ms  6.38% 14.89%      120ms 25.53%  cache.(*cacheImpl).UpdateSnapshot
+         0     0% 14.89%       10ms  2.13%  runtime.main
+"""
+
+
+def test_pprof_top_gives_totals_and_flat_rows() -> None:
+    shown, total, rows = parse_pprof_top(GO_TOP)
+    assert (shown, total) == (pytest.approx(0.27), pytest.approx(1.5))
+    assert rows[0] == ("runtime.memmove", pytest.approx(0.04))
+    assert rows[1][0].endswith("(*cacheImpl).UpdateSnapshot")
+    assert len(rows) == 2  # a row with no own time is not a hot spot
+
+
+def test_no_samples_under_the_focus_reads_as_zero() -> None:
+    assert parse_pprof_top("Showing nodes accounting for 0, 0% of 470ms total\n")[0] == 0.0
