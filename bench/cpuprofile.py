@@ -12,6 +12,10 @@ top functions by own time.
 
 "Snapshot update" is the CPU time under our ``Cache.update_snapshot`` and
 upstream's ``(*cacheImpl).UpdateSnapshot``, the same step of each cycle.
+py-spy counts a thread as busy whenever it is not waiting, also while it is
+runnable but not running, which on a loaded machine is more than its CPU
+time; so only shares of the samples are used, scaled by the process's CPU
+time read from ``/proc`` over the same clock.
 Parsing is pure and tested; a missing tool (py-spy, go) gives no profile,
 never a failed run.
 """
@@ -52,6 +56,17 @@ class CpuProfile:
     total_seconds: float
     snapshot_seconds: float
     top: tuple[tuple[str, float], ...] = field(default_factory=tuple)
+
+    @property
+    def snapshot_share(self) -> float:
+        return self.snapshot_seconds / self.total_seconds if self.total_seconds > 0 else 0.0
+
+    @property
+    def top_shares(self) -> tuple[tuple[str, float], ...]:
+        """The top functions with their share of the samples (0..1)."""
+        if self.total_seconds <= 0:
+            return ()
+        return tuple((name, seconds / self.total_seconds) for name, seconds in self.top)
 
 
 def parse_collapsed(lines: Iterable[str], rate: int = PYSPY_RATE) -> CpuProfile:

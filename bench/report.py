@@ -254,11 +254,10 @@ def profile_lines(doc: dict[str, Any]) -> list[str]:
             continue
         seen.add(run["scheduler"])
         lines.append(
-            f"- {run['scheduler']} (round {run['round_index'] + 1}, "
-            f"{run['profile_cpu_seconds']:.2f} s sampled, snapshot update "
-            f"{run['snapshot_cpu_seconds']:.3f} s):"
+            f"- {run['scheduler']} (round {run['round_index'] + 1}; snapshot update "
+            f"{run['snapshot_cpu_seconds']:.3f} s of {run['cpu_seconds_measured']:.2f} s CPU):"
         )
-        lines += [f"  - {seconds:.2f} s `{name}`" for name, seconds in run["profile_top"]]
+        lines += [f"  - {share:.1%} `{name}`" for name, share in run["profile_top"]]
     return lines
 
 

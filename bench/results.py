@@ -30,10 +30,10 @@ class RunResult:
     ``scheduler_scheduling_attempt_duration_seconds{result="scheduled"}`` and
     ``scheduler_scheduling_algorithm_duration_seconds`` over the measured
     pods, in milliseconds (None for the ceiling, which has neither). With
-    profiling on (``bench.cpuprofile``), ``profile_cpu_seconds`` is the CPU
-    the profiler sampled while the clock ran, ``snapshot_cpu_seconds`` the
-    part under the snapshot update, and ``profile_top`` the functions with
-    the most own CPU seconds.
+    profiling on (``bench.cpuprofile``), ``profile_cpu_seconds`` is what the
+    profiler sampled while the clock ran, ``snapshot_cpu_seconds`` the
+    measured CPU times the samples' share under the snapshot update, and
+    ``profile_top`` the functions with the largest share of own samples.
     ``apiserver_requests_measured`` counts what the apiserver served while
     measuring (``"VERB resource"``), and ``scheduler_writes_per_pod`` is its
     writes minus the harness's pod creations, per bound pod. ``progress`` is

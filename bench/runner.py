@@ -468,8 +468,10 @@ class _Run:
             overcommitted_nodes=overcommitted_nodes(nodes, pods),
             startup_seconds=startup,
             profile_cpu_seconds=None if profile is None else profile.total_seconds,
-            snapshot_cpu_seconds=None if profile is None else profile.snapshot_seconds,
-            profile_top=() if profile is None else profile.top,
+            snapshot_cpu_seconds=None
+            if profile is None
+            else profile.snapshot_share * (usage_measured.cpu_seconds - before.usage.cpu_seconds),
+            profile_top=() if profile is None else profile.top_shares,
             progress=progress_points(times, clock_start),
             phase_seconds=dict(self.phases),
         )

@@ -231,6 +231,8 @@ def test_collapsed_stacks_give_cpu_snapshot_share_and_own_time() -> None:
     assert profile.total_seconds == pytest.approx(1.0)
     assert profile.snapshot_seconds == pytest.approx(0.3)
     assert profile.top[0] == ("filter (algorithm.py:5)", pytest.approx(0.5))
+    assert profile.snapshot_share == pytest.approx(0.3)
+    assert profile.top_shares[0] == ("filter (algorithm.py:5)", pytest.approx(0.5))
 
 
 GO_TOP = """File: kcp
