@@ -109,8 +109,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--timeout",
         type=float,
-        default=600.0,
-        help="seconds allowed for the init pods, and again for the measured pods (default 600)",
+        help="seconds allowed for the init pods, and again for the measured pods "
+        "(default: the preset's, 600 or 3600 for scale)",
     )
     parser.add_argument(
         "--profile",
@@ -202,7 +202,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 workload,
                 mode=mode,
                 creators=args.creators,
-                timeout_seconds=args.timeout,
+                timeout_seconds=workload.timeout_seconds if args.timeout is None else args.timeout,
                 profile=workload.profile if args.profile is None else args.profile,
             )
             about = context(args, options, key, arguments)

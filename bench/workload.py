@@ -97,6 +97,8 @@ class Workload:
     modes: tuple[Mode, ...] = (Mode.STREAMING, Mode.BACKLOG)
     # Sample each scheduler's CPU while measuring (bench.cpuprofile).
     profile: bool = False
+    # Allowed for the init pods, and again for the measured pods.
+    timeout_seconds: float = 600.0
 
     def resized(
         self, nodes: int | None = None, init_pods: int | None = None, pods: int | None = None
@@ -123,7 +125,13 @@ PRESETS = {
     # Memory and snapshot cost at size: backlog only (scheduler_perf's
     # SchedulingDaemonset scale, 15000 nodes, with plain pods).
     "scale": Workload(
-        "scale", nodes=15000, init_pods=0, pods=30000, modes=(Mode.BACKLOG,), profile=True
+        "scale",
+        nodes=15000,
+        init_pods=0,
+        pods=30000,
+        modes=(Mode.BACKLOG,),
+        profile=True,
+        timeout_seconds=3600.0,
     ),
     # scheduler_perf's affinity/performance-config.yaml, 5000Nodes.
     "nodeaffinity": Workload(
