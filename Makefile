@@ -7,7 +7,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | sha256sum | cut -c1-12)
 
-.PHONY: test unit integration differential lint format controlplane demo bench venv clean
+.PHONY: test unit integration differential lint format controlplane demo bench bench-autoscale venv clean
 
 venv: $(STAMP)
 
@@ -39,6 +39,7 @@ differential: venv controlplane
 
 demo: venv controlplane
 	PYTHONPATH=. $(BIN)/python examples/demo.py
+	PYTHONPATH=. $(BIN)/python examples/autoscale_demo.py
 
 # pyscheduler against upstream kube-scheduler and the ceiling binder
 # (SchedulingBasic, 5000 nodes, both modes, 3 rounds); results go to
@@ -47,6 +48,11 @@ demo: venv controlplane
 bench: venv controlplane
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[bench]'
 	PYTHONPATH=. $(BIN)/python -m bench.run $(BENCH_ARGS)
+
+# AutoscaleEnforcer: VM pods over 500 nodes while agents send 1000 requests/s
+# (pyscheduler only); AUTOSCALE_BENCH_ARGS="--nodes 50 --vms 200 --rate 300" for a quick run.
+bench-autoscale: venv controlplane
+	PYTHONPATH=. $(BIN)/python -m bench.autoscale $(AUTOSCALE_BENCH_ARGS)
 
 lint: venv
 	$(BIN)/ruff check .

@@ -96,9 +96,7 @@ class RunResult:
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
-        data["workload"] = {
-            key: value for key, value in data["workload"].items() if key != "template"
-        }
+        data["workload"] = self.workload.to_json()
         data["correct"] = self.correct
         data["cpu_ms_per_pod"] = self.cpu_ms_per_pod
         data["control_plane_cpu_ms_per_pod"] = self.control_plane_cpu_ms_per_pod

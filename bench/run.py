@@ -28,7 +28,6 @@ import signal
 import subprocess
 import sys
 from collections.abc import Sequence
-from dataclasses import asdict
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -153,9 +152,7 @@ def context(
         "commit": commit(),
         "preset": preset,
         "mode": str(options.mode),
-        "workload": {
-            key: value for key, value in asdict(options.workload).items() if key != "template"
-        },
+        "workload": options.workload.to_json(),
         "schedulers": [str(kind) for kind in args.schedulers],
         "same_plugins": {"plugins": list(same.plugins), "ours_only": list(same.ours_only)},
         "repeat": args.repeat,
