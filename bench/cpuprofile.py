@@ -40,22 +40,28 @@ PYSPY_RATE = 100
 PPROF_WINDOW_SECONDS = 2
 TOP = 12
 OUR_SNAPSHOT_FRAME = "update_snapshot ("
-GO_SNAPSHOT_FOCUS = r"cacheImpl\)\.UpdateSnapshot$"
+GO_SNAPSHOT_FOCUS = "UpdateSnapshot"  # (*cacheImpl).UpdateSnapshot, the one function so named
+# Functions under nearly every sample (the event loop, the entry point) say
+# nothing about where the time goes; the cumulative list leaves them out.
+ROOT_SHARE = 0.95
 _GO_TOTAL = re.compile(
     r"Showing nodes accounting for ([\d.]+)(\w+), [\d.]+% of ([\d.]+)(\w+) total"
 )
-_GO_ROW = re.compile(r"^\s*([\d.]+)(\w+)\s+[\d.]+%\s+[\d.]+%\s+[\d.]+\w+\s+[\d.]+%\s+(.+)$")
+_GO_ROW = re.compile(r"^\s*([\d.]+)(\w*)\s+[\d.]+%\s+[\d.]+%\s+([\d.]+)(\w*)\s+[\d.]+%\s+(.+)$")
+_LINE = re.compile(r":\d+\)$")
 _GO_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "mins": 60.0, "hrs": 3600.0}
 
 
 @dataclass(frozen=True)
 class CpuProfile:
-    """CPU seconds sampled, those under the snapshot update, and the top
-    functions by own (self) CPU seconds."""
+    """CPU seconds sampled, those under the snapshot update, the top
+    functions by own (self) CPU seconds and by cumulative CPU seconds (the
+    function and everything it called)."""
 
     total_seconds: float
     snapshot_seconds: float
     top: tuple[tuple[str, float], ...] = field(default_factory=tuple)
+    cumulative: tuple[tuple[str, float], ...] = field(default_factory=tuple)
 
     @property
     def snapshot_share(self) -> float:
@@ -63,16 +69,25 @@ class CpuProfile:
 
     @property
     def top_shares(self) -> tuple[tuple[str, float], ...]:
-        """The top functions with their share of the samples (0..1)."""
+        """The top functions by own time with their share of the samples (0..1)."""
+        return self._shares(self.top)
+
+    @property
+    def cumulative_shares(self) -> tuple[tuple[str, float], ...]:
+        """The top functions by cumulative time with their share (0..1)."""
+        return self._shares(self.cumulative)
+
+    def _shares(self, rows: tuple[tuple[str, float], ...]) -> tuple[tuple[str, float], ...]:
         if self.total_seconds <= 0:
             return ()
-        return tuple((name, seconds / self.total_seconds) for name, seconds in self.top)
+        return tuple((name, seconds / self.total_seconds) for name, seconds in rows)
 
 
 def parse_collapsed(lines: Iterable[str], rate: int = PYSPY_RATE) -> CpuProfile:
     """py-spy's raw (collapsed stacks) output."""
     total = snapshot = 0
     own: dict[str, int] = {}
+    cumulative: dict[str, int] = {}
     for line in lines:
         stack, _, count_text = line.rstrip().rpartition(" ")
         if not stack or not count_text.isdigit():
@@ -81,21 +96,33 @@ def parse_collapsed(lines: Iterable[str], rate: int = PYSPY_RATE) -> CpuProfile:
         total += count
         if OUR_SNAPSHOT_FRAME in stack:
             snapshot += count
-        leaf = stack.rsplit(";", 1)[-1]
-        own[leaf] = own.get(leaf, 0) + count
-    top = sorted(own.items(), key=lambda item: -item[1])[:TOP]
-    return CpuProfile(
-        total / rate, snapshot / rate, tuple((name, count / rate) for name, count in top)
-    )
+        frames = stack.split(";")
+        own[frames[-1]] = own.get(frames[-1], 0) + count
+        for function in {_without_line(frame) for frame in frames}:
+            cumulative[function] = cumulative.get(function, 0) + count
+
+    def seconds(counts: dict[str, int]) -> tuple[tuple[str, float], ...]:
+        ranked = sorted(counts.items(), key=lambda item: -item[1])[:TOP]
+        return tuple((name, count / rate) for name, count in ranked)
+
+    below_roots = {name: count for name, count in cumulative.items() if count < ROOT_SHARE * total}
+    return CpuProfile(total / rate, snapshot / rate, seconds(own), seconds(below_roots))
+
+
+def _without_line(frame: str) -> str:
+    """``f (file.py:12)`` -> ``f (file.py)``: a function once, whatever line."""
+    return _LINE.sub(")", frame)
 
 
 def _go_seconds(value: str, unit: str) -> float:
     return float(value) * _GO_UNITS.get(unit, 1.0)
 
 
-def parse_pprof_top(text: str) -> tuple[float, float, tuple[tuple[str, float], ...]]:
+def parse_pprof_top(
+    text: str, cumulative: bool = False
+) -> tuple[float, float, tuple[tuple[str, float], ...]]:
     """``go tool pprof -top`` output: (shown seconds, total seconds, rows of
-    (function, flat seconds))."""
+    (function, flat seconds), or cumulative seconds if asked)."""
     shown = total = 0.0
     rows: list[tuple[str, float]] = []
     for line in text.splitlines():
@@ -106,7 +133,10 @@ def parse_pprof_top(text: str) -> tuple[float, float, tuple[tuple[str, float], .
             continue
         row = _GO_ROW.match(line)
         if row:
-            rows.append((row.group(3).strip(), _go_seconds(row.group(1), row.group(2))))
+            value = row.group(3, 4) if cumulative else row.group(1, 2)
+            seconds = _go_seconds(*value)
+            if seconds > 0:
+                rows.append((row.group(5).strip(), seconds))
     return shown, total, tuple(rows)
 
 
@@ -203,7 +233,8 @@ def _go_profile(files: list[Path]) -> CpuProfile | None:
     if not text:
         return None
     _, total, rows = parse_pprof_top(text)
+    _, _, cumulative = parse_pprof_top(_pprof_top(files, "-cum"), cumulative=True)
     # Every node under the focus, so that the shown sum is the focused total.
     focused = _pprof_top(files, f"-focus={GO_SNAPSHOT_FOCUS}", nodes=1_000_000)
     snapshot, _, _ = parse_pprof_top(focused)
-    return CpuProfile(total, snapshot, rows)
+    return CpuProfile(total, snapshot, rows, cumulative)

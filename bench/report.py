@@ -257,7 +257,10 @@ def profile_lines(doc: dict[str, Any]) -> list[str]:
             f"- {run['scheduler']} (round {run['round_index'] + 1}; snapshot update "
             f"{run['snapshot_cpu_seconds']:.3f} s of {run['cpu_seconds_measured']:.2f} s CPU):"
         )
-        lines += [f"  - {share:.1%} `{name}`" for name, share in run["profile_top"]]
+        lines.append("  - own time:")
+        lines += [f"    - {share:.1%} `{name}`" for name, share in run["profile_top"]]
+        lines.append("  - cumulative (with callees):")
+        lines += [f"    - {share:.1%} `{name}`" for name, share in run["profile_cumulative"]]
     return lines
 
 

@@ -33,7 +33,8 @@ class RunResult:
     profiling on (``bench.cpuprofile``), ``profile_cpu_seconds`` is what the
     profiler sampled while the clock ran, ``snapshot_cpu_seconds`` the
     measured CPU times the samples' share under the snapshot update, and
-    ``profile_top`` the functions with the largest share of own samples.
+    ``profile_top`` the functions with the largest share of own samples
+    (``profile_cumulative``: of samples under them, callees included).
     ``apiserver_requests_measured`` counts what the apiserver served while
     measuring (``"VERB resource"``), and ``scheduler_writes_per_pod`` is its
     writes minus the harness's pod creations, per bound pod. ``progress`` is
@@ -68,6 +69,7 @@ class RunResult:
     profile_cpu_seconds: float | None = None
     snapshot_cpu_seconds: float | None = None
     profile_top: tuple[tuple[str, float], ...] = ()
+    profile_cumulative: tuple[tuple[str, float], ...] = ()
     progress: tuple[tuple[float, int], ...] = ()
     phase_seconds: dict[str, float] = field(default_factory=dict)
 

@@ -472,6 +472,7 @@ class _Run:
             if profile is None
             else profile.snapshot_share * (usage_measured.cpu_seconds - before.usage.cpu_seconds),
             profile_top=() if profile is None else profile.top_shares,
+            profile_cumulative=() if profile is None else profile.cumulative_shares,
             progress=progress_points(times, clock_start),
             phase_seconds=dict(self.phases),
         )

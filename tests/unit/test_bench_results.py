@@ -233,6 +233,8 @@ def test_collapsed_stacks_give_cpu_snapshot_share_and_own_time() -> None:
     assert profile.top[0] == ("filter (algorithm.py:5)", pytest.approx(0.5))
     assert profile.snapshot_share == pytest.approx(0.3)
     assert profile.top_shares[0] == ("filter (algorithm.py:5)", pytest.approx(0.5))
+    assert profile.cumulative_shares[0] == ("cycle (scheduler.py)", pytest.approx(0.8))
+    assert "run (app.py)" not in dict(profile.cumulative_shares)  # under every sample
 
 
 GO_TOP = """File: kcp
@@ -253,6 +255,9 @@ def test_pprof_top_gives_totals_and_flat_rows() -> None:
     assert rows[0] == ("runtime.memmove", pytest.approx(0.04))
     assert rows[1][0].endswith("(*cacheImpl).UpdateSnapshot")
     assert len(rows) == 2  # a row with no own time is not a hot spot
+    _, _, cumulative = parse_pprof_top(GO_TOP, cumulative=True)
+    assert cumulative[1] == ("cache.(*cacheImpl).UpdateSnapshot", pytest.approx(0.12))
+    assert cumulative[2] == ("runtime.main", pytest.approx(0.01))
 
 
 def test_no_samples_under_the_focus_reads_as_zero() -> None:
