@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from typing import Any
 
 Obj = dict[str, Any]
@@ -22,6 +23,22 @@ Obj = dict[str, Any]
 NODE_CAPACITY = {"cpu": "4", "memory": "32Gi", "pods": "110"}
 POD_REQUESTS = {"cpu": "100m", "memory": "500Mi"}
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+
+
+class Mode(StrEnum):
+    """How the measured pods reach the scheduler.
+
+    - ``streaming``: created by parallel creators while the scheduler runs
+      (scheduler_perf's way); the clock runs from the first creation to the
+      last bind;
+    - ``backlog``: all created, pending, before the scheduler starts; the
+      clock runs from the first measured bind to the last (see
+      ``bench.runner`` for why the first bind stands for the first pop).
+    """
+
+    STREAMING = "streaming"
+    BACKLOG = "backlog"
+
 
 INIT_NAMESPACE = "bench-init"
 MEASURED_NAMESPACE = "bench-measured"
@@ -177,6 +194,11 @@ class Workload:
     init_pods: int
     pods: int
     template: Template = DEFAULT_TEMPLATE
+    modes: tuple[Mode, ...] = (Mode.STREAMING, Mode.BACKLOG)
+    # Sample each scheduler's CPU while measuring (bench.cpuprofile).
+    profile: bool = False
+    # Allowed for the init pods, and again for the measured pods.
+    timeout_seconds: float = 600.0
 
     def to_json(self) -> dict[str, Any]:
         """The sizes and the pod template (node labels are a function: not data)."""
@@ -208,7 +230,19 @@ class Workload:
 # phase long enough for 1 s samples to mean something at Python's speed.
 PRESETS = {
     "basic": Workload("SchedulingBasic", nodes=5000, init_pods=1000, pods=5000),
+    "basic500": Workload("SchedulingBasic500", nodes=500, init_pods=500, pods=2000),
     "small": Workload("small", nodes=100, init_pods=100, pods=500),
+    # Memory and snapshot cost at size: backlog only (scheduler_perf's
+    # SchedulingDaemonset scale, 15000 nodes, with plain pods).
+    "scale": Workload(
+        "scale",
+        nodes=15000,
+        init_pods=0,
+        pods=30000,
+        modes=(Mode.BACKLOG,),
+        profile=True,
+        timeout_seconds=3600.0,
+    ),
     # scheduler_perf's affinity/performance-config.yaml, 5000Nodes.
     "nodeaffinity": Workload(
         "SchedulingNodeAffinity",
@@ -267,14 +301,21 @@ def node_body(name: str, labels: Mapping[str, str] | None = None) -> Obj:
 
 
 def pod_body(
-    name: str, namespace: str, scheduler_name: str, spec: Mapping[str, Any] | None = None
+    name: str,
+    namespace: str,
+    scheduler_name: str,
+    spec: Mapping[str, Any] | None = None,
+    node: str = "",
 ) -> Obj:
+    """A pod for ``scheduler_name``; with ``node``, created already bound there
+    (backlog mode's init pods: the cluster state without a scheduler)."""
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "namespace": namespace},
         "spec": {
             **copy.deepcopy(dict(spec or {})),
+            **({"nodeName": node} if node else {}),
             "schedulerName": scheduler_name,
             "containers": [
                 {
