@@ -1,0 +1,190 @@
+"""Reading a cluster snapshot: Kubernetes YAML as ``kubectl get -o yaml`` writes it.
+
+Accepts multi-document YAML whose documents are ``List`` objects (``v1
+List``, ``PodList``, ...) or single objects, from any number of files.
+Objects of a kind the scheduler knows (``scheduler.kube.resources``) are
+served to the informers; others (ConfigMaps, VirtualMachines before a
+plugin watches them) are kept and written back unchanged by ``-o yaml``.
+
+Every problem raises ``SnapshotError`` naming the file, the document, the
+item and the field (``snapshot.yaml: document 2, items[4] (Pod default/web):
+spec.containers[0].resources.requests.cpu: invalid quantity 'lots'``):
+never a traceback. Values the API server would have refused (a malformed
+quantity, a missing name) are errors here, since a real snapshot cannot
+contain them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from scheduler.framework.quantity import QuantityError
+from scheduler.framework.resource import Resource
+from scheduler.kube.resources import NODES, PODS
+from scheduler.simulate.memory import resource_type_of
+
+Raw = dict[str, Any]
+
+
+class SnapshotError(ValueError):
+    """Malformed input, with where it is."""
+
+
+@dataclass
+class Snapshot:
+    """Known objects (served to the scheduler) and the rest, in input order."""
+
+    objects: list[Raw] = field(default_factory=list)
+    passthrough: list[Raw] = field(default_factory=list)
+
+    def extend(self, other: Snapshot) -> None:
+        self.objects.extend(other.objects)
+        self.passthrough.extend(other.passthrough)
+
+
+def load_files(paths: Iterable[str]) -> Snapshot:
+    snapshot = Snapshot()
+    for path in paths:
+        try:
+            text = Path(path).read_text()
+        except OSError as error:
+            raise SnapshotError(f"{path}: cannot read: {error.strerror or error}") from None
+        snapshot.extend(load_text(text, path))
+    return snapshot
+
+
+def load_text(text: str, source: str) -> Snapshot:
+    snapshot = Snapshot()
+    try:
+        documents = list(yaml.safe_load_all(text))
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(error, "problem", None) or str(error)
+        raise SnapshotError(f"{source}:{where}: not valid YAML: {problem}") from None
+    for number, document in enumerate(documents, start=1):
+        if document is None:
+            continue
+        where = f"{source}: document {number}"
+        if not isinstance(document, Mapping):
+            raise SnapshotError(f"{where}: expected an object, got {_type(document)}")
+        kind = document.get("kind")
+        if isinstance(kind, str) and kind.endswith("List") and "items" in document:
+            items = document.get("items") or []
+            if not isinstance(items, list):
+                raise SnapshotError(f"{where}: items: expected a list, got {_type(items)}")
+            for index, item in enumerate(items):
+                _add(snapshot, item, f"{where}, items[{index}]", _item_kind(kind))
+        else:
+            _add(snapshot, document, where, None)
+    return snapshot
+
+
+def _item_kind(list_kind: str) -> str | None:
+    """``PodList`` -> ``Pod``: list items from the API may lack their kind."""
+    return list_kind[: -len("List")] or None
+
+
+def _add(snapshot: Snapshot, obj: Any, where: str, default_kind: str | None) -> None:
+    if not isinstance(obj, Mapping):
+        raise SnapshotError(f"{where}: expected an object, got {_type(obj)}")
+    obj = dict(obj)
+    if default_kind and not obj.get("kind"):
+        obj["kind"] = default_kind
+        obj.setdefault("apiVersion", "v1")
+    for required in ("apiVersion", "kind"):
+        if not isinstance(obj.get(required), str) or not obj[required]:
+            raise SnapshotError(f"{where}: {required}: required")
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, Mapping):
+        raise SnapshotError(f"{where} ({obj['kind']}): metadata: expected an object")
+    name = metadata.get("name")
+    if not isinstance(name, str) or not name:
+        raise SnapshotError(f"{where} ({obj['kind']}): metadata.name: required")
+    resource = resource_type_of(obj)
+    if resource is None:
+        snapshot.passthrough.append(obj)
+        return
+    if resource.namespaced and not metadata.get("namespace"):
+        obj["metadata"] = {**metadata, "namespace": "default"}
+    label = f"{where} ({obj['kind']} {_key(obj)})"
+    if resource == PODS:
+        _check_pod(obj, label)
+    elif resource == NODES:
+        _check_node(obj, label)
+    snapshot.objects.append(obj)
+
+
+def _key(obj: Mapping[str, Any]) -> str:
+    metadata = obj.get("metadata") or {}
+    namespace = metadata.get("namespace")
+    return f"{namespace}/{metadata.get('name')}" if namespace else str(metadata.get("name"))
+
+
+def _mapping(obj: Mapping[str, Any], path: str, label: str) -> Mapping[str, Any]:
+    value = obj.get(path.rpartition(".")[2])
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise SnapshotError(f"{label}: {path}: expected an object, got {_type(value)}")
+    return value
+
+
+def _quantities(resources: Mapping[str, Any], path: str, label: str) -> None:
+    if not resources:
+        return
+    if not isinstance(resources, Mapping):
+        raise SnapshotError(f"{label}: {path}: expected an object, got {_type(resources)}")
+    for name, value in resources.items():
+        try:
+            Resource.from_list({name: value})
+        except (QuantityError, TypeError, ValueError):
+            raise SnapshotError(f"{label}: {path}.{name}: invalid quantity {value!r}") from None
+
+
+def _check_pod(pod: Mapping[str, Any], label: str) -> None:
+    spec = _mapping(pod, "spec", label)
+    _mapping(pod, "status", label)
+    for list_name in ("containers", "initContainers"):
+        containers = spec.get(list_name) or []
+        if not isinstance(containers, list):
+            raise SnapshotError(f"{label}: spec.{list_name}: expected a list")
+        for index, container in enumerate(containers):
+            path = f"spec.{list_name}[{index}]"
+            if not isinstance(container, Mapping):
+                raise SnapshotError(f"{label}: {path}: expected an object")
+            resources = _mapping(container, f"{path}.resources", label)
+            for part in ("requests", "limits"):
+                _quantities(resources.get(part) or {}, f"{path}.resources.{part}", label)
+    if not spec.get("containers"):
+        raise SnapshotError(f"{label}: spec.containers: a pod needs at least one container")
+
+
+def _check_node(node: Mapping[str, Any], label: str) -> None:
+    _mapping(node, "spec", label)
+    status = _mapping(node, "status", label)
+    for part in ("capacity", "allocatable"):
+        _quantities(status.get(part) or {}, f"status.{part}", label)
+
+
+def _type(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return f"a string {value!r}"
+    return type(value).__name__
+
+
+def dump_list(objects: Iterable[Raw]) -> str:
+    """A ``v1 List`` of ``objects`` as YAML, readable by ``load_text``."""
+    return yaml.safe_dump(
+        {"apiVersion": "v1", "kind": "List", "metadata": {}, "items": list(objects)},
+        sort_keys=False,
+    )

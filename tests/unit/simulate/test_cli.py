@@ -1,0 +1,165 @@
+"""``pyscheduler simulate`` from the command line: outputs, edits, errors."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from scheduler.cli import main as pyscheduler_main
+from scheduler.simulate.cli import EXIT_INPUT
+from scheduler.simulate.cli import main as simulate_main
+from scheduler.simulate.snapshot import load_text
+from tests.support.builders import make_node, make_pod
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
+CONFIG = str(EXAMPLES / "scheduler-config.yaml")
+DEMO = [str(EXAMPLES / "nodes.yaml"), str(EXAMPLES / "pods.yaml")]
+
+
+def run(*argv: str) -> tuple[int, str]:
+    out = io.StringIO()
+    code = simulate_main([*argv], out=out)
+    return code, out.getvalue()
+
+
+def test_demo_snapshot_as_a_table() -> None:
+    code, out = run(*DEMO, "--config", CONFIG, "--seed", "1")
+    assert code == 0
+    assert "demo/too-big" in out
+    assert "Insufficient cpu" in out
+    assert "4 scheduled, 3 not scheduled" in out
+
+
+def test_json_names_every_pending_pod_and_node() -> None:
+    code, out = run(*DEMO, "--config", CONFIG, "--seed", "1", "-o", "json")
+    body = json.loads(out)
+    assert code == 0
+    assert {p["pod"] for p in body["pods"]} >= {"demo/web-1", "demo/too-big"}
+    assert {n["node"] for n in body["nodes"]} == {"small", "large", "highmem"}
+
+
+def test_yaml_output_starts_a_second_run(tmp_path: Path) -> None:
+    code, out = run(*DEMO, "--config", CONFIG, "--seed", "1", "-o", "yaml")
+    assert code == 0
+    first = tmp_path / "after.yaml"
+    first.write_text(out)
+    bound = [o for o in load_text(out, "after").objects if (o.get("spec") or {}).get("nodeName")]
+    assert len(bound) == 5  # 4 placed + the one placed by hand
+    code, again = run(str(first), "--config", CONFIG, "-o", "json")
+    assert code == 0
+    assert {p["pod"] for p in json.loads(again)["pods"]} == {
+        "demo/too-big",
+        "demo/no-toleration",
+        "demo/gated",
+    }
+
+
+def test_what_if_flags(tmp_path: Path) -> None:
+    code, out = run(
+        *DEMO,
+        "--config",
+        CONFIG,
+        "--seed",
+        "1",
+        "--add-nodes",
+        "large=1",
+        "--cordon",
+        "small",
+        "-o",
+        "json",
+    )
+    body = json.loads(out)
+    nodes = {n["node"]: n for n in body["nodes"]}
+    assert code == 0
+    assert nodes["small"]["unschedulable"]
+    assert nodes["small"]["pods"] == 0
+    assert "large-sim-1" in nodes
+
+
+def test_extra_pods_and_progress(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    extra = tmp_path / "extra.yaml"
+    extra.write_text(yaml.safe_dump(make_pod("extra", "demo").scheduler("pyscheduler").obj()))
+    code, out = run(*DEMO, "--config", CONFIG, "--pods", str(extra), "--progress")
+    assert code == 0
+    assert "demo/extra" in out
+    assert "pyscheduler simulate:" in capsys.readouterr().err
+
+
+def test_reachable_as_a_pyscheduler_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
+    assert pyscheduler_main(["simulate", *DEMO, "--config", CONFIG, "-o", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["pods"]
+
+
+NODE = make_node("n").obj()
+
+
+@pytest.mark.parametrize(
+    ("text", "flags", "message"),
+    [
+        pytest.param(
+            "kind: [", (), "in.yaml: line 1: not valid YAML", id="broken YAML names its line"
+        ),
+        pytest.param(
+            yaml.safe_dump_all([NODE, {"apiVersion": "v1", "kind": "Pod", "metadata": {}}]),
+            (),
+            "in.yaml: document 2 (Pod): metadata.name: required",
+            id="a nameless object names its document and field",
+        ),
+        pytest.param(
+            yaml.safe_dump(
+                {
+                    "apiVersion": "v1",
+                    "kind": "List",
+                    "items": [NODE, make_pod("p").requests(cpu="lots").obj()],
+                }
+            ),
+            (),
+            "in.yaml: document 1, items[1] (Pod default/p): "
+            "spec.containers[0].resources.requests.cpu: invalid quantity 'lots'",
+            id="a bad quantity names the list item and field",
+        ),
+        pytest.param(
+            yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": {"a": 1}}),
+            (),
+            "in.yaml: document 1: items: expected a list, got an object",
+            id="items that are not a list",
+        ),
+        pytest.param(
+            yaml.safe_dump(NODE),
+            ("--remove-node", "ghost"),
+            "--remove-node ghost: no node of that name in the snapshot",
+            id="an edit naming an unknown node",
+        ),
+        pytest.param(
+            yaml.safe_dump(NODE),
+            ("--add-nodes", "n=many"),
+            "--add-nodes n=many: expected TEMPLATE=COUNT",
+            id="an add-nodes count that is not a number",
+        ),
+        pytest.param(
+            yaml.safe_dump(NODE),
+            ("--config", "/nonexistent/config.yaml"),
+            "invalid configuration /nonexistent/config.yaml",
+            id="a configuration that cannot be read",
+        ),
+    ],
+)
+def test_malformed_input_is_one_line_never_a_traceback(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    text: str,
+    flags: tuple[str, ...],
+    message: str,
+) -> None:
+    path = tmp_path / "in.yaml"
+    path.write_text(text)
+    code, out = run(str(path), *flags)
+    err = capsys.readouterr().err
+    assert (code, out) == (EXIT_INPUT, "")
+    assert message in err
+    assert "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
