@@ -5,8 +5,10 @@ lists and watches (with the pod field selector the informers use), pod
 binding (``spec.nodeName`` plus ``PodScheduled=True``, as the API server's
 binding storage does), strategic-merge pod status patches (conditions merged
 by type, ``metadata.uid`` a precondition), events, and the generic
-``request`` plugins use from PreBind (GET, POST, PUT, PATCH as a JSON merge
-patch, DELETE on any known resource and its ``status`` subresource).
+``request`` plugins use from PreBind and background work (GET, POST, PUT,
+PATCH as a JSON merge patch, or strategic on a pod's status, DELETE) on any
+known resource and its ``status`` subresource. A DELETE removes the object
+at once, as a kubelet finishing a graceful termination would.
 
 Invariants:
 - A stored object is never mutated: every write stores a new dict, so the
@@ -31,6 +33,7 @@ from typing import Any
 
 from scheduler.kube.errors import HTTP_CONFLICT, HTTP_NOT_FOUND, ApiError
 from scheduler.kube.resources import BY_GROUP_KIND, KNOWN_RESOURCES, PODS, ResourceType
+from scheduler.kube.wire import STRATEGIC_MERGE_PATCH as STRATEGIC
 
 Raw = dict[str, Any]
 _UID_NAMESPACE = uuid.UUID("6f1d8a52-2b52-4a43-9a4e-3c1f5e0b7a11")
@@ -260,14 +263,7 @@ class MemoryCluster:
         uid = (patch.get("metadata") or {}).get("uid")
         if uid and (pod.get("metadata") or {}).get("uid") != uid:
             raise ApiError(HTTP_CONFLICT, "Conflict", "Precondition failed: UID in precondition")
-        status = dict(pod.get("status") or {})
-        for key, value in (patch.get("status") or {}).items():
-            if key == "conditions":
-                status[key] = _merge_conditions(status.get(key) or [], value or [])
-            elif value is None:
-                status.pop(key, None)
-            else:
-                status[key] = copy.deepcopy(value)
+        status = _strategic_status(pod, patch)
         return self._write(PODS, {**pod, "status": status}, pod) or {}
 
     async def create_event(self, namespace: str, event: Mapping[str, Any]) -> None:
@@ -315,6 +311,8 @@ class MemoryCluster:
                 raise ApiError(HTTP_CONFLICT, "Conflict", "the object has been modified")
             if subresource == "status":
                 new = {**old, "status": new.get("status")}
+        elif method == "PATCH" and subresource == "status" and content_type == STRATEGIC:
+            new = {**old, "status": _strategic_status(old, body or {})}
         elif method == "PATCH":
             new = _merge_patch(old, body)
             if subresource == "status":
@@ -326,6 +324,20 @@ class MemoryCluster:
     async def close(self) -> None:
         for watch in self._watches:
             watch.wake.set()
+
+
+def _strategic_status(obj: Mapping[str, Any], patch: Mapping[str, Any]) -> Raw:
+    """``status`` after a strategic merge patch: conditions merged by type,
+    other fields replaced (None removes)."""
+    status = dict(obj.get("status") or {})
+    for key, value in (patch.get("status") or {}).items():
+        if key == "conditions":
+            status[key] = _merge_conditions(status.get(key) or [], value or [])
+        elif value is None:
+            status.pop(key, None)
+        else:
+            status[key] = copy.deepcopy(value)
+    return status
 
 
 def _parse_path(path: str) -> tuple[ResourceType, str, str, str]:
