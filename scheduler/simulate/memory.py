@@ -3,7 +3,8 @@
 What the live scheduler does to the API server, applied to dicts instead:
 lists and watches (with the pod field selector the informers use), pod
 binding (``spec.nodeName`` plus ``PodScheduled=True``, as the API server's
-binding storage does), strategic-merge pod status patches (conditions merged
+binding storage does), the ``SchedulingGated`` condition the create
+strategy gives a gated pod, strategic-merge pod status patches (conditions merged
 by type, ``metadata.uid`` a precondition), events, and the generic
 ``request`` plugins use from PreBind and background work (GET, POST, PUT,
 PATCH as a JSON merge patch, or strategic on a pod's status, DELETE) on any
@@ -59,6 +60,26 @@ def object_key(obj: Mapping[str, Any]) -> str:
 def stable_uid(resource: ResourceType, key: str) -> str:
     """A uid derived from the object's identity, so repeated runs agree."""
     return str(uuid.uuid5(_UID_NAMESPACE, f"{resource.group_resource}/{key}"))
+
+
+def created(resource: ResourceType, obj: Raw) -> Raw:
+    """What the API server's create strategy adds that the scheduler reads: a
+    gated pod without a PodScheduled condition gets ``SchedulingGated``."""
+    if resource != PODS or not (obj.get("spec") or {}).get("schedulingGates"):
+        return obj
+    status = dict(obj.get("status") or {})
+    conditions = list(status.get("conditions") or ())
+    if any(c.get("type") == POD_SCHEDULED for c in conditions):
+        return obj
+    conditions.append(
+        {
+            "type": POD_SCHEDULED,
+            "status": "False",
+            "reason": "SchedulingGated",
+            "message": "Scheduling is blocked due to non-empty scheduling gates",
+        }
+    )
+    return {**obj, "status": {**status, "conditions": conditions}}
 
 
 # ------------------------------------------------------------ field selectors
@@ -152,7 +173,7 @@ class MemoryCluster:
             resource = resource_type_of(obj)
             if resource is None:
                 raise ValueError(f"not a known resource: {obj.get('kind')}")
-            self._store(resource, self._with_identity(resource, obj))
+            self._store(resource, self._with_identity(resource, created(resource, obj)))
 
     # ----------------------------------------------------------------- state
     def objects(self, resource: ResourceType) -> list[Raw]:
@@ -299,7 +320,7 @@ class MemoryCluster:
             if self.get(resource, created_key) is not None:
                 raise ApiError(HTTP_CONFLICT, "AlreadyExists", f'"{created_key}" already exists')
             metadata.setdefault("uid", stable_uid(resource, created_key))
-            return self._write(resource, obj, None)
+            return self._write(resource, created(resource, obj), None)
         old = self._require(resource, key)
         if method == "DELETE":
             self._write(resource, None, old)

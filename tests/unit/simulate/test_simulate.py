@@ -82,8 +82,8 @@ LARGE = make_node("large").capacity(cpu="4", memory="8Gi", pods="110").obj()
         pytest.param(
             [SMALL, pod("gated").scheduling_gate("example.com/wait").obj()],
             (),
-            {"default/gated": "Pending"},
-            id="a gated pod stays pending",
+            {"default/gated": "SchedulingGated"},
+            id="a gated pod stays pending, as the API server marks it",
         ),
     ],
 )
