@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from plugins import (
     default_binder,
+    default_preemption,
     image_locality,
     inter_pod_affinity,
     node_affinity,
@@ -49,7 +50,7 @@ DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
     (pod_topology_spread.NAME, 2),
     (inter_pod_affinity.NAME, 2),
     # DynamicResources (2: upstream inserts it right before DefaultPreemption)
-    # DefaultPreemption (0)
+    (default_preemption.NAME, 0),
     (node_resources_balanced_allocation.NAME, 1),
     (image_locality.NAME, 1),
     (default_binder.NAME, 0),
@@ -76,6 +77,7 @@ def in_tree_registry() -> Registry:
             inter_pod_affinity.SPEC,
             node_resources_balanced_allocation.SPEC,
             image_locality.SPEC,
+            default_preemption.SPEC,
             default_binder.SPEC,
             node_declared_features.SPEC,
         ]

@@ -7,7 +7,8 @@ starts them in one TaskGroup, each named, and stops them in this order when
 1. mark not-ready (``/readyz`` fails ``shutdown``), stop popping, close the
    queue (the scheduling loop returns);
 2. drain binding cycles until ``bind_grace_seconds``; those still running are
-   cancelled and roll back (unreserve, forget), so nothing stays assumed;
+   cancelled and roll back (unreserve, forget), so nothing stays assumed; then
+   the plugins' background API work (preemption) with the same grace;
 3. stop the queue flushers, the leader elector (releasing the lease) and the
    informers;
 4. flush pod status patches and events (bounded), then close the client and
@@ -130,6 +131,7 @@ class SchedulerApp:
         self.cache = engine.cache
         self.snapshot = engine.snapshot
         self.waiting = engine.waiting
+        self.background = engine.background
         self.attempt_log = engine.attempt_log
         self.frameworks = engine.frameworks
         self.queue = engine.queue
@@ -253,6 +255,10 @@ class SchedulerApp:
             log.warning(
                 "shutdown: %d binding cycles did not finish and were rolled back", cancelled
             )
+        # Plugins' background API work (preemption): same grace, then cancelled.
+        unfinished = await self.background.drain(self.options.bind_grace_seconds)
+        if unfinished:
+            log.warning("shutdown: %d background plugin tasks were cancelled", unfinished)
         for task in (scheduling, flushers):
             if not task.done():
                 task.cancel()

@@ -43,6 +43,7 @@ from scheduler.kube.resources import BY_GROUP_KIND, NODES, PODS
 from scheduler.kube.writer import KubeApiWriter
 from scheduler.metrics import SchedulerMetrics
 from scheduler.queue import QueueProfile, SchedulingQueue
+from scheduler.runtime.background import BackgroundTasks
 from scheduler.runtime.framework import Framework
 from scheduler.runtime.waiting import WaitingPods
 
@@ -66,7 +67,9 @@ def build_framework(
                 instances[ref.name] = spec.factory(profile.plugin_args.get(ref.name), handle)
             by_point.setdefault(point, []).append(instances[ref.name])
     weights = {ref.name: ref.weight for ref in profile.plugins.get(ExtensionPoint.SCORE, ())}
-    return Framework(profile.scheduler_name, by_point, weights, waiting, metrics)
+    framework = Framework(profile.scheduler_name, by_point, weights, waiting, metrics)
+    handle.bind_framework(framework)
+    return framework
 
 
 # Resources whose events reach the queue through their own handlers.
@@ -138,6 +141,7 @@ class Engine:
         self.cache = Cache()
         self.snapshot = Snapshot()
         self.waiting = WaitingPods()
+        self.background = BackgroundTasks()
         self.attempt_log = AttemptLog()
 
         handles: list[ProfileHandle] = []
@@ -154,6 +158,8 @@ class Engine:
                 events=recorder,
                 api=api,
                 waiting_pods=self.waiting,
+                background=self.background,
+                metrics=self.metrics,
             )
             handles.append(handle)
             framework = build_framework(profile, registry, handle, self.waiting, self.metrics)

@@ -4,7 +4,8 @@ What the live scheduler does to the API server, applied to dicts instead:
 lists and watches (with the pod field selector the informers use), pod
 binding (``spec.nodeName`` plus ``PodScheduled=True``, as the API server's
 binding storage does), the ``SchedulingGated`` condition the create
-strategy gives a gated pod, strategic-merge pod status patches (conditions merged
+strategy gives a gated pod, the priority the Priority admission plugin
+resolves from a PriorityClass, strategic-merge pod status patches (conditions merged
 by type, ``metadata.uid`` a precondition), events, and the generic
 ``request`` plugins use from PreBind and background work (GET, POST, PUT,
 PATCH as a JSON merge patch, or strategic on a pod's status, DELETE) on any
@@ -33,7 +34,13 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
 
 from scheduler.kube.errors import HTTP_CONFLICT, HTTP_NOT_FOUND, ApiError
-from scheduler.kube.resources import BY_GROUP_KIND, KNOWN_RESOURCES, PODS, ResourceType
+from scheduler.kube.resources import (
+    BY_GROUP_KIND,
+    KNOWN_RESOURCES,
+    PODS,
+    PRIORITY_CLASSES,
+    ResourceType,
+)
 from scheduler.kube.wire import STRATEGIC_MERGE_PATCH as STRATEGIC
 
 Raw = dict[str, Any]
@@ -174,6 +181,22 @@ class MemoryCluster:
             if resource is None:
                 raise ValueError(f"not a known resource: {obj.get('kind')}")
             self._store(resource, self._with_identity(resource, created(resource, obj)))
+        self._admit_priorities()
+
+    def _admit_priorities(self) -> None:
+        """What the Priority admission plugin does on create: ``spec.priority``
+        from the pod's PriorityClass (or the global default), when unset."""
+        classes = self.objects(PRIORITY_CLASSES)
+        values = {str(c["metadata"]["name"]): int(c.get("value") or 0) for c in classes}
+        default = next((int(c.get("value") or 0) for c in classes if c.get("globalDefault")), 0)
+        for key, pod in list(self._objects.get(PODS, {}).items()):
+            spec = pod.get("spec") or {}
+            if spec.get("priority") is not None:
+                continue
+            name = spec.get("priorityClassName")
+            priority = values.get(str(name), 0) if name else default
+            if priority:
+                self._objects[PODS][key] = {**pod, "spec": {**spec, "priority": priority}}
 
     # ----------------------------------------------------------------- state
     def objects(self, resource: ResourceType) -> list[Raw]:

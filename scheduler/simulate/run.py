@@ -6,7 +6,8 @@ tasks (informers, events, pod status, queue flushers, scheduling) in one
 TaskGroup; and stops once the cluster is quiet.
 
 Quiet means: no watch event undelivered, no status patch pending, no pod in
-activeQ, in flight or binding, and no pod in backoff. While only timers are
+activeQ, in flight or binding, no plugin background work (preemption's
+deletions), and no pod in backoff. While only timers are
 left (backoff, a PreBind poll), the simulator jumps the clock to the next
 timer instead of waiting. Pods left in the unschedulable pool stay there:
 without a cluster change nothing would move them before the 5-minute flush,
@@ -109,6 +110,7 @@ class Simulation:
             engine.scheduler.stop_popping()
             engine.queue.close()
             await engine.scheduler.drain(0)
+            await engine.background.drain(0)
             engine.status_writer.close()
             await status
             await engine.event_sink.drain()
@@ -129,6 +131,7 @@ class Simulation:
             or engine.status_writer.pending()
             or engine.queue.in_flight_pods()
             or engine.scheduler.binding_in_flight()
+            or engine.background.in_flight()
         )
 
     async def _idle(self) -> None:
@@ -165,8 +168,10 @@ class Simulation:
             queued = self.engine.queue.pending_pods()
             if queued[QueueName.ACTIVE]:
                 continue  # the loop has not popped yet
-            waiting = bool(queued[QueueName.BACKOFF]) or bool(
-                self.engine.scheduler.binding_in_flight()
+            waiting = bool(
+                queued[QueueName.BACKOFF]
+                or self.engine.scheduler.binding_in_flight()
+                or self.engine.background.in_flight()
             )
             if not waiting:
                 return True

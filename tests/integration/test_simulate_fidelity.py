@@ -139,7 +139,7 @@ async def test_simulate_matches_the_live_scheduler(
         try:
             await create_cluster_state(core, workload, placed_ns)
             await create_all(
-                lambda body: core.create_namespaced_pod(ours_ns, body),
+                lambda body, ns=ours_ns: core.create_namespaced_pod(ns, body),
                 [_ours(pod, ours_ns, name) for pod in workload.pods],
             )
             path = tmp_path / f"snapshot-{seed}.yaml"
@@ -150,7 +150,7 @@ async def test_simulate_matches_the_live_scheduler(
                 plane.kubeconfig, name, config_text=config.read_text(), rng=random.Random(seed)
             ):
                 settled = await eventually(
-                    lambda: _settled(core, ours_ns, PODS),
+                    lambda ns=ours_ns: _settled(core, ns, PODS),
                     timeout=SETTLE_TIMEOUT,
                     what=f"every pod of {ours_ns} bound or told why not",
                 )

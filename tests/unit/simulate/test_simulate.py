@@ -125,3 +125,18 @@ def test_yaml_output_is_a_snapshot_a_second_run_starts_from() -> None:
     # "a" is bound now; "b" is still pending, with the condition the first run wrote.
     assert placements(second) == {"default/b": "Unschedulable"}
     assert second.pods[0].message == first.pods[1].message
+
+
+def test_preemption_victims_are_reported() -> None:
+    urgent_class = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "urgent"},
+        "value": 1000,
+    }
+    victim = make_pod("batch").requests(cpu="4").node("large").obj()
+    urgent = pod("urgent").requests(cpu="3").spec_field("priorityClassName", "urgent").obj()
+    report, outcome = run([LARGE, urgent_class, victim, urgent])
+    assert report.victims == ["default/batch"]
+    assert placements(report) == {"default/urgent": "large"}
+    assert "Preempted" in [e["reason"] for e in outcome.cluster.events]
