@@ -7,7 +7,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | sha256sum | cut -c1-12)
 
-.PHONY: test unit integration differential lint format controlplane demo bench venv clean
+.PHONY: test unit integration differential lint format controlplane demo bench bench-simulate venv clean
 
 venv: $(STAMP)
 
@@ -42,8 +42,14 @@ demo: venv controlplane
 
 # pyscheduler against upstream kube-scheduler (SchedulingBasic, 5000 nodes);
 # e.g. make bench BENCH_ARGS="--workload small --repeat 3 --out small.json"
+# Then simulate's pure decision throughput on the same workload (no API server).
 bench: venv controlplane
 	PYTHONPATH=. $(BIN)/python -m bench.run $(BENCH_ARGS)
+	PYTHONPATH=. $(BIN)/python -m bench.simulate $(SIM_BENCH_ARGS)
+
+# simulate alone: e.g. make bench-simulate SIM_BENCH_ARGS="--nodes 500 --pods 1000"
+bench-simulate: venv
+	PYTHONPATH=. $(BIN)/python -m bench.simulate $(SIM_BENCH_ARGS)
 
 lint: venv
 	$(BIN)/ruff check .

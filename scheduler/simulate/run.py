@@ -51,6 +51,9 @@ Progress = Callable[[str], None]
 class RunStats:
     simulated_seconds: float = 0.0
     cpu_seconds: float = 0.0
+    # From the informers' initial sync to quiet: the scheduling alone.
+    scheduling_cpu_seconds: float = 0.0
+    scheduling_wall_seconds: float = 0.0
     binds: int = 0
     attempts: int = 0
     timed_out: bool = False
@@ -104,9 +107,12 @@ class Simulation:
             events = group.create_task(engine.event_sink.run(), name="events")
             status = group.create_task(engine.status_writer.run(), name="pod-status")
             await engine.informer_factory.wait_synced()
+            synced_cpu, synced_wall = time.process_time(), time.perf_counter()
             flushers = group.create_task(engine.queue.run(), name="queue-flushers")
             scheduling = group.create_task(engine.scheduler.run(), name="scheduling")
             stats.timed_out = not await self._until_quiet()
+            stats.scheduling_cpu_seconds = time.process_time() - synced_cpu
+            stats.scheduling_wall_seconds = time.perf_counter() - synced_wall
             engine.scheduler.stop_popping()
             engine.queue.close()
             await engine.scheduler.drain(0)
