@@ -23,7 +23,6 @@ import json
 import os
 import random
 import secrets
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +41,7 @@ from tests.support.differential import (
 )
 from tests.support.kubeapi import condition, create_all, list_pods
 from tests.support.scheduler import running_scheduler, scheduler_config
+from tests.support.snapshot import kubectl_snapshot
 from tests.support.wait import eventually
 from tests.support.workloads import generate
 
@@ -76,27 +76,6 @@ async def _settled(core: client.CoreV1Api, namespace: str, count: int) -> list[O
         if not pod["spec"].get("nodeName") and not found.get("message"):
             return None
     return pods
-
-
-def snapshot(binary: Path, kubeconfig: Path, path: Path) -> None:
-    result = subprocess.run(
-        [
-            str(binary),
-            "kubectl",
-            f"--kubeconfig={kubeconfig}",
-            "get",
-            "nodes,pods",
-            "-A",
-            "-o",
-            "yaml",
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
-    assert result.returncode == 0, result.stderr
-    path.write_text(result.stdout)
 
 
 async def simulated(path: Path, config: Path, seed: int, namespace: str) -> Outcomes:
@@ -144,7 +123,7 @@ async def test_simulate_matches_the_live_scheduler(
                 [_ours(pod, ours_ns, name) for pod in workload.pods],
             )
             path = tmp_path / f"snapshot-{seed}.yaml"
-            snapshot(plane.binary, plane.kubeconfig, path)
+            await asyncio.to_thread(kubectl_snapshot, plane.binary, plane.kubeconfig, path)
             sim = await simulated(path, config, seed, ours_ns)
             assert len(sim) == PODS
             # Not vacuous: pods land on several nodes and some are refused.
