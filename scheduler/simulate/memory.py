@@ -3,14 +3,14 @@
 What the live scheduler does to the API server, applied to dicts instead:
 lists and watches (with the pod field selector the informers use), pod
 binding (``spec.nodeName`` plus ``PodScheduled=True``, as the API server's
-binding storage does), the ``SchedulingGated`` condition the create
-strategy gives a gated pod, the priority the Priority admission plugin
-resolves from a PriorityClass, strategic-merge pod status patches (conditions merged
-by type, ``metadata.uid`` a precondition), events, and the generic
-``request`` plugins use from PreBind and background work (GET, POST, PUT,
-PATCH as a JSON merge patch, or strategic on a pod's status, DELETE) on any
-known resource and its ``status`` subresource. A DELETE removes the object
-at once, as a kubelet finishing a graceful termination would.
+binding storage does), strategic-merge status patches (``patches``, with the
+``metadata.uid`` precondition), events, and the generic ``request`` plugins
+use from PreBind and background work (GET, POST with ``generateName``, PUT
+with the resourceVersion precondition, PATCH as a JSON merge patch or
+strategic on ``status``, DELETE) on any known resource and its ``status``
+subresource. A DELETE removes the object at once, as a kubelet finishing a
+graceful termination would. Loaded pods are admitted as the API server and
+the resourceclaim controller would (``admission``).
 
 Invariants:
 - A stored object is never mutated: every write stores a new dict, so the
@@ -26,7 +26,6 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
-import copy
 import datetime
 import uuid
 from collections import deque
@@ -39,9 +38,24 @@ from scheduler.kube.resources import (
     KNOWN_RESOURCES,
     PODS,
     PRIORITY_CLASSES,
+    RESOURCE_CLAIM_TEMPLATES,
+    RESOURCE_CLAIMS,
     ResourceType,
 )
 from scheduler.kube.wire import STRATEGIC_MERGE_PATCH as STRATEGIC
+from scheduler.simulate.admission import (
+    NameGenerator,
+    admit_priority,
+    claims_from_templates,
+    gated_condition,
+)
+from scheduler.simulate.patches import (
+    check_uid,
+    field_matcher,
+    merge_list,
+    merge_patch,
+    strategic_status,
+)
 
 Raw = dict[str, Any]
 _UID_NAMESPACE = uuid.UUID("6f1d8a52-2b52-4a43-9a4e-3c1f5e0b7a11")
@@ -69,54 +83,6 @@ def stable_uid(resource: ResourceType, key: str) -> str:
     return str(uuid.uuid5(_UID_NAMESPACE, f"{resource.group_resource}/{key}"))
 
 
-def created(resource: ResourceType, obj: Raw) -> Raw:
-    """What the API server's create strategy adds that the scheduler reads: a
-    gated pod without a PodScheduled condition gets ``SchedulingGated``."""
-    if resource != PODS or not (obj.get("spec") or {}).get("schedulingGates"):
-        return obj
-    status = dict(obj.get("status") or {})
-    conditions = list(status.get("conditions") or ())
-    if any(c.get("type") == POD_SCHEDULED for c in conditions):
-        return obj
-    conditions.append(
-        {
-            "type": POD_SCHEDULED,
-            "status": "False",
-            "reason": "SchedulingGated",
-            "message": "Scheduling is blocked due to non-empty scheduling gates",
-        }
-    )
-    return {**obj, "status": {**status, "conditions": conditions}}
-
-
-# ------------------------------------------------------------ field selectors
-def _field(obj: Mapping[str, Any], path: str) -> str:
-    value: Any = obj
-    for part in path.split("."):
-        value = value.get(part) if isinstance(value, Mapping) else None
-    return "" if value is None else str(value)
-
-
-def field_matcher(selector: str | None) -> Callable[[Mapping[str, Any]], bool]:
-    """``a=b,c!=d`` over dotted paths (``status.phase``, ``spec.nodeName``)."""
-    terms: list[tuple[str, str, bool]] = []
-    for raw_term in (selector or "").split(","):
-        term = raw_term.strip()
-        if not term:
-            continue
-        if "!=" in term:
-            path, _, value = term.partition("!=")
-            terms.append((path.strip(), value.strip(), False))
-        else:
-            path, _, value = term.partition("==" if "==" in term else "=")
-            terms.append((path.strip(), value.strip(), True))
-
-    def matches(obj: Mapping[str, Any]) -> bool:
-        return all((_field(obj, path) == value) == equal for path, value, equal in terms)
-
-    return matches
-
-
 class _Watch:
     def __init__(self, resource: ResourceType, matches: Callable[[Mapping[str, Any]], bool]):
         self.resource = resource
@@ -138,32 +104,6 @@ class _Watch:
         self.wake.set()
 
 
-def _merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch; returns a new value."""
-    if not isinstance(patch, Mapping):
-        return copy.deepcopy(patch)
-    result = dict(target) if isinstance(target, Mapping) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = _merge_patch(result.get(key), value)
-    return result
-
-
-def _merge_conditions(current: list[Raw], patched: Iterable[Raw]) -> list[Raw]:
-    """Strategic merge of ``status.conditions`` (the patch key is ``type``)."""
-    merged = [dict(c) for c in current]
-    for condition in patched:
-        for index, existing in enumerate(merged):
-            if existing.get("type") == condition.get("type"):
-                merged[index] = {**existing, **condition}
-                break
-        else:
-            merged.append(dict(condition))
-    return merged
-
-
 class MemoryCluster:
     """A ``ClusterClient`` holding every object in memory. ``clock`` gives
     the wall time of bind conditions."""
@@ -176,27 +116,28 @@ class MemoryCluster:
         self.events: list[Raw] = []
         self.deleted: list[Raw] = []
         self.writes = 0
+        self._names = NameGenerator()
         for obj in objects:
             resource = resource_type_of(obj)
             if resource is None:
                 raise ValueError(f"not a known resource: {obj.get('kind')}")
-            self._store(resource, self._with_identity(resource, created(resource, obj)))
-        self._admit_priorities()
+            self._store(resource, self._with_identity(resource, obj))
+        self._admit()
 
-    def _admit_priorities(self) -> None:
-        """What the Priority admission plugin does on create: ``spec.priority``
-        from the pod's PriorityClass (or the global default), when unset."""
+    def _admit(self) -> None:
+        """Pods as admission and the resourceclaim controller leave them."""
         classes = self.objects(PRIORITY_CLASSES)
-        values = {str(c["metadata"]["name"]): int(c.get("value") or 0) for c in classes}
-        default = next((int(c.get("value") or 0) for c in classes if c.get("globalDefault")), 0)
+
+        def template(namespace: str, name: str) -> Raw | None:
+            return self.get(RESOURCE_CLAIM_TEMPLATES, f"{namespace}/{name}")
+
         for key, pod in list(self._objects.get(PODS, {}).items()):
-            spec = pod.get("spec") or {}
-            if spec.get("priority") is not None:
-                continue
-            name = spec.get("priorityClassName")
-            priority = values.get(str(name), 0) if name else default
-            if priority:
-                self._objects[PODS][key] = {**pod, "spec": {**spec, "priority": priority}}
+            admitted, claims = claims_from_templates(
+                admit_priority(gated_condition(pod), classes), template, self._names
+            )
+            for claim in claims:
+                self._store(RESOURCE_CLAIMS, self._with_identity(RESOURCE_CLAIMS, claim))
+            self._objects[PODS][key] = admitted
 
     # ----------------------------------------------------------------- state
     def objects(self, resource: ResourceType) -> list[Raw]:
@@ -296,7 +237,7 @@ class MemoryCluster:
             "lastProbeTime": None,
             "lastTransitionTime": _rfc3339(self._wall()),
         }
-        status["conditions"] = _merge_conditions(status.get("conditions") or [], [condition])
+        status["conditions"] = merge_list(status.get("conditions") or [], [condition], "type")
         spec = {**(pod.get("spec") or {}), "nodeName": node_name}
         self._write(PODS, {**pod, "spec": spec, "status": status}, pod)
 
@@ -304,10 +245,8 @@ class MemoryCluster:
         self, namespace: str, name: str, patch: Mapping[str, Any]
     ) -> dict[str, Any]:
         pod = self._require(PODS, f"{namespace}/{name}")
-        uid = (patch.get("metadata") or {}).get("uid")
-        if uid and (pod.get("metadata") or {}).get("uid") != uid:
-            raise ApiError(HTTP_CONFLICT, "Conflict", "Precondition failed: UID in precondition")
-        status = _strategic_status(pod, patch)
+        check_uid(pod, patch)
+        status = strategic_status(pod, patch)
         return self._write(PODS, {**pod, "status": status}, pod) or {}
 
     async def create_event(self, namespace: str, event: Mapping[str, Any]) -> None:
@@ -317,7 +256,7 @@ class MemoryCluster:
         for index, event in enumerate(self.events):
             metadata = event.get("metadata") or {}
             if metadata.get("name") == name and metadata.get("namespace") == namespace:
-                self.events[index] = _merge_patch(event, patch)
+                self.events[index] = merge_patch(event, patch)
                 return
         raise ApiError(HTTP_NOT_FOUND, "NotFound", f'event "{name}" not found')
 
@@ -338,12 +277,16 @@ class MemoryCluster:
             metadata = dict(obj.get("metadata") or {})
             if namespace and resource.namespaced:
                 metadata.setdefault("namespace", namespace)
+            if not metadata.get("name") and metadata.get("generateName"):
+                metadata["name"] = self._names(str(metadata["generateName"]))
             obj["metadata"] = metadata
             created_key = object_key(obj)
             if self.get(resource, created_key) is not None:
                 raise ApiError(HTTP_CONFLICT, "AlreadyExists", f'"{created_key}" already exists')
             metadata.setdefault("uid", stable_uid(resource, created_key))
-            return self._write(resource, created(resource, obj), None)
+            if resource == PODS:
+                obj = gated_condition(obj)
+            return self._write(resource, obj, None)
         old = self._require(resource, key)
         if method == "DELETE":
             self._write(resource, None, old)
@@ -356,9 +299,10 @@ class MemoryCluster:
             if subresource == "status":
                 new = {**old, "status": new.get("status")}
         elif method == "PATCH" and subresource == "status" and content_type == STRATEGIC:
-            new = {**old, "status": _strategic_status(old, body or {})}
+            check_uid(old, body or {})
+            new = {**old, "status": strategic_status(old, body or {})}
         elif method == "PATCH":
-            new = _merge_patch(old, body)
+            new = merge_patch(old, body)
             if subresource == "status":
                 new = {**old, "status": new.get("status")}
         else:
@@ -368,20 +312,6 @@ class MemoryCluster:
     async def close(self) -> None:
         for watch in self._watches:
             watch.wake.set()
-
-
-def _strategic_status(obj: Mapping[str, Any], patch: Mapping[str, Any]) -> Raw:
-    """``status`` after a strategic merge patch: conditions merged by type,
-    other fields replaced (None removes)."""
-    status = dict(obj.get("status") or {})
-    for key, value in (patch.get("status") or {}).items():
-        if key == "conditions":
-            status[key] = _merge_conditions(status.get(key) or [], value or [])
-        elif value is None:
-            status.pop(key, None)
-        else:
-            status[key] = copy.deepcopy(value)
-    return status
 
 
 def _parse_path(path: str) -> tuple[ResourceType, str, str, str]:

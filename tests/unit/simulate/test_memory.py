@@ -10,7 +10,8 @@ import pytest
 
 from scheduler.kube.errors import ApiError
 from scheduler.kube.resources import PODS, RESOURCE_CLAIMS
-from scheduler.simulate.memory import MemoryCluster, field_matcher
+from scheduler.simulate.memory import MemoryCluster
+from scheduler.simulate.patches import field_matcher
 from tests.support.builders import make_node, make_pod
 
 NON_TERMINAL = "status.phase!=Succeeded,status.phase!=Failed"
@@ -96,3 +97,61 @@ async def test_request_writes_claim_status() -> None:
     with pytest.raises(ApiError) as stale:
         await memory.request("PUT", path, stored)  # an old resourceVersion
     assert stale.value.status == 409
+
+
+async def test_claim_status_patch_deletes_a_reservation_by_uid() -> None:
+    claim = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": "c", "namespace": "default"},
+        "status": {"reservedFor": [{"uid": "a", "name": "a"}, {"uid": "b", "name": "b"}]},
+    }
+    memory = cluster(claim)
+    path = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/c/status"
+    patch = {"status": {"reservedFor": [{"$patch": "delete", "uid": "a"}]}}
+    written = await memory.request("PATCH", path, patch, "application/strategic-merge-patch+json")
+    assert written["status"]["reservedFor"] == [{"uid": "b", "name": "b"}]
+
+
+async def test_post_with_generate_name_is_named_and_repeatable() -> None:
+    body = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"generateName": "pod-gpu-"},
+    }
+    path = "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims"
+    first = await cluster().request("POST", path, body)
+    again = await cluster().request("POST", path, body)
+    assert first["metadata"]["name"].startswith("pod-gpu-")
+    assert first["metadata"]["name"] == again["metadata"]["name"]
+    assert first["metadata"]["namespace"] == "default"
+
+
+def test_loading_admits_pods_as_the_api_server_would() -> None:
+    template = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "gpu", "namespace": "default"},
+        "spec": {"spec": {"devices": {"requests": [{"name": "g"}]}}},
+    }
+    urgent = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "urgent"},
+        "value": 100,
+    }
+    raw = make_pod("p").spec_field("priorityClassName", "urgent").obj()
+    raw["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": "gpu"}]
+    assert "priority" not in raw["spec"]
+    memory = cluster(template, urgent, raw, make_pod("gated").scheduling_gate("x").obj())
+    pod = memory.get(PODS, "default/p")
+    assert pod is not None
+    assert pod["spec"]["priority"] == 100
+    (status,) = pod["status"]["resourceClaimStatuses"]
+    claim = memory.get(RESOURCE_CLAIMS, f"default/{status['resourceClaimName']}")
+    assert claim is not None
+    assert claim["spec"] == {"devices": {"requests": [{"name": "g"}]}}
+    assert claim["metadata"]["ownerReferences"][0]["uid"] == pod["metadata"]["uid"]
+    gated = memory.get(PODS, "default/gated")
+    assert gated is not None
+    assert gated["status"]["conditions"][0]["reason"] == "SchedulingGated"
