@@ -132,6 +132,7 @@ class SchedulerApp:
         self.snapshot = engine.snapshot
         self.waiting = engine.waiting
         self.background = engine.background
+        self.plugin_services = engine.plugin_services
         self.attempt_log = engine.attempt_log
         self.frameworks = engine.frameworks
         self.queue = engine.queue
@@ -155,19 +156,35 @@ class SchedulerApp:
         if self.elector is not None:
             elector = self.elector
             self.metrics.leader_election(election.resource_name, lambda: elector.is_leader)
+        self.server = self._ops_server(config)
+
+    def _ops_server(self, config: SchedulerConfiguration) -> OpsServer:
         health = scheduler_health(
             shutting_down=lambda: self._shutting_down,
             handlers_synced=lambda: self._synced,
             leader_election=self.elector.healthy if self.elector else None,
         )
-        self.server = OpsServer(
+        return OpsServer(
             self.options.bind_address,
             self.options.port,
             self.metrics_registry,
             health,
             self.attempt_log,
             config_dump=lambda: config.model_dump(mode="json", by_alias=True),
+            listeners=self.plugin_services.listeners,
+            debug_routes=self.plugin_services.debug_routes,
+            gate=self._plugin_gate,
         )
+
+    def _plugin_gate(self, leader_only: bool) -> str | None:
+        """Why plugin listeners refuse now (503), or None to serve."""
+        if not self._synced:  # set once informers synced and plugins started
+            return "not ready: informers syncing or plugins starting"
+        if self._shutting_down:
+            return "not ready: shutting down"
+        if leader_only and self.elector is not None and not self.elector.is_leader:
+            return "not the leader: ask the leading scheduler"
+        return None
 
     # --------------------------------------------------------------- control
     def stop(self) -> None:
@@ -194,7 +211,11 @@ class SchedulerApp:
                 events = group.create_task(self.event_sink.run(), name="events")
                 status = group.create_task(self.status_writer.run(), name="pod-status")
                 cache_metrics = group.create_task(self._cache_metrics(), name="cache-metrics")
-                if not await self._until_stopped(self.informer_factory.wait_synced()):
+                workers: list[asyncio.Task[None]] = []
+                stopped = await self._until_stopped(self.informer_factory.wait_synced())
+                if not stopped:  # plugins' start steps: a failure fails start-up
+                    stopped = await self._until_stopped(self.plugin_services.start())
+                if not stopped:
                     self._synced = True
                     log.info(
                         "informers synced; scheduling",
@@ -202,12 +223,16 @@ class SchedulerApp:
                     )
                     flushers = group.create_task(self.queue.run(), name="queue-flushers")
                     scheduling = group.create_task(self._lead_and_schedule(), name="scheduling")
+                    workers = [
+                        group.create_task(work(), name=f"plugin:{name}")
+                        for name, work in self.plugin_services.workers
+                    ]
                     await self._stop_or_done(scheduling)
                     await self._shutdown_scheduling(scheduling, flushers)
                 self._shutting_down = True
-                for task in (informers, cache_metrics):
+                for task in (*workers, informers, cache_metrics):
                     task.cancel()
-                await asyncio.wait({informers, cache_metrics})  # stopped before the flush
+                await asyncio.wait({*workers, informers, cache_metrics})  # stopped before the flush
                 await self._flush(status, events)
         finally:
             self._shutting_down = True

@@ -42,6 +42,7 @@ from scheduler.kube.events import EventSink, Recorder
 from scheduler.kube.resources import BY_GROUP_KIND, NODES, PODS
 from scheduler.kube.writer import KubeApiWriter
 from scheduler.metrics import SchedulerMetrics
+from scheduler.pluginservices import DaemonPluginServices
 from scheduler.queue import QueueProfile, SchedulingQueue
 from scheduler.runtime.background import BackgroundTasks
 from scheduler.runtime.framework import Framework
@@ -142,6 +143,9 @@ class Engine:
         self.snapshot = Snapshot()
         self.waiting = WaitingPods()
         self.background = BackgroundTasks()
+        # What plugins ask the process for (listeners, debug routes, start
+        # steps, workers); the owner decides which of them it serves.
+        self.plugin_services = DaemonPluginServices(metrics_registry)
         self.attempt_log = AttemptLog()
 
         handles: list[ProfileHandle] = []
@@ -158,6 +162,7 @@ class Engine:
                 events=recorder,
                 api=api,
                 waiting_pods=self.waiting,
+                services=self.plugin_services,
                 background=self.background,
                 metrics=self.metrics,
             )

@@ -22,7 +22,7 @@ from scheduler.app import build_registry, resolve
 from scheduler.config import ConfigError, SchedulerConfiguration, load_config
 from scheduler.simulate.edits import EditError, add_nodes, cordon, parse_count, remove_node
 from scheduler.simulate.report import as_json, as_yaml, build_report, pending_keys, table
-from scheduler.simulate.run import DEFAULT_MAX_SECONDS, Outcome, Simulation
+from scheduler.simulate.run import DEFAULT_MAX_SECONDS, Outcome, Simulation, SimulationError
 from scheduler.simulate.snapshot import Snapshot, SnapshotError, load_files
 
 EXIT_INPUT = 2
@@ -127,7 +127,15 @@ def simulate(
         progress=report if progress is not None else None,
         max_seconds=max_seconds,
     )
-    return asyncio.run(simulation.run()), pending
+    try:
+        return asyncio.run(simulation.run()), pending
+    except SimulationError as error:
+        raise InputError(str(error)) from None
+    except ExceptionGroup as group:  # raised inside the run's TaskGroup
+        failed = group.subgroup(SimulationError)
+        if failed is None:
+            raise
+        raise InputError(str(failed.exceptions[0])) from None
 
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:

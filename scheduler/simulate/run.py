@@ -14,6 +14,9 @@ without a cluster change nothing would move them before the 5-minute flush,
 which would only repeat the same verdict. ``max_seconds`` of simulated time
 bounds a pod that keeps failing with an error.
 
+Plugins' start steps run after the informers' sync, as in the daemon (a
+failure is a ``SimulationError``); their listeners and workers do not.
+
 The idle check yields to the event loop ``IDLE_ROUNDS`` times in a row with
 nothing to do before it trusts the quiet: a write and its watch delivery
 are synchronous (``MemoryCluster``), so a few hops cover a handler chain.
@@ -45,6 +48,10 @@ PROGRESS_EVERY_SECONDS = 2.0
 HOSTNAME = "simulator"
 
 Progress = Callable[[str], None]
+
+
+class SimulationError(Exception):
+    """The run cannot go on (a plugin could not start); the message says why."""
 
 
 @dataclass
@@ -107,6 +114,7 @@ class Simulation:
             events = group.create_task(engine.event_sink.run(), name="events")
             status = group.create_task(engine.status_writer.run(), name="pod-status")
             await engine.informer_factory.wait_synced()
+            await self._start_plugins()
             synced_cpu, synced_wall = time.process_time(), time.perf_counter()
             flushers = group.create_task(engine.queue.run(), name="queue-flushers")
             scheduling = group.create_task(engine.scheduler.run(), name="scheduling")
@@ -129,6 +137,25 @@ class Simulation:
         stats.simulated_seconds = self.clock.now()
         stats.binds = sum(1 for e in self.cluster.events if e.get("reason") == "Scheduled")
         return Outcome(self.cluster, engine.attempt_log, engine, stats)
+
+    async def _start_plugins(self) -> None:
+        """The plugins' start steps (a configuration to wait for), as the
+        daemon runs them after the sync; their waits run on simulated time.
+        Listeners and workers are not run: nothing calls in from outside."""
+        start = asyncio.ensure_future(self.engine.plugin_services.start())
+        while not start.done():
+            await self._idle()
+            if start.done():
+                break
+            deadline = self.clock.next_deadline()
+            if deadline is None or deadline > self._max_seconds:
+                start.cancel()
+                raise SimulationError("a plugin's start step never finished")
+            self.clock.advance_to_next()
+        try:
+            start.result()
+        except RuntimeError as error:
+            raise SimulationError(str(error)) from None
 
     def _busy(self) -> bool:
         engine = self.engine

@@ -165,3 +165,31 @@ def test_malformed_input_is_one_line_never_a_traceback(
     assert message in err
     assert "Traceback" not in err
     assert len(err.strip().splitlines()) == 1
+
+
+AUTOSCALE = EXAMPLES / "autoscale"
+
+
+def test_autoscale_enforcer_scenario_runs_with_its_start_step() -> None:
+    code, out = run(
+        str(AUTOSCALE / "cluster.yaml"),
+        str(AUTOSCALE / "vms.yaml"),
+        "--config",
+        str(AUTOSCALE / "scheduler-config.yaml"),
+        "--seed",
+        "1",
+        "-o",
+        "json",
+    )
+    assert code == 0
+    pods = json.loads(out)["pods"]
+    assert pods
+    assert all(p["result"] == "Scheduled" for p in pods)
+
+
+def test_a_plugin_that_cannot_start_is_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = run(DEMO[0], "--config", str(AUTOSCALE / "scheduler-config.yaml"))
+    err = capsys.readouterr().err
+    assert (code, out) == (EXIT_INPUT, "")
+    assert "AutoscaleEnforcer: no valid config in ConfigMap" in err
+    assert len(err.strip().splitlines()) == 1
