@@ -103,7 +103,7 @@ def offline(args: argparse.Namespace, namespace: str, name: str) -> Diagnosis:
     # Loaded only here: the engine and every plugin take seconds to import,
     # which the live path (one HTTP GET) should not pay.
     from scheduler.simulate import cli as simulate_cli  # noqa: PLC0415
-    from scheduler.simulate.verdicts import filter_matrix  # noqa: PLC0415
+    from scheduler.simulate.verdicts import filter_matrix, node_shortfalls  # noqa: PLC0415
 
     try:
         config, snapshot = simulate_cli.prepare(
@@ -132,6 +132,7 @@ def offline(args: argparse.Namespace, namespace: str, name: str) -> Diagnosis:
             for node, verdicts in matrix.items()
         }
         diagnosis.complete = True
+        diagnosis.shortfall = node_shortfalls(outcome.engine, pod, matrix)
     elif pod.node_name and diagnosis.result == "NoAttempt":
         diagnosis.result, diagnosis.node, diagnosis.message = "Bound", pod.node_name, ""
     return diagnosis

@@ -40,6 +40,8 @@ class Diagnosis:
     nodes: dict[str, list[Verdict]] = field(default_factory=dict)
     top_scores: list[dict[str, Any]] = field(default_factory=list)
     complete: bool = False  # every node and plugin (simulated), not a sample
+    # Node -> resource -> how much more the pod requests than is free (simulated).
+    shortfall: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def closest_first(self) -> list[tuple[str, list[Verdict]]]:
         def key(item: tuple[str, list[Verdict]]) -> tuple[int, int, int, str]:
@@ -111,20 +113,27 @@ def render(diagnosis: Diagnosis) -> str:
         lines += ["", f"verdicts grouped by reason ({scope}):"]
         for reason, names in diagnosis.by_reason().items():
             lines.append(f"  {reason}: {', '.join(names)}")
-        rows = []
+        rows: list[tuple[str, ...]] = []
         for name, verdicts in diagnosis.closest_first():
+            short = diagnosis.shortfall.get(name) or {}
+            amounts = ", ".join(f"{k} {v}" for k, v in short.items())
             for index, verdict in enumerate(verdicts):
+                first = index == 0
                 rows.append(
                     (
-                        name if index == 0 else "",
-                        str(len(verdicts)) if index == 0 else "",
+                        name if first else "",
+                        str(len(verdicts)) if first else "",
                         verdict.plugin,
                         verdict.code,
                         "; ".join(verdict.reasons),
+                        amounts if first else "",
                     )
                 )
+        headers: tuple[str, ...] = ("NODE", "FAILING", "PLUGIN", "CODE", "LACKS", "SHORT BY")
+        if not diagnosis.shortfall:
+            headers, rows = headers[:-1], [row[:-1] for row in rows]
         lines += ["", "closest to fitting first (what each node lacks):"]
-        lines += _columns(("NODE", "FAILING", "PLUGIN", "CODE", "LACKS"), rows, "  ")
+        lines += _columns(headers, rows, "  ")
     if diagnosis.top_scores:
         lines += ["", "best scores:"]
         for score in diagnosis.top_scores:

@@ -206,3 +206,16 @@ def test_snapshot_gives_the_live_message_and_every_plugin_verdict() -> None:
     assert body["message"].startswith("0/3 nodes are available:")
     assert body["complete"] is True
     assert set(body["nodes"]) == {"small", "large", "highmem"}
+
+
+def test_snapshot_says_how_much_each_node_is_short() -> None:
+    out = io.StringIO()
+    argv = ["explain", "--snapshot", *DEMO, "--config", CONFIG, "demo/too-big", "-o", "json"]
+    assert main(argv, out=out) == 0
+    shortfall = json.loads(out.getvalue())["shortfall"]
+    # too-big asks for more CPUs than any node has free; small has 750m free of 2.
+    assert set(shortfall) == {"small", "large", "highmem"}
+    assert all("cpu" in short for short in shortfall.values())
+    text = io.StringIO()
+    assert main(argv[:-2], out=text) == 0
+    assert "SHORT BY" in text.getvalue()
