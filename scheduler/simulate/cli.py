@@ -23,7 +23,7 @@ from scheduler.config import ConfigError, SchedulerConfiguration, load_config
 from scheduler.simulate.edits import EditError, add_nodes, cordon, parse_count, remove_node
 from scheduler.simulate.report import as_json, as_yaml, build_report, pending_keys, table
 from scheduler.simulate.run import DEFAULT_MAX_SECONDS, Outcome, Simulation, SimulationError
-from scheduler.simulate.snapshot import Snapshot, SnapshotError, load_files
+from scheduler.simulate.snapshot import Snapshot, SnapshotError, load_files, snapshot_time
 
 EXIT_INPUT = 2
 EXIT_TIMED_OUT = 1
@@ -117,6 +117,8 @@ def simulate(
         if progress is not None:
             print(line, file=progress, flush=True)
 
+    if wall is None:
+        wall = snapshot_time(snapshot.objects)
     simulation = Simulation(
         config,
         profiles,

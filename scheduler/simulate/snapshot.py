@@ -16,6 +16,7 @@ contain them.
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,17 @@ from scheduler.kube.resources import NODES, PODS
 from scheduler.simulate.memory import resource_type_of
 
 Raw = dict[str, Any]
+
+
+class _Loader(yaml.SafeLoader):
+    """Timestamps stay strings, as in the API's JSON (PyYAML would make them
+    ``datetime`` objects, which nothing downstream expects)."""
+
+
+_Loader.yaml_implicit_resolvers = {
+    first: [(tag, pattern) for tag, pattern in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
 
 
 class SnapshotError(ValueError):
@@ -61,7 +73,7 @@ def load_files(paths: Iterable[str]) -> Snapshot:
 def load_text(text: str, source: str) -> Snapshot:
     snapshot = Snapshot()
     try:
-        documents = list(yaml.safe_load_all(text))
+        documents = list(yaml.load_all(text, Loader=_Loader))
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" line {mark.line + 1}" if mark is not None else ""
@@ -180,6 +192,25 @@ def _type(value: Any) -> str:
     if isinstance(value, str):
         return f"a string {value!r}"
     return type(value).__name__
+
+
+def snapshot_time(objects: Iterable[Mapping[str, Any]]) -> float | None:
+    """The newest ``metadata.creationTimestamp`` in the snapshot (Unix time),
+    so that a run's timestamps depend on its input alone; None if none."""
+    newest: float | None = None
+    for obj in objects:
+        stamp = (obj.get("metadata") or {}).get("creationTimestamp")
+        if not isinstance(stamp, str):
+            continue
+        try:
+            moment = datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+        except ValueError:
+            continue
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=datetime.UTC)
+        value = moment.timestamp()
+        newest = value if newest is None or value > newest else newest
+    return newest
 
 
 def dump_list(objects: Iterable[Raw]) -> str:

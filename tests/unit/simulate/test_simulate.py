@@ -6,12 +6,14 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+import yaml
 
 from scheduler.config import SchedulerConfiguration
+from scheduler.kube.resources import PODS
 from scheduler.simulate.cli import simulate
 from scheduler.simulate.edits import add_nodes, cordon, remove_node
 from scheduler.simulate.report import Report, as_yaml, build_report
-from scheduler.simulate.snapshot import Snapshot, load_text
+from scheduler.simulate.snapshot import Snapshot, load_text, snapshot_time
 from tests.support.builders import PodBuilder, make_node, make_pod
 
 Obj = dict[str, Any]
@@ -140,3 +142,16 @@ def test_preemption_victims_are_reported() -> None:
     assert report.victims == ["default/batch"]
     assert placements(report) == {"default/urgent": "large"}
     assert "Preempted" in [e["reason"] for e in outcome.cluster.events]
+
+
+def test_timestamps_stay_strings_and_the_run_is_dated_by_its_snapshot() -> None:
+    node = make_node("n").obj()
+    node["metadata"]["creationTimestamp"] = "2026-01-02T03:04:05Z"
+    text = yaml.safe_dump_all([node, pod("p").obj()])
+    snapshot = load_text(text, "in.yaml")
+    assert snapshot.objects[0]["metadata"]["creationTimestamp"] == "2026-01-02T03:04:05Z"
+    assert snapshot_time(snapshot.objects) == 1767323045.0
+    outcome, _ = simulate(SchedulerConfiguration(), snapshot, seed=0)
+    bound = outcome.cluster.get(PODS, "default/p")
+    assert bound is not None
+    assert bound["status"]["conditions"][0]["lastTransitionTime"] == "2026-01-02T03:04:05Z"
