@@ -116,7 +116,8 @@ def offline(args: argparse.Namespace, namespace: str, name: str) -> Diagnosis:
                 add_nodes=[],
             )
         )
-        outcome, _ = simulate_cli.simulate(config, snapshot, seed=args.seed)
+        with simulate_cli.one_line_logging():
+            outcome, _ = simulate_cli.simulate(config, snapshot, seed=args.seed)
     except simulate_cli.InputError as error:
         raise InputError(str(error)) from None
     key = f"{namespace}/{name}"

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TextIO
 
 from scheduler.app import build_registry, resolve
@@ -66,6 +67,46 @@ def parser() -> argparse.ArgumentParser:
 
 class InputError(Exception):
     """Malformed input: printed as one line, exit code 2."""
+
+
+class _OneLine(logging.Formatter):
+    """A log record as one line: an exception's type and message, never its
+    traceback (a user of a command line tool gets no tracebacks)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        message = record.getMessage()
+        error = record.exc_info[1] if record.exc_info else None
+        if error is not None:
+            message += f" ({type(error).__name__}: {error})"
+        return f"{PROG}: {record.levelname.lower()}: {message}"
+
+
+class _Stderr(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to whatever ``sys.stderr`` is when a record comes."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.stream = sys.stderr
+        super().emit(record)
+
+
+@contextlib.contextmanager
+def one_line_logging() -> Iterator[None]:
+    """While inside: warnings and errors on stderr, one line each; the
+    engine's own per-pod logs (unschedulable pods, retries) only when they
+    are errors. The previous logging set-up is restored on exit."""
+    root, engine = logging.getLogger(), logging.getLogger("scheduler")
+    saved = (list(root.handlers), root.level, engine.level)
+    handler = _Stderr()
+    handler.setFormatter(_OneLine())
+    root.handlers[:] = [handler]
+    root.setLevel(logging.WARNING)
+    engine.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        root.handlers[:], level, engine_level = saved
+        root.setLevel(level)
+        engine.setLevel(engine_level)
 
 
 def prepare(args: argparse.Namespace) -> tuple[SchedulerConfiguration, Snapshot]:
@@ -142,9 +183,11 @@ def simulate(
 
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     args = parser().parse_args(argv)
-    out = out or sys.stdout
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    logging.getLogger("scheduler").setLevel(logging.ERROR)
+    with one_line_logging():
+        return _main(args, out or sys.stdout)
+
+
+def _main(args: argparse.Namespace, out: TextIO) -> int:
     try:
         config, snapshot = prepare(args)
         show_progress = args.progress or (

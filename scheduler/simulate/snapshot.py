@@ -159,7 +159,90 @@ def _quantities(resources: Mapping[str, Any], path: str, label: str) -> None:
             raise SnapshotError(f"{label}: {path}.{name}: invalid quantity {value!r}") from None
 
 
+# The fields the scheduler reads, with the JSON type the API server enforces:
+# "map", "list" (of objects, "[]" walks into each), "str", "int".
+_POD_SHAPE = (
+    ("metadata.labels", "map"),
+    ("metadata.annotations", "map"),
+    ("metadata.ownerReferences", "list"),
+    ("spec.nodeName", "str"),
+    ("spec.schedulerName", "str"),
+    ("spec.priority", "int"),
+    ("spec.nodeSelector", "map"),
+    ("spec.affinity", "map"),
+    ("spec.affinity.nodeAffinity", "map"),
+    ("spec.affinity.podAffinity", "map"),
+    ("spec.affinity.podAntiAffinity", "map"),
+    ("spec.tolerations", "list"),
+    ("spec.topologySpreadConstraints", "list"),
+    ("spec.schedulingGates", "list"),
+    ("spec.resourceClaims", "list"),
+    ("spec.volumes", "list"),
+    ("spec.overhead", "map"),
+    ("spec.containers[].ports", "list"),
+    ("spec.containers[].resources", "map"),
+    ("spec.initContainers[].ports", "list"),
+    ("spec.initContainers[].resources", "map"),
+    ("status.conditions", "list"),
+    ("status.containerStatuses", "list"),
+)
+_NODE_SHAPE = (
+    ("metadata.labels", "map"),
+    ("metadata.annotations", "map"),
+    ("spec.taints", "list"),
+    ("spec.unschedulable", "bool"),
+    ("status.images", "list"),
+    ("status.conditions", "list"),
+)
+_TYPES: dict[str, tuple[type, ...]] = {
+    "map": (Mapping,),
+    "list": (list,),
+    "str": (str,),
+    "int": (int,),
+    "bool": (bool,),
+}
+_NAMES = {"map": "an object", "list": "a list", "str": "a string", "int": "an integer"}
+
+
+def _check_shape(obj: Mapping[str, Any], shape: Iterable[tuple[str, str]], label: str) -> None:
+    """Each listed field, where present, has its API type; a list's items
+    are objects."""
+    for path, kind in shape:
+        for where, value in _walk(obj, path.split("."), ""):
+            if value is None:
+                continue
+            if not isinstance(value, _TYPES[kind]) or (kind == "int" and isinstance(value, bool)):
+                wanted = _NAMES.get(kind, "a " + kind)
+                raise SnapshotError(f"{label}: {where}: expected {wanted}, got {_type(value)}")
+            if isinstance(value, list):
+                for index, item in enumerate(value):
+                    if not isinstance(item, Mapping):
+                        raise SnapshotError(
+                            f"{label}: {where}[{index}]: expected an object, got {_type(item)}"
+                        )
+
+
+def _walk(value: Any, parts: list[str], where: str) -> Iterable[tuple[str, Any]]:
+    """(path, value) for the dotted path; ``name[]`` visits every list item."""
+    if not parts:
+        yield where, value
+        return
+    if not isinstance(value, Mapping):
+        return
+    part, rest = parts[0], parts[1:]
+    name = part.removesuffix("[]")
+    child = value.get(name)
+    path = f"{where}.{name}" if where else name
+    if part.endswith("[]"):
+        items: list[Any] = child if isinstance(child, list) else []
+        for index, item in enumerate(items):
+            yield from _walk(item, rest, f"{path}[{index}]")
+    else:
+        yield from _walk(child, rest, path)
+
+
 def _check_pod(pod: Mapping[str, Any], label: str) -> None:
+    _check_shape(pod, _POD_SHAPE, label)
     spec = _mapping(pod, "spec", label)
     _mapping(pod, "status", label)
     for list_name in ("containers", "initContainers"):
@@ -178,6 +261,7 @@ def _check_pod(pod: Mapping[str, Any], label: str) -> None:
 
 
 def _check_node(node: Mapping[str, Any], label: str) -> None:
+    _check_shape(node, _NODE_SHAPE, label)
     _mapping(node, "spec", label)
     status = _mapping(node, "status", label)
     for part in ("capacity", "allocatable"):

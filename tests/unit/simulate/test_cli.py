@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 from pathlib import Path
 
 import pytest
 import yaml
 
 from scheduler.cli import main as pyscheduler_main
-from scheduler.simulate.cli import EXIT_INPUT
+from scheduler.simulate.cli import EXIT_INPUT, one_line_logging
 from scheduler.simulate.cli import main as simulate_main
 from scheduler.simulate.snapshot import load_text
 from tests.support.builders import make_node, make_pod
@@ -193,3 +194,52 @@ def test_a_plugin_that_cannot_start_is_one_line(capsys: pytest.CaptureFixture[st
     assert (code, out) == (EXIT_INPUT, "")
     assert "AutoscaleEnforcer: no valid config in ConfigMap" in err
     assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("pod_spec", "message"),
+    [
+        pytest.param(
+            {"tolerations": "oops"},
+            "document 2 (Pod default/p): spec.tolerations: expected a list, got a string 'oops'",
+            id="tolerations that are not a list",
+        ),
+        pytest.param(
+            {"nodeSelector": ["a"]},
+            "spec.nodeSelector: expected an object, got a list",
+            id="a node selector that is not a map",
+        ),
+        pytest.param(
+            {"containers": [{"name": "c", "image": "x", "ports": [80]}]},
+            "spec.containers[0].ports[0]: expected an object, got int",
+            id="a port that is not an object",
+        ),
+    ],
+)
+def test_fields_of_the_wrong_type_are_named(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    pod_spec: dict[str, object],
+    message: str,
+) -> None:
+    pod = make_pod("p").obj()
+    pod["spec"].update(pod_spec)
+    path = tmp_path / "in.yaml"
+    path.write_text(yaml.safe_dump_all([NODE, pod]))
+    assert run(str(path)) == (EXIT_INPUT, "")
+    err = capsys.readouterr().err
+    assert message in err
+    assert "Traceback" not in err
+
+
+def test_log_records_are_one_line_without_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    root = logging.getLogger()
+    before = list(root.handlers)
+    with one_line_logging():
+        try:
+            raise ValueError("broken")
+        except ValueError:
+            logging.getLogger("elsewhere").exception("handler failed")
+    assert root.handlers == before  # restored
+    err = capsys.readouterr().err
+    assert err == "pyscheduler simulate: error: handler failed (ValueError: broken)\n"
