@@ -30,6 +30,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from plugins.registry import DEFAULT_PLUGINS, in_tree_registry
+from scheduler.cachedebug import NON_TERMINAL_PODS, CacheDebugger
 from scheduler.clock import Clock, RealClock
 from scheduler.config import (
     PluginRef,
@@ -39,7 +40,6 @@ from scheduler.config import (
     resolve_profiles,
 )
 from scheduler.engine import (
-    NON_TERMINAL_PODS,
     Engine,
     build_framework,
     object_event_resources,
@@ -137,6 +137,9 @@ class SchedulerApp:
         self.frameworks = engine.frameworks
         self.queue = engine.queue
         self.scheduler = engine.scheduler
+        self.cache_debugger = CacheDebugger(
+            client.list, self.cache, self.queue, schedulers=self.frameworks.keys(), clock=self.clock
+        )
 
         self.elector: LeaderElector | None = None
         election = config.leader_election
@@ -174,6 +177,7 @@ class SchedulerApp:
             listeners=self.plugin_services.listeners,
             debug_routes=self.plugin_services.debug_routes,
             gate=self._plugin_gate,
+            cache_report=self.cache_debugger.report_json,
         )
 
     def _plugin_gate(self, leader_only: bool) -> str | None:
@@ -190,6 +194,10 @@ class SchedulerApp:
     def stop(self) -> None:
         """Begin the ordered shutdown (safe from a signal handler)."""
         self._stop.set()
+
+    def request_cache_report(self) -> None:
+        """Log the cache comparer's report soon (safe from a signal handler: SIGUSR2)."""
+        self.cache_debugger.request_report()
 
     @property
     def ready(self) -> bool:
@@ -211,6 +219,7 @@ class SchedulerApp:
                 events = group.create_task(self.event_sink.run(), name="events")
                 status = group.create_task(self.status_writer.run(), name="pod-status")
                 cache_metrics = group.create_task(self._cache_metrics(), name="cache-metrics")
+                debugger = group.create_task(self.cache_debugger.run(), name="cache-debugger")
                 workers: list[asyncio.Task[None]] = []
                 stopped = await self._until_stopped(self.informer_factory.wait_synced())
                 if not stopped:  # plugins' start steps: a failure fails start-up
@@ -230,9 +239,11 @@ class SchedulerApp:
                     await self._stop_or_done(scheduling)
                     await self._shutdown_scheduling(scheduling, flushers)
                 self._shutting_down = True
-                for task in (*workers, informers, cache_metrics):
+                for task in (*workers, informers, cache_metrics, debugger):
                     task.cancel()
-                await asyncio.wait({*workers, informers, cache_metrics})  # stopped before the flush
+                await asyncio.wait(
+                    {*workers, informers, cache_metrics, debugger}
+                )  # before the flush
                 await self._flush(status, events)
         finally:
             self._shutting_down = True

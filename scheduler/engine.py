@@ -24,6 +24,7 @@ from prometheus_client import CollectorRegistry
 
 from scheduler.cache.cache import Cache
 from scheduler.cache.snapshot import Snapshot
+from scheduler.cachedebug import NON_TERMINAL_PODS
 from scheduler.clock import Clock
 from scheduler.config import ResolvedProfile, SchedulerConfiguration
 from scheduler.cycle.reporting import StatusWriter
@@ -47,8 +48,6 @@ from scheduler.queue import QueueProfile, SchedulingQueue
 from scheduler.runtime.background import BackgroundTasks
 from scheduler.runtime.framework import Framework
 from scheduler.runtime.waiting import WaitingPods
-
-NON_TERMINAL_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 
 
 def build_framework(
@@ -139,7 +138,7 @@ class Engine:
         self.event_sink = EventSink(client, hostname=hostname, clock=clock)
         self.status_writer = StatusWriter(client.patch_pod_status, clock)
         api = KubeApiWriter(client)
-        self.cache = Cache()
+        self.cache = Cache(clock)
         self.snapshot = Snapshot()
         self.waiting = WaitingPods()
         self.background = BackgroundTasks()
