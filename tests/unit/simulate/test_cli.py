@@ -104,7 +104,10 @@ NODE = make_node("n").obj()
     ("text", "flags", "message"),
     [
         pytest.param(
-            "kind: [", (), "in.yaml: line 1: not valid YAML", id="broken YAML names its line"
+            "apiVersion: v1\nkind: [\n",
+            (),
+            ": line 3: not valid YAML",
+            id="broken YAML names its line",
         ),
         pytest.param(
             yaml.safe_dump_all([NODE, {"apiVersion": "v1", "kind": "Pod", "metadata": {}}]),
