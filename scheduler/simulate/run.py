@@ -62,7 +62,6 @@ class RunStats:
     scheduling_cpu_seconds: float = 0.0
     scheduling_wall_seconds: float = 0.0
     binds: int = 0
-    attempts: int = 0
     timed_out: bool = False
 
 
@@ -182,12 +181,11 @@ class Simulation:
                 quiet += 1
             if self._progress is not None and time.perf_counter() >= next_report:
                 next_report = time.perf_counter() + PROGRESS_EVERY_SECONDS
-                self._report()
+                self._report(self._progress)
 
-    def _report(self) -> None:
-        assert self._progress is not None
+    def _report(self, progress: Progress) -> None:
         queued = self.engine.queue.pending_pods()
-        self._progress(
+        progress(
             f"simulate: {self.cluster.writes} writes, "
             f"{len(queued[QueueName.ACTIVE])} active, {len(queued[QueueName.BACKOFF])} backoff, "
             f"{len(queued[QueueName.UNSCHEDULABLE])} unschedulable, "
