@@ -19,7 +19,10 @@ Run it with ``make demo`` (which also builds everything on a fresh machine), or
    ResourceSlice; a pod whose claim selects a GPU by memory lands next to
    it, with the allocation written to its claim, and a pod asking for more
    GPUs than any node has waits with the reason;
-8. stops the scheduler with SIGTERM, then the control plane.
+8. snapshots the cluster with ``kubectl get -o yaml``, simulates it with one
+   node fewer (``pyscheduler simulate --remove-node``) and explains the waiting
+   pod with the kubectl plugin (``kubectl pyscheduler explain``);
+9. stops the scheduler with SIGTERM, then the control plane.
 
 Invariant: whatever happens (an error, Ctrl-C, SIGTERM), every process the demo
 started is stopped and its temporary files are removed before it exits; the
@@ -33,6 +36,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -315,16 +319,16 @@ def stop_scheduler(process: ComponentProcess) -> None:
 def run(plane: ControlPlane, processes: list[ComponentProcess]) -> None:
     ours = scheduler_name(CONFIG)
     began = time.monotonic()
-    say("[1/7] starting etcd and kube-apiserver on loopback")
+    say("[1/8] starting etcd and kube-apiserver on loopback")
     plane.start()
     say(f"  API server {plane.server} ready in {time.monotonic() - began:.1f}s")
 
-    say(f"[2/7] kubectl apply -f {NODES.relative_to(EXAMPLES.parent)}")
+    say(f"[2/8] kubectl apply -f {NODES.relative_to(EXAMPLES.parent)}")
     kubectl(plane, "apply", f"--filename={NODES}")
     node_count = len(items(plane, "/api/v1/nodes"))
 
     port = free_port()
-    say(f"[3/7] pyscheduler --config {CONFIG.relative_to(EXAMPLES.parent)} --port {port}")
+    say(f"[3/8] pyscheduler --config {CONFIG.relative_to(EXAMPLES.parent)} --port {port}")
     started = time.monotonic()
     scheduler = start_scheduler(plane, port)
     processes.append(scheduler)
@@ -332,7 +336,7 @@ def run(plane: ControlPlane, processes: list[ComponentProcess]) -> None:
     wait_ready(scheduler, base)
     say(f"  pid {scheduler.pid}, GET {base}/readyz: 200 after {time.monotonic() - started:.1f}s")
 
-    say(f"[4/7] kubectl apply -f {PODS.relative_to(EXAMPLES.parent)}")
+    say(f"[4/8] kubectl apply -f {PODS.relative_to(EXAMPLES.parent)}")
     started = time.monotonic()
     kubectl(plane, "apply", f"--filename={PODS}")
     pods_path = f"/api/v1/namespaces/{NAMESPACE}/pods"
@@ -346,7 +350,7 @@ def run(plane: ControlPlane, processes: list[ComponentProcess]) -> None:
     pods = in_order(acted, manifest_order(PODS, "Pod"))
     say(f"  the scheduler acted on every pod within {time.monotonic() - started:.1f}s")
 
-    say("[5/7] results")
+    say("[5/8] results")
     say()
     say(f"Pods (namespace {NAMESPACE}, this scheduler is {ours!r}):")
     say(table(["POD", "NODE", "OUTCOME"], pod_rows(pods, ours, node_count)))
@@ -368,15 +372,22 @@ def run(plane: ControlPlane, processes: list[ComponentProcess]) -> None:
     for line in metric_lines(http_get(f"{base}/metrics")[1], ours):
         say(line)
     say()
+    later_steps(plane, base)
+
+
+def later_steps(plane: ControlPlane, base: str) -> None:
+    """Steps 6 to 8: preemption, devices, and the what-if tools."""
     preempt(plane)
     say()
     allocate_devices(plane)
+    say()
+    what_if(plane, base)
     say()
 
 
 def preempt(plane: ControlPlane) -> None:
     """Step 6: a high-priority pod makes room for itself."""
-    say(f"[6/7] kubectl apply -f {PREEMPTION.relative_to(EXAMPLES.parent)}")
+    say(f"[6/8] kubectl apply -f {PREEMPTION.relative_to(EXAMPLES.parent)}")
     for attempt in range(3):  # admission may not know the new PriorityClass yet
         try:
             kubectl(plane, "apply", f"--filename={PREEMPTION}")
@@ -414,7 +425,7 @@ def preempt(plane: ControlPlane) -> None:
 
 def allocate_devices(plane: ControlPlane) -> None:
     """Step 7: DynamicResources allocates a device and explains a claim it cannot."""
-    say(f"[7/7] kubectl apply -f {DRA.relative_to(EXAMPLES.parent)}")
+    say(f"[7/8] kubectl apply -f {DRA.relative_to(EXAMPLES.parent)}")
     kubectl(plane, "apply", f"--filename={DRA}")
     pods_path = f"/api/v1/namespaces/{NAMESPACE}/pods"
 
@@ -438,6 +449,56 @@ def allocate_devices(plane: ControlPlane) -> None:
     say(f"  {DRA_POD} bound to {node}")
     say(f"  claim {DRA_CLAIM}: allocated {devices}, reserved for {holders}")
     say(f"  {DRA_WAITING} waits: {told}")
+
+
+def run_tool(*argv: str) -> None:
+    """One of our commands as a user runs it, its output indented."""
+    result = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=120)
+    if result.returncode != 0:
+        raise DemoError(f"{' '.join(argv)} failed ({result.returncode}):\n{result.stderr}")
+    for line in result.stdout.splitlines():
+        say(f"    {line}")
+
+
+def what_if(plane: ControlPlane, base: str) -> None:
+    """Step 7: a snapshot of the demo's cluster, simulated without one node;
+    and the live diagnosis through the kubectl plugin."""
+    tools = Path(sys.executable).parent
+    with tempfile.TemporaryDirectory(prefix="pyscheduler-demo-") as directory:
+        snapshot = Path(directory) / "snapshot.yaml"
+        say("[8/8] kubectl get nodes,pods,priorityclasses -A -o yaml > snapshot.yaml")
+        argv = [str(plane.binary), "kubectl", f"--kubeconfig={plane.kubeconfig}", "get"]
+        argv += ["nodes,pods,priorityclasses", "-A", "-o", "yaml"]
+        result = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=60)
+        if result.returncode != 0:
+            raise DemoError(f"kubectl get failed:\n{result.stderr}")
+        snapshot.write_text(result.stdout)
+        count = len((yaml.safe_load(result.stdout) or {}).get("items") or ())
+        say(f"  {count} objects; what if we drained 'small'?")
+        say(
+            f"  pyscheduler simulate snapshot.yaml --config {CONFIG.relative_to(EXAMPLES.parent)} "
+            "--remove-node small --seed 1"
+        )
+        run_tool(
+            str(tools / "pyscheduler"),
+            "simulate",
+            str(snapshot),
+            "--config",
+            str(CONFIG),
+            "--remove-node",
+            "small",
+            "--seed",
+            "1",
+        )
+    say(f"  kubectl pyscheduler explain {NAMESPACE}/{EXPLAINED_POD} --url {base}")
+    run_tool(
+        str(tools / "kubectl-pyscheduler"),
+        "explain",
+        f"{NAMESPACE}/{EXPLAINED_POD}",
+        "--url",
+        base,
+        f"--kubeconfig={plane.kubeconfig}",
+    )
 
 
 def _interrupt(signum: int, _frame: FrameType | None) -> None:

@@ -1,4 +1,5 @@
-"""Command line: ``pyscheduler --config FILE [--kubeconfig FILE]``.
+"""Command line: ``pyscheduler --config FILE [--kubeconfig FILE]``, or
+``pyscheduler simulate ...`` (``scheduler.simulate.cli``).
 
 Loads and validates the configuration first: a bad file stops start-up with a
 message naming the field and the problem (exit code 2), before any connection
@@ -22,6 +23,7 @@ from scheduler.kube.client import KubeClient
 from scheduler.kube.connection import ConfigError as ConnectionConfigError
 from scheduler.leaderelection import LeadershipLost
 from scheduler.logsetup import configure_logging
+from scheduler.simulate.cli import main as simulate_main
 
 log = logging.getLogger("pyscheduler")
 USER_AGENT = "pyscheduler"
@@ -47,7 +49,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["simulate"]:
+        return simulate_main(arguments[1:])
+    args = parse_args(arguments)
     configure_logging(args.log_level, args.log_json)
     try:
         config = load_config(args.config)
