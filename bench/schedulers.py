@@ -1,8 +1,8 @@
 """Both schedulers, run the same way: each its own process, configured by a
 KubeSchedulerConfiguration file, serving /readyz and /metrics on loopback.
 
-- ours: ``pyscheduler --config F --kubeconfig K --port P --bind-address
-  127.0.0.1 --log-level warning``, profile ``pyscheduler``, plain HTTP;
+- ours: ``pyscheduler --config F --kubeconfig K --secure-port P --bind-address
+  127.0.0.1 --v=0``, profile ``pyscheduler``, plain HTTP;
 - upstream: ``kcp kube-scheduler --config F`` from the same control-plane
   build (``ControlPlane.start_scheduler``), profile ``default-scheduler``. Its
   ``--secure-port=0`` is overridden by a later ``--secure-port=P`` with
@@ -87,9 +87,9 @@ def start(kind: SchedulerKind, plane: ControlPlane, workdir: Path) -> RunningSch
             str(Path(sys.executable).parent / "pyscheduler"),
             f"--config={config}",
             f"--kubeconfig={plane.kubeconfig}",
-            f"--port={port}",
+            f"--secure-port={port}",
             f"--bind-address={LOOPBACK}",
-            "--log-level=warning",
+            "--v=0",
         ]
         process = ComponentProcess("pyscheduler", argv, plane.layout.logs / "pyscheduler.log")
         process.start()

@@ -259,7 +259,7 @@ def start_scheduler(plane: ControlPlane, port: int) -> ComponentProcess:
         str(binary),
         f"--config={CONFIG}",
         f"--kubeconfig={plane.kubeconfig}",
-        f"--port={port}",
+        f"--secure-port={port}",
         "--bind-address=127.0.0.1",
     ]
     process = ComponentProcess("pyscheduler", argv, plane.layout.logs / "pyscheduler.log")
@@ -312,7 +312,7 @@ def run(plane: ControlPlane, processes: list[ComponentProcess]) -> None:
     node_count = len(items(plane, "/api/v1/nodes"))
 
     port = free_port()
-    say(f"[3/5] pyscheduler --config {CONFIG.relative_to(EXAMPLES.parent)} --port {port}")
+    say(f"[3/5] pyscheduler --config {CONFIG.relative_to(EXAMPLES.parent)} --secure-port {port}")
     started = time.monotonic()
     scheduler = start_scheduler(plane, port)
     processes.append(scheduler)

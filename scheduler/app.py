@@ -23,7 +23,7 @@ import random
 import socket
 import uuid
 from collections.abc import Awaitable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -43,6 +43,7 @@ from scheduler.cycle.reporting import StatusWriter
 from scheduler.cycle.scheduler import Scheduler
 from scheduler.diagnostics import AttemptLog
 from scheduler.eventhandlers import EventHandlers
+from scheduler.features import FeatureGates
 from scheduler.framework.interfaces import ExtensionPoint, Plugin
 from scheduler.framework.objects import Pod, parse_pod
 from scheduler.framework.registry import Registry, entry_point_plugins
@@ -74,6 +75,7 @@ class AppOptions:
     bind_grace_seconds: float = 30.0
     flush_grace_seconds: float = 5.0
     max_binding: int = 64
+    feature_gates: FeatureGates = field(default_factory=FeatureGates)
 
 
 def build_registry() -> Registry:
@@ -81,8 +83,15 @@ def build_registry() -> Registry:
     return in_tree_registry().merged(entry_point_plugins())
 
 
-def resolve(config: SchedulerConfiguration, registry: Registry) -> list[ResolvedProfile]:
-    defaults = [PluginRef(name, weight) for name, weight in DEFAULT_PLUGINS]
+def resolve(
+    config: SchedulerConfiguration, registry: Registry, gates: FeatureGates | None = None
+) -> list[ResolvedProfile]:
+    gates = gates or FeatureGates()
+    defaults = [
+        PluginRef(name, weight)
+        for name, weight in DEFAULT_PLUGINS
+        if name != "NodeDeclaredFeatures" or gates.enabled("NodeDeclaredFeatures")
+    ]
     points_of = points_of_classes(spec.plugin_class for spec in registry.values())
     return resolve_profiles(config, registry, defaults, points_of)
 
@@ -130,7 +139,7 @@ class SchedulerApp:
         self._synced = False
 
         registry = registry or build_registry()
-        profiles = resolve(config, registry)
+        profiles = resolve(config, registry, self.options.feature_gates)
         self.informer_factory = InformerFactory(client, clock=self.clock)
         # Terminal pods hold no resources: leave them out, as upstream does. A
         # pod that turns terminal leaves the watch as a delete.
@@ -244,7 +253,7 @@ class SchedulerApp:
             self.metrics_registry,
             health,
             self.attempt_log,
-            config_dump=lambda: config.model_dump(mode="json", by_alias=True),
+            config_dump=lambda: config.model_dump(mode="json", by_alias=True, exclude_none=True),
         )
 
     def _reject_waiting(self, pod: Pod) -> None:

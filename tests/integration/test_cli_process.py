@@ -109,7 +109,7 @@ async def pyscheduler(
         str(PYSCHEDULER),
         f"--config={config}",
         f"--kubeconfig={kubeconfig}",
-        f"--port={port}",
+        f"--secure-port={port}",
         "--bind-address=127.0.0.1",
         f"--bind-grace-seconds={BIND_GRACE_SECONDS:g}",
         *extra,

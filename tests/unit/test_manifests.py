@@ -18,8 +18,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from scheduler.app import AppOptions, build_registry, resolve
-from scheduler.cli import parse_args
 from scheduler.config import DEFAULT_SCHEDULER_NAME, SchedulerConfiguration, parse_config
+from scheduler.flags import parse_args
 from scheduler.health import Endpoint
 from scheduler.metrics import SchedulerMetrics
 from tests.support.manifests import (
@@ -169,7 +169,7 @@ def test_the_served_port_is_the_container_port_the_probes_and_the_service_use() 
     service = find(BASE, "Service")
     (service_port,) = service["spec"]["ports"]
     (endpoint,) = find(MONITORING_OBJECTS, "PodMonitor")["spec"]["podMetricsEndpoints"]
-    assert args.port == _port("metrics")
+    assert args.secure_port == _port("metrics")
     assert args.bind_address not in ("127.0.0.1", "localhost", "::1"), "kubelet probes need it"
     assert service_port["targetPort"] == endpoint["port"] == "metrics"
     assert endpoint["path"] == "/metrics"
