@@ -2,7 +2,7 @@
 KubeSchedulerConfiguration file, serving /readyz and /metrics on loopback.
 
 - ours: ``pyscheduler --config F --kubeconfig K --secure-port P --bind-address
-  127.0.0.1 --v=0``, profile ``pyscheduler``, plain HTTP;
+  127.0.0.1 --v=0``, profile ``pyscheduler``, HTTPS with /metrics always allowed;
 - upstream: ``kcp kube-scheduler --config F`` from the same control-plane
   build (``ControlPlane.start_scheduler``), profile ``default-scheduler``. Its
   ``--secure-port=0`` is overridden by a later ``--secure-port=P`` with
@@ -90,10 +90,11 @@ def start(kind: SchedulerKind, plane: ControlPlane, workdir: Path) -> RunningSch
             f"--secure-port={port}",
             f"--bind-address={LOOPBACK}",
             "--v=0",
+            f"--authorization-always-allow-paths={_UPSTREAM_ALLOWED_PATHS}",
         ]
         process = ComponentProcess("pyscheduler", argv, plane.layout.logs / "pyscheduler.log")
         process.start()
-        return RunningScheduler(kind, process, f"http://{LOOPBACK}:{port}")
+        return RunningScheduler(kind, process, f"https://{LOOPBACK}:{port}")
     process = plane.start_scheduler(
         config,
         extra_args=[

@@ -41,6 +41,7 @@ from scheduler.config import (
 )
 from scheduler.cycle.reporting import StatusWriter
 from scheduler.cycle.scheduler import Scheduler
+from scheduler.delegation import DelegatedAuth
 from scheduler.diagnostics import AttemptLog
 from scheduler.eventhandlers import EventHandlers
 from scheduler.features import FeatureGates
@@ -53,6 +54,7 @@ from scheduler.informers.factory import FactoryInformerAccess, InformerFactory
 from scheduler.kube.client import KubeClient
 from scheduler.kube.events import EventSink
 from scheduler.kube.resources import NODES, PODS
+from scheduler.kube.reviews import Reviews
 from scheduler.kube.writer import KubeApiWriter
 from scheduler.leaderelection import ApiLeaseClient, LeaderElectionConfig, LeaderElector
 from scheduler.metrics import CacheType, SchedulerMetrics
@@ -60,6 +62,7 @@ from scheduler.queue import QueueProfile, SchedulingQueue
 from scheduler.runtime.framework import Framework
 from scheduler.runtime.waiting import WaitingPods
 from scheduler.server import OpsServer
+from scheduler.tls import serving_context
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +79,10 @@ class AppOptions:
     flush_grace_seconds: float = 5.0
     max_binding: int = 64
     feature_gates: FeatureGates = field(default_factory=FeatureGates)
+    # Secure serving: the given pair or a self-signed one; these paths open to all.
+    tls_cert_file: str | None = None
+    tls_private_key_file: str | None = None
+    always_allow_paths: tuple[str, ...] = ("/healthz", "/readyz", "/livez")
 
 
 def build_registry() -> Registry:
@@ -127,6 +134,8 @@ class SchedulerApp:
         registry: Registry | None = None,
         metrics_registry: CollectorRegistry | None = None,
         rng: random.Random | None = None,
+        authn_client: KubeClient | None = None,
+        authz_client: KubeClient | None = None,
     ) -> None:
         self.config = config
         self.options = options or AppOptions()
@@ -254,6 +263,15 @@ class SchedulerApp:
             health,
             self.attempt_log,
             config_dump=lambda: config.model_dump(mode="json", by_alias=True, exclude_none=True),
+            ssl_context=serving_context(
+                self.options.tls_cert_file, self.options.tls_private_key_file, self.clock.wall()
+            ),
+            guard=DelegatedAuth(
+                Reviews(authn_client or client).token,
+                Reviews(authz_client or client).access,
+                self.clock,
+                self.options.always_allow_paths,
+            ),
         )
 
     def _reject_waiting(self, pod: Pod) -> None:

@@ -62,11 +62,33 @@ async def _run(config: SchedulerConfiguration, args: argparse.Namespace) -> int:
         port=args.secure_port,
         bind_grace_seconds=args.bind_grace_seconds,
         feature_gates=args.feature_gates,
+        tls_cert_file=args.tls_cert_file,
+        tls_private_key_file=args.tls_private_key_file,
+        always_allow_paths=args.authorization_always_allow_paths,
     )
+    # Reviews go through the scheduler's own connection unless told otherwise.
+    extra: list[KubeClient] = []
+
+    async def delegate(kubeconfig: str | None) -> KubeClient | None:
+        if not kubeconfig:
+            return None
+        extra.append(
+            await KubeClient.connect(
+                kubeconfig=kubeconfig,
+                qps=connection.qps,
+                burst=connection.burst,
+                user_agent=USER_AGENT,
+            )
+        )
+        return extra[-1]
+
     try:
-        app = SchedulerApp(config, client, options)
+        authn = await delegate(args.authentication_kubeconfig)
+        authz = await delegate(args.authorization_kubeconfig)
+        app = SchedulerApp(config, client, options, authn_client=authn, authz_client=authz)
     except BaseException:
-        await client.close()
+        for each in (client, *extra):
+            await each.close()
         raise
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -78,6 +100,9 @@ async def _run(config: SchedulerConfiguration, args: argparse.Namespace) -> int:
             raise
         log.error("lost leadership; exiting")
         return EXIT_LOST_LEADERSHIP
+    finally:
+        for each in extra:
+            await each.close()
     return 0
 
 

@@ -6,7 +6,13 @@ metrics in the registry passed in, the attempt history behind
 (``start``/``stop``); the server starts no task of its own beyond aiohttp's
 listener.
 
-Endpoints (upstream ``cmd/kube-scheduler/app/server.go``, served over plain HTTP):
+Served over HTTPS when given an ``ssl.SSLContext`` (``scheduler.tls``) and,
+when given a ``RequestGuard`` (``scheduler.delegation.DelegatedAuth``), every
+request is authenticated and authorized before its handler runs: 401 or 403
+with a JSON ``Status`` body otherwise, as kube-scheduler's secure serving.
+Without either (unit tests) the endpoints are plain and open.
+
+Endpoints (upstream ``cmd/kube-scheduler/app/server.go``):
 - ``/metrics``: Prometheus text exposition of the registry;
 - ``/healthz``, ``/livez``, ``/readyz`` with ``?verbose``, ``?exclude=name`` and
   per-check paths ``/<endpoint>/<name>``;
@@ -17,6 +23,8 @@ Endpoints (upstream ``cmd/kube-scheduler/app/server.go``, served over plain HTTP
 
 from __future__ import annotations
 
+import logging
+import ssl
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -25,7 +33,10 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from scheduler.delegation import Decision
 from scheduler.health import Endpoint, HealthChecks, HealthResponse, render, render_one
+
+log = logging.getLogger(__name__)
 
 CONFIGZ_KEY = "componentconfig"
 _TEXT = "text/plain; charset=utf-8"
@@ -33,6 +44,25 @@ _TEXT = "text/plain; charset=utf-8"
 
 class DiagnosticsSource(Protocol):
     def attempts(self, namespace: str, name: str) -> list[dict[str, Any]] | None: ...
+
+
+class RequestGuard(Protocol):
+    async def check(self, authorization: str | None, path: str, method: str) -> Decision: ...
+
+
+def _refusal(decision: Decision) -> web.Response:
+    reason = "Unauthorized" if decision.status == 401 else "Forbidden"
+    return _json(
+        decision.status,
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "status": "Failure",
+            "message": decision.reason or reason,
+            "reason": reason,
+            "code": decision.status,
+        },
+    )
 
 
 def _json(status: int, payload: object) -> web.Response:
@@ -58,6 +88,8 @@ class OpsServer:
         diagnostics: DiagnosticsSource,
         *,
         config_dump: Callable[[], dict[str, Any]] | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        guard: RequestGuard | None = None,
     ) -> None:
         self._host = host
         self._port = port
@@ -65,11 +97,18 @@ class OpsServer:
         self._health = health
         self._diagnostics = diagnostics
         self._config_dump = config_dump
+        self._ssl_context = ssl_context
+        self._guard = guard
         self._runner: web.AppRunner | None = None
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self._ssl_context is not None else "http"
 
     def app(self) -> web.Application:
         """The routes, unstarted (``start`` serves them)."""
-        app = web.Application()
+        middlewares = [self._guarded] if self._guard is not None else []
+        app = web.Application(middlewares=middlewares)
         app.router.add_get("/metrics", self._metrics)
         for endpoint in Endpoint:
             app.router.add_get(f"/{endpoint}", self._health_root(endpoint))
@@ -84,7 +123,7 @@ class OpsServer:
         runner = web.AppRunner(self.app(), access_log=None, handle_signals=False)
         await runner.setup()
         try:
-            await web.TCPSite(runner, self._host, self._port).start()
+            await web.TCPSite(runner, self._host, self._port, ssl_context=self._ssl_context).start()
         except BaseException:
             await runner.cleanup()
             raise
@@ -104,6 +143,22 @@ class OpsServer:
         return int(self._runner.addresses[0][1])
 
     # ------------------------------------------------------------ handlers
+    @web.middleware
+    async def _guarded(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        assert self._guard is not None
+        decision = await self._guard.check(
+            request.headers.get("Authorization"), request.path, request.method
+        )
+        if not decision.allowed:
+            log.debug(
+                "refused %s %s: %s",
+                request.method,
+                request.path,
+                decision.reason or decision.status,
+            )
+            return _refusal(decision)
+        return await handler(request)
+
     async def _metrics(self, _request: web.Request) -> web.Response:
         return web.Response(
             body=generate_latest(self._registry), headers={"Content-Type": CONTENT_TYPE_LATEST}

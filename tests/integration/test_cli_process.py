@@ -28,6 +28,7 @@ from scheduler.cli import EXIT_CONFIG
 from tests.integration.conftest import Cluster, NodePool
 from tests.support.builders import make_node, make_pod
 from tests.support.kubeapi import create_all, list_pods, read_json
+from tests.support.ops import kubeconfig_token, ops_get
 from tests.support.scheduler import running_scheduler, scheduler_config, unique_scheduler_name
 from tests.support.wait import ConditionTimeout, eventually
 
@@ -46,7 +47,7 @@ class Daemon:
 
     def __init__(self, process: ComponentProcess, port: int) -> None:
         self.process = process
-        self.base = f"http://127.0.0.1:{port}"
+        self.base = f"https://127.0.0.1:{port}"
 
     def report(self, problem: str) -> str:
         return f"{problem}\n--- pyscheduler log ---\n{self.process.tail(40)}"
@@ -65,9 +66,8 @@ class Daemon:
         except ConditionTimeout as error:
             raise AssertionError(self.report(str(error))) from None
 
-    async def get(self, path: str) -> tuple[int, str]:
-        async with aiohttp.ClientSession() as session, session.get(self.base + path) as response:
-            return response.status, await response.text()
+    async def get(self, path: str, token: str | None = None) -> tuple[int, str]:
+        return await ops_get(self.base, path, token)
 
     async def ready(self) -> tuple[int, str]:
         async def answered() -> tuple[int, str] | None:
@@ -204,6 +204,8 @@ async def test_daemon_process_becomes_ready_and_binds_only_its_own_pods(
         assert {placements[f"ours-{i}"] for i in range(5)} <= set(nodes.names)
         assert placements["theirs"] == ""
         status, metrics = await daemon.get("/metrics")
+        assert status == 403, "anonymous /metrics must be refused"
+        status, metrics = await daemon.get("/metrics", kubeconfig_token(control_plane.kubeconfig))
         assert status == 200
         assert f'scheduler_schedule_attempts_total{{profile="{name}",result="scheduled"}} 5.0' in (
             metrics

@@ -314,17 +314,19 @@ def test_selector_matches_the_scheduler_pods(
 
 # --------------------------------------------------------------------- RBAC
 @pytest.mark.parametrize(
-    ("binding_kind", "role_kind"),
+    ("binding_kind", "role_kind", "name"),
     [
-        pytest.param("ClusterRoleBinding", "ClusterRole", id="cluster-wide"),
-        pytest.param("RoleBinding", "Role", id="leases in its namespace"),
+        pytest.param("ClusterRoleBinding", "ClusterRole", "pyscheduler", id="cluster-wide"),
+        pytest.param(
+            "RoleBinding", "Role", "pyscheduler-leader-election", id="leases in its namespace"
+        ),
     ],
 )
 def test_bindings_grant_their_role_to_the_scheduler_service_account(
-    binding_kind: str, role_kind: str
+    binding_kind: str, role_kind: str, name: str
 ) -> None:
-    binding = find(BASE, binding_kind)
-    role = find(BASE, role_kind)
+    binding = find(BASE, binding_kind, name)
+    role = find(BASE, role_kind, name)
     assert binding["roleRef"] == {
         "apiGroup": "rbac.authorization.k8s.io",
         "kind": role_kind,
@@ -339,9 +341,15 @@ def test_bindings_grant_their_role_to_the_scheduler_service_account(
     ]
 
 
-@pytest.mark.parametrize("kind", [pytest.param("ClusterRole"), pytest.param("Role")])
-def test_rules_name_groups_resources_and_verbs_without_wildcards(kind: str) -> None:
-    for rule in find(BASE, kind)["rules"]:
+@pytest.mark.parametrize(
+    ("kind", "name"),
+    [
+        pytest.param("ClusterRole", "pyscheduler"),
+        pytest.param("Role", "pyscheduler-leader-election"),
+    ],
+)
+def test_rules_name_groups_resources_and_verbs_without_wildcards(kind: str, name: str) -> None:
+    for rule in find(BASE, kind, name)["rules"]:
         for field in ("apiGroups", "resources", "verbs"):
             assert rule[field], rule
             assert "*" not in rule[field], rule
@@ -389,3 +397,26 @@ def test_no_leader_alert_watches_the_configured_lease() -> None:
     (rule,) = [r for r in _alert_rules() if r["alert"] == "PySchedulerNoLeader"]
     assert f'namespace="{election.resource_namespace}"' in rule["expr"]
     assert f'lease="{election.resource_name}"' in rule["expr"]
+
+
+def test_the_ops_port_can_delegate_and_scrapers_have_a_role() -> None:
+    delegator = find(BASE, "ClusterRoleBinding", "pyscheduler-auth-delegator")
+    assert delegator["roleRef"]["name"] == "system:auth-delegator"
+    assert delegator["subjects"] == find(BASE, "ClusterRoleBinding", "pyscheduler")["subjects"]
+    reader = find(BASE, "ClusterRole", "pyscheduler-metrics-reader")
+    assert reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+
+
+def test_probes_and_the_pod_monitor_speak_https_and_the_monitor_sends_a_token() -> None:
+    container = find(BASE, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+        assert container[probe]["httpGet"]["scheme"] == "HTTPS", probe
+        assert container[probe]["httpGet"]["path"] in {"/livez", "/readyz", "/healthz"}
+    (endpoint,) = find(MONITORING_OBJECTS, "PodMonitor")["spec"]["podMetricsEndpoints"]
+    assert endpoint["scheme"] == "https"
+    secret = endpoint["authorization"]["credentials"]["name"]
+    token = find(MONITORING_OBJECTS, "Secret", secret)
+    account = token["metadata"]["annotations"]["kubernetes.io/service-account.name"]
+    binding = find(MONITORING_OBJECTS, "ClusterRoleBinding", "pyscheduler-metrics-scraper")
+    assert binding["roleRef"]["name"] == "pyscheduler-metrics-reader"
+    assert binding["subjects"][0]["name"] == account
