@@ -179,6 +179,7 @@ class _Run:
         self.kind = kind
         self.options = options
         self.workload = options.workload
+        self._pod_spec = options.workload.template.pod_spec
         self.workdir = workdir
         self.progress = progress
         self.phases: dict[str, float] = {}
@@ -203,7 +204,8 @@ class _Run:
     async def _phases(self, io: _Io, round_index: int) -> RunResult:
         workload = self.workload
         began = time.monotonic()
-        nodes = (node_body(node_name(i)) for i in range(workload.nodes))
+        labels = workload.template.node_labels
+        nodes = (node_body(node_name(i), labels(i)) for i in range(workload.nodes))
         await create_all(io.api, NODES_PATH, nodes, self.options.creators)
         self._phase("nodes", began, f"{workload.nodes} nodes created")
 
@@ -221,7 +223,8 @@ class _Run:
         count, timeout = self.workload.init_pods, self.options.timeout_seconds
         began = time.monotonic()
         bodies = (
-            pod_body(init_pod_name(i), INIT_NAMESPACE, scheduler.profile) for i in range(count)
+            pod_body(init_pod_name(i), INIT_NAMESPACE, scheduler.profile, self._pod_spec)
+            for i in range(count)
         )
         await create_all(io.api, _pods_path(INIT_NAMESPACE), bodies, self.options.creators)
         if not await io.watch.wait_bound(INIT_NAMESPACE, count, timeout):
@@ -246,7 +249,8 @@ class _Run:
             sample(io.watch, MEASURED_NAMESPACE, sampler), name="sampler"
         )
         bodies = (
-            pod_body(pod_name(i), MEASURED_NAMESPACE, scheduler.profile) for i in range(count)
+            pod_body(pod_name(i), MEASURED_NAMESPACE, scheduler.profile, self._pod_spec)
+            for i in range(count)
         )
         began = time.monotonic()
         creating = io.group.create_task(

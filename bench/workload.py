@@ -12,7 +12,9 @@ state with another, and both schedulers get byte-identical objects apart from
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import copy
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 Obj = dict[str, Any]
@@ -26,6 +28,46 @@ MEASURED_NAMESPACE = "bench-measured"
 NAMESPACES = (INIT_NAMESPACE, MEASURED_NAMESPACE)
 
 
+def _no_labels(index: int) -> Mapping[str, str]:
+    return {}
+
+
+@dataclass(frozen=True)
+class Template:
+    """How a workload's objects differ from scheduler_perf's defaults: the
+    labels of the node with a given index, and fields added to every pod's
+    spec (copied, never shared)."""
+
+    node_labels: Callable[[int], Mapping[str, str]] = _no_labels
+    pod_spec: Mapping[str, Any] = field(default_factory=dict)
+
+
+DEFAULT_TEMPLATE = Template()
+
+ZONE_LABEL = "topology.kubernetes.io/zone"
+
+# scheduler_perf's SchedulingNodeAffinity: every node labelled zone1
+# (labelNodePrepareStrategy), pods from pod-with-node-affinity.yaml.
+NODE_AFFINITY_TEMPLATE = Template(
+    node_labels=lambda index: {ZONE_LABEL: "zone1"},
+    pod_spec={
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {"key": ZONE_LABEL, "operator": "In", "values": ["zone1", "zone2"]}
+                            ]
+                        }
+                    ]
+                }
+            }
+        }
+    },
+)
+
+
 @dataclass(frozen=True)
 class Workload:
     """Nodes to create, pods scheduled before measuring, and measured pods."""
@@ -34,19 +76,20 @@ class Workload:
     nodes: int
     init_pods: int
     pods: int
+    template: Template = DEFAULT_TEMPLATE
 
     def resized(
         self, nodes: int | None = None, init_pods: int | None = None, pods: int | None = None
     ) -> Workload:
         """This workload with some sizes overridden (renamed ``custom`` if any changed)."""
-        sized = Workload(
-            self.name,
-            self.nodes if nodes is None else nodes,
-            self.init_pods if init_pods is None else init_pods,
-            self.pods if pods is None else pods,
+        sized = replace(
+            self,
+            nodes=self.nodes if nodes is None else nodes,
+            init_pods=self.init_pods if init_pods is None else init_pods,
+            pods=self.pods if pods is None else pods,
         )
         if (sized.nodes, sized.init_pods, sized.pods) != (self.nodes, self.init_pods, self.pods):
-            sized = Workload("custom", sized.nodes, sized.init_pods, sized.pods)
+            sized = replace(sized, name="custom")
         return sized
 
 
@@ -56,6 +99,14 @@ class Workload:
 PRESETS = {
     "basic": Workload("SchedulingBasic", nodes=5000, init_pods=1000, pods=5000),
     "small": Workload("small", nodes=100, init_pods=100, pods=500),
+    # scheduler_perf's affinity/performance-config.yaml, 5000Nodes.
+    "nodeaffinity": Workload(
+        "SchedulingNodeAffinity",
+        nodes=5000,
+        init_pods=5000,
+        pods=1000,
+        template=NODE_AFFINITY_TEMPLATE,
+    ),
 }
 DEFAULT_PRESET = "basic"
 
@@ -72,11 +123,14 @@ def pod_name(index: int) -> str:
     return f"pod-{index:05d}"
 
 
-def node_body(name: str) -> Obj:
+def node_body(name: str, labels: Mapping[str, str] | None = None) -> Obj:
+    metadata: Obj = {"name": name}
+    if labels:
+        metadata["labels"] = dict(labels)
     return {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {"name": name},
+        "metadata": metadata,
         "spec": {},
         "status": {
             "capacity": dict(NODE_CAPACITY),
@@ -86,12 +140,15 @@ def node_body(name: str) -> Obj:
     }
 
 
-def pod_body(name: str, namespace: str, scheduler_name: str) -> Obj:
+def pod_body(
+    name: str, namespace: str, scheduler_name: str, spec: Mapping[str, Any] | None = None
+) -> Obj:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "namespace": namespace},
         "spec": {
+            **copy.deepcopy(dict(spec or {})),
             "schedulerName": scheduler_name,
             "containers": [
                 {

@@ -12,7 +12,10 @@ Run it with ``make demo`` (which also builds everything on a fresh machine), or
    deadline) until the scheduler has acted on every pod it owns;
 5. prints where each pod landed or why it waits, the nodes' usage, the
    scheduler's ``/debug/pods`` diagnosis of one waiting pod and a few metrics;
-6. stops the scheduler with SIGTERM, then the control plane.
+6. applies ``examples/preemption.yaml``: an urgent pod that fits nowhere
+   preempts a lower-priority one and is bound to the node it was nominated to
+   (the demo finishes the victim's termination, as a kubelet would);
+7. stops the scheduler with SIGTERM, then the control plane.
 
 Invariant: whatever happens (an error, Ctrl-C, SIGTERM), every process the demo
 started is stopped and its temporary files are removed before it exits; the
@@ -50,6 +53,8 @@ EXAMPLES = Path(__file__).resolve().parent
 CONFIG = EXAMPLES / "scheduler-config.yaml"
 NODES = EXAMPLES / "nodes.yaml"
 PODS = EXAMPLES / "pods.yaml"
+PREEMPTION = EXAMPLES / "preemption.yaml"
+URGENT_POD = "urgent"  # the preemptor in examples/preemption.yaml
 NAMESPACE = "demo"
 EXPLAINED_POD = "no-toleration"  # the waiting pod whose /debug/pods diagnosis is shown
 # Read by the demo without a token (exact paths, or prefixes ending in *).
@@ -312,16 +317,16 @@ def stop_scheduler(process: ComponentProcess) -> None:
 def run(plane: ControlPlane, processes: list[ComponentProcess]) -> None:
     ours = scheduler_name(CONFIG)
     began = time.monotonic()
-    say("[1/5] starting etcd and kube-apiserver on loopback")
+    say("[1/6] starting etcd and kube-apiserver on loopback")
     plane.start()
     say(f"  API server {plane.server} ready in {time.monotonic() - began:.1f}s")
 
-    say(f"[2/5] kubectl apply -f {NODES.relative_to(EXAMPLES.parent)}")
+    say(f"[2/6] kubectl apply -f {NODES.relative_to(EXAMPLES.parent)}")
     kubectl(plane, "apply", f"--filename={NODES}")
     node_count = len(items(plane, "/api/v1/nodes"))
 
     port = free_port()
-    say(f"[3/5] pyscheduler --config {CONFIG.relative_to(EXAMPLES.parent)} --secure-port {port}")
+    say(f"[3/6] pyscheduler --config {CONFIG.relative_to(EXAMPLES.parent)} --secure-port {port}")
     started = time.monotonic()
     scheduler = start_scheduler(plane, port)
     processes.append(scheduler)
@@ -329,7 +334,7 @@ def run(plane: ControlPlane, processes: list[ComponentProcess]) -> None:
     wait_ready(scheduler, base)
     say(f"  pid {scheduler.pid}, GET {base}/readyz: 200 after {time.monotonic() - started:.1f}s")
 
-    say(f"[4/5] kubectl apply -f {PODS.relative_to(EXAMPLES.parent)}")
+    say(f"[4/6] kubectl apply -f {PODS.relative_to(EXAMPLES.parent)}")
     started = time.monotonic()
     kubectl(plane, "apply", f"--filename={PODS}")
     pods_path = f"/api/v1/namespaces/{NAMESPACE}/pods"
@@ -343,7 +348,7 @@ def run(plane: ControlPlane, processes: list[ComponentProcess]) -> None:
     pods = in_order(acted, manifest_order(PODS, "Pod"))
     say(f"  the scheduler acted on every pod within {time.monotonic() - started:.1f}s")
 
-    say("[5/5] results")
+    say("[5/6] results")
     say()
     say(f"Pods (namespace {NAMESPACE}, this scheduler is {ours!r}):")
     say(table(["POD", "NODE", "OUTCOME"], pod_rows(pods, ours, node_count)))
@@ -365,6 +370,46 @@ def run(plane: ControlPlane, processes: list[ComponentProcess]) -> None:
     for line in metric_lines(http_get(f"{base}/metrics")[1], ours):
         say(line)
     say()
+    preempt(plane)
+    say()
+
+
+def preempt(plane: ControlPlane) -> None:
+    """Step 6: a high-priority pod makes room for itself."""
+    say(f"[6/6] kubectl apply -f {PREEMPTION.relative_to(EXAMPLES.parent)}")
+    for attempt in range(3):  # admission may not know the new PriorityClass yet
+        try:
+            kubectl(plane, "apply", f"--filename={PREEMPTION}")
+            break
+        except DemoError:
+            if attempt == 2:
+                raise
+            time.sleep(1.0)
+    pods_path = f"/api/v1/namespaces/{NAMESPACE}/pods"
+
+    def nominated() -> tuple[str, Obj] | None:
+        pods = {pod["metadata"]["name"]: pod for pod in items(plane, pods_path)}
+        node = (pods.get(URGENT_POD, {}).get("status") or {}).get("nominatedNodeName")
+        victims = [pod for pod in pods.values() if pod["metadata"].get("deletionTimestamp")]
+        return (node, victims[0]) if node and victims else None
+
+    node, victim = wait_for(nominated, ACT_TIMEOUT, "the urgent pod nominated, a victim deleted")
+    name = victim["metadata"]["name"]
+    target = _condition(victim, "DisruptionTarget") or {}
+    say(f"  {URGENT_POD} is nominated to {node}; {name} is terminating")
+    say(f"    {name}: DisruptionTarget={target.get('status')} ({target.get('reason')})")
+    say(f"  no kubelet here: finishing {name} off as its kubelet would (grace period 0)")
+    kubectl(plane, "delete", "pod", name, f"--namespace={NAMESPACE}", "--grace-period=0", "--force")
+
+    def bound() -> str | None:
+        pod = plane.get_json(f"{pods_path}/{URGENT_POD}")
+        return str(pod["spec"].get("nodeName") or "") or None if isinstance(pod, dict) else None
+
+    say(f"  {URGENT_POD} bound to {wait_for(bound, ACT_TIMEOUT, 'the urgent pod bound')}")
+    events = items(plane, f"/apis/events.k8s.io/v1/namespaces/{NAMESPACE}/events")
+    for event in events:
+        if event.get("reason") == "Preempted":
+            say(f"  event on {event['regarding']['name']}: Preempted: {event.get('note')}")
 
 
 def _interrupt(signum: int, _frame: FrameType | None) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from plugins import (
     default_binder,
+    default_preemption,
     image_locality,
     inter_pod_affinity,
     node_affinity,
@@ -22,10 +23,14 @@ from plugins import (
     node_resources_balanced_allocation,
     node_resources_fit,
     node_unschedulable,
+    node_volume_limits,
     pod_topology_spread,
     priority_sort,
     scheduling_gates,
     taint_toleration,
+    volume_binding,
+    volume_restrictions,
+    volume_zone,
 )
 from scheduler.framework import Registry
 
@@ -38,11 +43,14 @@ DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
     (node_affinity.NAME, 2),
     (node_ports.NAME, 0),
     (node_resources_fit.NAME, 1),
-    # VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone (0 each)
+    (volume_restrictions.NAME, 0),
+    (node_volume_limits.NAME, 0),
+    (volume_binding.NAME, 0),
+    (volume_zone.NAME, 0),
     (pod_topology_spread.NAME, 2),
     (inter_pod_affinity.NAME, 2),
     # DynamicResources (2: upstream inserts it right before DefaultPreemption)
-    # DefaultPreemption (0)
+    (default_preemption.NAME, 0),
     (node_resources_balanced_allocation.NAME, 1),
     (image_locality.NAME, 1),
     (default_binder.NAME, 0),
@@ -61,10 +69,15 @@ def in_tree_registry() -> Registry:
             node_affinity.SPEC,
             node_ports.SPEC,
             node_resources_fit.SPEC,
+            volume_restrictions.SPEC,
+            node_volume_limits.SPEC,
+            volume_binding.SPEC,
+            volume_zone.SPEC,
             pod_topology_spread.SPEC,
             inter_pod_affinity.SPEC,
             node_resources_balanced_allocation.SPEC,
             image_locality.SPEC,
+            default_preemption.SPEC,
             default_binder.SPEC,
             node_declared_features.SPEC,
         ]

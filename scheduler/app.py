@@ -7,7 +7,8 @@ starts them in one TaskGroup, each named, and stops them in this order when
 1. mark not-ready (``/readyz`` fails ``shutdown``), stop popping, close the
    queue (the scheduling loop returns);
 2. drain binding cycles until ``bind_grace_seconds``; those still running are
-   cancelled and roll back (unreserve, forget), so nothing stays assumed;
+   cancelled and roll back (unreserve, forget), so nothing stays assumed; then
+   the plugins' background API work (preemption) with the same grace;
 3. stop the queue flushers, the leader elector (releasing the lease) and the
    informers;
 4. flush pod status patches and events (bounded), then close the client and
@@ -22,7 +23,7 @@ import logging
 import random
 import socket
 import uuid
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,8 +44,9 @@ from scheduler.cycle.reporting import StatusWriter
 from scheduler.cycle.scheduler import Scheduler
 from scheduler.delegation import DelegatedAuth
 from scheduler.diagnostics import AttemptLog
-from scheduler.eventhandlers import EventHandlers
+from scheduler.eventhandlers import EventHandlers, ObjectEventHandlers
 from scheduler.features import FeatureGates
+from scheduler.framework.events import Resource as EventResource
 from scheduler.framework.interfaces import ExtensionPoint, Plugin
 from scheduler.framework.objects import Pod, parse_pod
 from scheduler.framework.registry import Registry, entry_point_plugins
@@ -53,12 +55,13 @@ from scheduler.health import scheduler_health
 from scheduler.informers.factory import FactoryInformerAccess, InformerFactory
 from scheduler.kube.client import KubeClient
 from scheduler.kube.events import EventSink
-from scheduler.kube.resources import NODES, PODS
+from scheduler.kube.resources import BY_GROUP_KIND, NODES, PODS
 from scheduler.kube.reviews import Reviews
 from scheduler.kube.writer import KubeApiWriter
 from scheduler.leaderelection import ApiLeaseClient, LeaderElectionConfig, LeaderElector
 from scheduler.metrics import CacheType, SchedulerMetrics
 from scheduler.queue import QueueProfile, SchedulingQueue
+from scheduler.runtime.background import BackgroundTasks
 from scheduler.runtime.framework import Framework
 from scheduler.runtime.waiting import WaitingPods
 from scheduler.server import OpsServer
@@ -120,7 +123,48 @@ def build_framework(
                 instances[ref.name] = spec.factory(profile.plugin_args.get(ref.name), handle)
             by_point.setdefault(point, []).append(instances[ref.name])
     weights = {ref.name: ref.weight for ref in profile.plugins.get(ExtensionPoint.SCORE, ())}
-    return Framework(profile.scheduler_name, by_point, weights, waiting, metrics)
+    framework = Framework(profile.scheduler_name, by_point, weights, waiting, metrics)
+    handle.bind_framework(framework)
+    return framework
+
+
+# Resources whose events reach the queue through their own handlers.
+_POD_AND_NODE_EVENTS = frozenset(
+    {
+        EventResource.POD,
+        EventResource.ASSIGNED_POD,
+        EventResource.UNSCHEDULED_POD,
+        EventResource.NODE,
+        EventResource.WILDCARD,
+    }
+)
+
+
+def object_event_resources(frameworks: Iterable[Framework]) -> list[EventResource]:
+    """The other resources some plugin registered events for (upstream
+    watches only those), in a stable order."""
+    found: dict[EventResource, None] = {}
+    for framework in frameworks:
+        for registered in framework.events_to_register().values():
+            for item in registered:
+                resource = item.event.resource
+                if resource not in _POD_AND_NODE_EVENTS and resource.value in BY_GROUP_KIND:
+                    found[resource] = None
+    return list(found)
+
+
+def watch_object_events(
+    factory: InformerFactory,
+    queue: SchedulingQueue,
+    frameworks: Iterable[Framework],
+    metrics: SchedulerMetrics,
+) -> None:
+    """Feed the queue the cluster events of those other resources."""
+    for resource in object_event_resources(frameworks):
+        handlers = ObjectEventHandlers(queue, resource, timer=metrics)
+        factory.informer(BY_GROUP_KIND[resource.value]).add_handler(
+            handlers.added, handlers.updated, handlers.deleted
+        )
 
 
 class SchedulerApp:
@@ -161,14 +205,16 @@ class SchedulerApp:
         self.cache = Cache()
         self.snapshot = Snapshot()
         self.waiting = WaitingPods()
+        self.background = BackgroundTasks()
         self.attempt_log = AttemptLog()
 
         handles: list[ProfileHandle] = []
         self.frameworks: dict[str, Framework] = {}
         recorders = {}
         for profile in profiles:
-            recorder = self.event_sink.recorder(profile.scheduler_name)
-            recorders[profile.scheduler_name] = recorder
+            recorder = recorders[profile.scheduler_name] = self.event_sink.recorder(
+                profile.scheduler_name
+            )
             handle = ProfileHandle(
                 profile_name=profile.scheduler_name,
                 clock=self.clock,
@@ -177,6 +223,8 @@ class SchedulerApp:
                 events=recorder,
                 api=api,
                 waiting_pods=self.waiting,
+                background=self.background,
+                metrics=self.metrics,
             )
             handles.append(handle)
             framework = build_framework(profile, registry, handle, self.waiting, self.metrics)
@@ -232,6 +280,9 @@ class SchedulerApp:
         )
         pods.add_handler(handlers.pod_added, handlers.pod_updated, handlers.pod_deleted)
         nodes.add_handler(handlers.node_added, handlers.node_updated, handlers.node_deleted)
+        watch_object_events(
+            self.informer_factory, self.queue, self.frameworks.values(), self.metrics
+        )
 
         self.elector: LeaderElector | None = None
         election = config.leader_election
@@ -365,6 +416,10 @@ class SchedulerApp:
             log.warning(
                 "shutdown: %d binding cycles did not finish and were rolled back", cancelled
             )
+        # Plugins' background API work (preemption): same grace, then cancelled.
+        unfinished = await self.background.drain(self.options.bind_grace_seconds)
+        if unfinished:
+            log.warning("shutdown: %d background plugin tasks were cancelled", unfinished)
         for task in (scheduling, flushers):
             if not task.done():
                 task.cancel()

@@ -245,3 +245,34 @@ class EventHandlers:
         self._queue.move_all_to_active_or_backoff(NODE_DELETE, node, None)
         self._cache.remove_node(node.name)
         self._timed("NodeDelete", started)
+
+
+class ObjectEventHandlers:
+    """Changes to a resource other than pods and nodes (PersistentVolumeClaims,
+    StorageClasses, ...) as cluster events: Add, Update or Delete of
+    ``resource``, whose queueing hints receive the raw objects. Upstream
+    registers these handlers only for resources some plugin asked for."""
+
+    def __init__(
+        self, queue: QueueEvents, resource: Resource, timer: EventTimer | None = None
+    ) -> None:
+        self._queue = queue
+        self._timer = timer
+        self._add = ClusterEvent(resource, ActionType.ADD)
+        self._update = ClusterEvent(resource, ActionType.UPDATE)
+        self._delete = ClusterEvent(resource, ActionType.DELETE)
+
+    def _move(self, event: ClusterEvent, old: Raw | None, new: Raw | None) -> None:
+        started = time.perf_counter()
+        self._queue.move_all_to_active_or_backoff(event, old, new)
+        if self._timer is not None:
+            self._timer.event_handling(event.label, time.perf_counter() - started)
+
+    def added(self, raw: Raw) -> None:
+        self._move(self._add, None, raw)
+
+    def updated(self, old: Raw, new: Raw) -> None:
+        self._move(self._update, old, new)
+
+    def deleted(self, raw: Raw) -> None:
+        self._move(self._delete, raw, None)

@@ -8,12 +8,14 @@ coroutines (API writes) belong to PreBind/Bind or background tasks.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from scheduler.clock import Clock
+from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.nodeinfo import NodeInfo
 from scheduler.framework.objects import Pod
+from scheduler.framework.status import Status
 
 RawObject = Mapping[str, Any]
 
@@ -77,6 +79,16 @@ class WaitingPod(Protocol):
     def reject(self, plugin: str, message: str) -> None: ...
 
 
+class PluginMetrics(Protocol):
+    """Upstream metrics that in-tree plugins record themselves."""
+
+    def preemption_attempt(self) -> None:
+        """``scheduler_preemption_attempts_total``."""
+
+    def preemption_victims(self, count: int) -> None:
+        """``scheduler_preemption_victims``."""
+
+
 class Handle(Protocol):
     @property
     def profile_name(self) -> str: ...
@@ -101,3 +113,31 @@ class Handle(Protocol):
     def waiting_pod(self, uid: str) -> WaitingPod | None: ...
 
     def waiting_pods(self) -> Sequence[WaitingPod]: ...
+
+    # ------------------------------------------------ for PostFilter plugins
+    def nominated_pods_for_node(self, node_name: str) -> Sequence[Pod]:
+        """Pods nominated to run on ``node_name`` (waiting for room freed by
+        preemption), newest versions."""
+
+    def run_filter_plugins_with_nominated_pods(
+        self, state: CycleState, pod: Pod, node_info: NodeInfo
+    ) -> Status | None:
+        """The profile's Filter plugins on ``node_info`` (may be a what-if
+        copy), counting nominated pods of greater or equal priority."""
+
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: Pod, pod_to_add: Pod, node_info: NodeInfo
+    ) -> Status | None:
+        """Every PreFilter plugin's ``add_pod`` extension (what-if: a pod added)."""
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: Pod, pod_to_remove: Pod, node_info: NodeInfo
+    ) -> Status | None:
+        """Every PreFilter plugin's ``remove_pod`` extension (what-if: a pod removed)."""
+
+    def spawn(self, name: str, work: Coroutine[Any, Any, None]) -> None:
+        """Run API work in the background, outside the scheduling cycle; the
+        scheduler owns the task and stops it at shutdown."""
+
+    @property
+    def metrics(self) -> PluginMetrics: ...

@@ -120,3 +120,9 @@ _ALL = (
 # By plural name, as plugins ask for them (``InformerAccess.store("resourceclaims")``).
 # Every plural above is unique; core ``events`` are deliberately absent.
 KNOWN_RESOURCES: Mapping[str, ResourceType] = MappingProxyType({r.plural: r for r in _ALL})
+
+# By ``group/Kind`` (``Kind`` for the core group), the spelling of the
+# framework's cluster-event resources (``storage.k8s.io/CSINode``).
+BY_GROUP_KIND: Mapping[str, ResourceType] = MappingProxyType(
+    {f"{r.group}/{r.kind}" if r.group else r.kind: r for r in _ALL}
+)

@@ -245,7 +245,30 @@ def test_bound_pods_counts_each_bound_pod_once(
 
 def test_presets_match_the_documented_sizes() -> None:
     sizes = {key: (w.nodes, w.init_pods, w.pods) for key, w in PRESETS.items()}
-    assert sizes == {"basic": (5000, 1000, 5000), "small": (100, 100, 500)}
+    assert sizes == {
+        "basic": (5000, 1000, 5000),
+        "small": (100, 100, 500),
+        "nodeaffinity": (5000, 5000, 1000),
+    }
+
+
+def test_node_affinity_workload_is_scheduler_perfs() -> None:
+    workload = PRESETS["nodeaffinity"]
+    assert workload.name == "SchedulingNodeAffinity"
+    labels = workload.template.node_labels
+    node = node_body(node_name(7), labels(7))
+    assert node["metadata"]["labels"] == {"topology.kubernetes.io/zone": "zone1"}
+    first = pod_body("a", "ns", "pyscheduler", workload.template.pod_spec)
+    second = pod_body("b", "ns", "pyscheduler", workload.template.pod_spec)
+    required = first["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]
+    assert required["nodeSelectorTerms"][0]["matchExpressions"] == [
+        {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["zone1", "zone2"]}
+    ]
+    assert first["spec"]["affinity"] is not second["spec"]["affinity"]  # never shared
+    assert workload.resized(pods=10).template is workload.template
+    assert "labels" not in node_body(node_name(0))["metadata"]
 
 
 # -------------------------------------------------------------- end to end

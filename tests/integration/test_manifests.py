@@ -254,6 +254,12 @@ DRA = "resource.k8s.io"
         ),
         pytest.param(_access("create", "events", namespace="team-a"), True, id="core events"),
         pytest.param(
+            _access("delete", "pods", namespace="team-a"), True, id="delete a preemption victim"
+        ),
+        pytest.param(
+            _access("watch", "poddisruptionbudgets", group="policy"), True, id="watch PDBs"
+        ),
+        pytest.param(
             _access("create", "leases", group=LEASES["group"], namespace=NAMESPACE),
             True,
             id="create its lease",
@@ -283,7 +289,27 @@ DRA = "resource.k8s.io"
             True,
             id="resourceclaims/binding (granular status authorization)",
         ),
+        pytest.param(
+            _access("watch", "persistentvolumeclaims"), True, id="watch persistentvolumeclaims"
+        ),
+        pytest.param(
+            _access("update", "persistentvolumeclaims", namespace="team-a"),
+            True,
+            id="annotate a claim with its selected node",
+        ),
+        pytest.param(_access("update", "persistentvolumes"), True, id="bind a volume to a claim"),
+        pytest.param(_access("list", "csinodes", group="storage.k8s.io"), True, id="list csinodes"),
+        pytest.param(
+            _access("watch", "volumeattachments", group="storage.k8s.io"),
+            True,
+            id="watch volumeattachments",
+        ),
         # --- denied
+        pytest.param(
+            _access("delete", "persistentvolumeclaims", namespace="team-a"),
+            False,
+            id="delete claims",
+        ),
         pytest.param(
             _access(
                 "update",
@@ -307,7 +333,7 @@ DRA = "resource.k8s.io"
         ),
         pytest.param(_access("create", "pods", namespace="team-a"), False, id="create pods"),
         pytest.param(_access("update", "pods", namespace="team-a"), False, id="update pod spec"),
-        pytest.param(_access("delete", "pods", namespace="team-a"), False, id="delete pods"),
+        pytest.param(_access("delete", "nodes"), False, id="delete nodes"),
         pytest.param(_access("patch", "nodes"), False, id="patch nodes"),
         pytest.param(_access("get", "secrets", namespace=NAMESPACE), False, id="read secrets"),
         pytest.param(_access("list", "configmaps"), False, id="list configmaps"),

@@ -85,7 +85,10 @@ async def test_unschedulable_pod_is_told_why_then_binds_soon_after_a_node_is_add
         .taint("dedicated", "x")
         .obj()
     )
-    expected = "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu."
+    expected = (
+        "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu. "
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+    )
     async with running_scheduler(control_plane.kubeconfig, name) as app:
         pod = make_pod("waiting", namespace).scheduler(name).requests(cpu="2")
         await core.create_namespaced_pod(namespace, pod.obj())
@@ -150,7 +153,10 @@ async def test_pods_bound_by_others_use_up_node_capacity(
             return found.get("message") if found else None
 
         message = await eventually(rejected, what="pod rejected for lack of cpu")
-        assert message == "0/1 nodes are available: 1 Insufficient cpu."
+        assert message == (
+            "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are "
+            "available: 1 No preemption victims found for incoming pod."
+        )
 
         await core.delete_namespaced_pod("placed-by-hand", namespace, grace_period_seconds=0)
         placed = await eventually(

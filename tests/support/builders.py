@@ -135,6 +135,18 @@ class PodBuilder:
         self._obj["spec"]["priority"] = priority
         return self
 
+    def priority_class(self, name: str) -> Self:
+        self._obj["spec"]["priorityClassName"] = name
+        return self
+
+    def start_time(self, timestamp: str) -> Self:
+        self._obj.setdefault("status", {})["startTime"] = timestamp
+        return self
+
+    def preemption_policy(self, policy: str) -> Self:
+        self._obj["spec"]["preemptionPolicy"] = policy
+        return self
+
     def nominated(self, node_name: str) -> Self:
         self._obj.setdefault("status", {})["nominatedNodeName"] = node_name
         return self
@@ -216,6 +228,12 @@ class PodBuilder:
         """One more request on the first container (for extended resource names)."""
         container = self._obj["spec"]["containers"][0]
         container.setdefault("resources", {}).setdefault("requests", {})[name] = quantity
+        return self
+
+    def limit(self, name: str, quantity: str) -> Self:
+        """A limit on the first container (extended resources need limit = request)."""
+        container = self._obj["spec"]["containers"][0]
+        container.setdefault("resources", {}).setdefault("limits", {})[name] = quantity
         return self
 
     def host_port(self, port: int, protocol: str = "TCP", host_ip: str = "") -> Self:
@@ -305,6 +323,11 @@ class PodBuilder:
         affinity.setdefault("requiredDuringSchedulingIgnoredDuringExecution", []).append(
             {"labelSelector": {"matchLabels": dict(match_labels)}, "topologyKey": topology_key}
         )
+        return self
+
+    def volume(self, name: str, **source: Any) -> Self:
+        """A pod volume: ``.volume("data", persistentVolumeClaim={"claimName": "c"})``."""
+        self._obj["spec"].setdefault("volumes", []).append({"name": name, **source})
         return self
 
     def spread(
