@@ -187,6 +187,7 @@ class SchedulerApp:
         self.clock = clock or RealClock()
         self.metrics_registry = metrics_registry or CollectorRegistry()
         self.metrics = SchedulerMetrics(self.metrics_registry)
+        client.report_to(self.metrics)
         self._stop = asyncio.Event()
         self._shutting_down = False
         self._synced = False
@@ -302,12 +303,20 @@ class SchedulerApp:
         if self.elector is not None:
             elector = self.elector
             self.metrics.leader_election(election.resource_name, lambda: elector.is_leader)
+        self.server = self._ops_server(client, authn_client, authz_client)
+
+    def _ops_server(
+        self, client: KubeClient, authn: KubeClient | None, authz: KubeClient | None
+    ) -> OpsServer:
+        """HTTPS with delegated authn/authz; reviews through ``client`` unless
+        separate clients are given (``--authentication/authorization-kubeconfig``)."""
         health = scheduler_health(
             shutting_down=lambda: self._shutting_down,
             handlers_synced=lambda: self._synced,
             leader_election=self.elector.healthy if self.elector else None,
         )
-        self.server = OpsServer(
+        config = self.config
+        return OpsServer(
             self.options.bind_address,
             self.options.port,
             self.metrics_registry,
@@ -318,8 +327,8 @@ class SchedulerApp:
                 self.options.tls_cert_file, self.options.tls_private_key_file, self.clock.wall()
             ),
             guard=DelegatedAuth(
-                Reviews(authn_client or client).token,
-                Reviews(authz_client or client).access,
+                Reviews(authn or client).token,
+                Reviews(authz or client).access,
                 self.clock,
                 self.options.always_allow_paths,
             ),

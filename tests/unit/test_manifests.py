@@ -39,7 +39,7 @@ from tests.support.manifests import (
 )
 
 CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding"}
-METRIC_NAME = re.compile(r"\bscheduler_[a-z0-9_]+")
+METRIC_NAME = re.compile(r"\b(?:scheduler|rest_client|leader_election|process)_[a-z0-9_]+")
 JOB_SELECTOR = 'job="pyscheduler"'
 DASHBOARD = MONITORING / "dashboard.json"
 
@@ -398,8 +398,7 @@ def test_alerts_cover_pending_pods_errors_and_leadership_with_severity_and_summa
 def test_no_leader_alert_watches_the_configured_lease() -> None:
     election = _config().leader_election
     (rule,) = [r for r in _alert_rules() if r["alert"] == "PySchedulerNoLeader"]
-    assert f'namespace="{election.resource_namespace}"' in rule["expr"]
-    assert f'lease="{election.resource_name}"' in rule["expr"]
+    assert f'name="{election.resource_name}"' in rule["expr"]
 
 
 def test_the_ops_port_can_delegate_and_scrapers_have_a_role() -> None:
@@ -423,3 +422,17 @@ def test_probes_and_the_pod_monitor_speak_https_and_the_monitor_sends_a_token() 
     binding = find(MONITORING_OBJECTS, "ClusterRoleBinding", "pyscheduler-metrics-scraper")
     assert binding["roleRef"]["name"] == "pyscheduler-metrics-reader"
     assert binding["subjects"][0]["name"] == account
+
+
+def test_dashboard_shows_cpu_memory_leader_and_client_errors_from_our_own_metrics() -> None:
+    exprs = " ".join(_dashboard_exprs())
+    for metric in (
+        "process_cpu_seconds_total",
+        "process_resident_memory_bytes",
+        "leader_election_master_status",
+        "rest_client_requests_total",
+    ):
+        assert metric in exprs, metric
+    (no_leader,) = [r for r in _alert_rules() if r["alert"] == "PySchedulerNoLeader"]
+    assert "leader_election_master_status" in no_leader["expr"]
+    assert "kube_lease" not in no_leader["expr"]
