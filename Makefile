@@ -7,7 +7,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | sha256sum | cut -c1-12)
 
-.PHONY: test unit integration differential lint format controlplane demo bench venv clean
+.PHONY: test unit integration differential lint format controlplane demo bench bench-autoscale venv clean
 
 venv: $(STAMP)
 
@@ -39,11 +39,17 @@ differential: venv controlplane
 
 demo: venv controlplane
 	PYTHONPATH=. $(BIN)/python examples/demo.py
+	PYTHONPATH=. $(BIN)/python examples/autoscale_demo.py
 
 # pyscheduler against upstream kube-scheduler (SchedulingBasic, 5000 nodes);
 # e.g. make bench BENCH_ARGS="--workload small --repeat 3 --out small.json"
 bench: venv controlplane
 	PYTHONPATH=. $(BIN)/python -m bench.run $(BENCH_ARGS)
+
+# AutoscaleEnforcer: VM pods over 500 nodes while agents send 1000 requests/s
+# (pyscheduler only); AUTOSCALE_BENCH_ARGS="--nodes 50 --vms 200 --rate 300" for a quick run.
+bench-autoscale: venv controlplane
+	PYTHONPATH=. $(BIN)/python -m bench.autoscale $(AUTOSCALE_BENCH_ARGS)
 
 lint: venv
 	$(BIN)/ruff check .

@@ -55,5 +55,6 @@ class RunResult:
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
+        data["workload"] = self.workload.to_json()
         data["correct"] = self.correct
         return data

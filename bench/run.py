@@ -22,7 +22,6 @@ import platform
 import signal
 import sys
 from collections.abc import Sequence
-from dataclasses import asdict
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -110,7 +109,7 @@ def context(args: argparse.Namespace, options: RunOptions) -> dict[str, Any]:
         "benchmark": "pyscheduler vs kube-scheduler, scheduler_perf-style SchedulingThroughput",
         "started": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "command": " ".join(["python -m bench.run", *sys.argv[1:]]),
-        "workload": asdict(options.workload),
+        "workload": options.workload.to_json(),
         "schedulers": [str(kind) for kind in args.schedulers],
         "repeat": args.repeat,
         "creators": options.creators,

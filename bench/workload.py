@@ -78,6 +78,16 @@ class Workload:
     pods: int
     template: Template = DEFAULT_TEMPLATE
 
+    def to_json(self) -> dict[str, Any]:
+        """The sizes and the pod template (node labels are a function: not data)."""
+        return {
+            "name": self.name,
+            "nodes": self.nodes,
+            "init_pods": self.init_pods,
+            "pods": self.pods,
+            "pod_spec": dict(self.template.pod_spec),
+        }
+
     def resized(
         self, nodes: int | None = None, init_pods: int | None = None, pods: int | None = None
     ) -> Workload:

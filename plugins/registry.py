@@ -12,6 +12,7 @@ Score plugins and ignores for the others).
 from __future__ import annotations
 
 from plugins import (
+    autoscale_enforcer,
     default_binder,
     default_preemption,
     image_locality,
@@ -80,5 +81,6 @@ def in_tree_registry() -> Registry:
             default_preemption.SPEC,
             default_binder.SPEC,
             node_declared_features.SPEC,
+            autoscale_enforcer.SPEC,  # not in the default profile
         ]
     )

@@ -60,6 +60,7 @@ from scheduler.kube.reviews import Reviews
 from scheduler.kube.writer import KubeApiWriter
 from scheduler.leaderelection import ApiLeaseClient, LeaderElectionConfig, LeaderElector
 from scheduler.metrics import CacheType, SchedulerMetrics
+from scheduler.pluginservices import DaemonPluginServices
 from scheduler.queue import QueueProfile, SchedulingQueue
 from scheduler.runtime.background import BackgroundTasks
 from scheduler.runtime.framework import Framework
@@ -208,6 +209,7 @@ class SchedulerApp:
         self.waiting = WaitingPods()
         self.background = BackgroundTasks()
         self.attempt_log = AttemptLog()
+        self.plugin_services = DaemonPluginServices(self.metrics_registry)
 
         handles: list[ProfileHandle] = []
         self.frameworks: dict[str, Framework] = {}
@@ -224,6 +226,7 @@ class SchedulerApp:
                 events=recorder,
                 api=api,
                 waiting_pods=self.waiting,
+                services=self.plugin_services,
                 background=self.background,
                 metrics=self.metrics,
             )
@@ -285,28 +288,38 @@ class SchedulerApp:
             self.informer_factory, self.queue, self.frameworks.values(), self.metrics
         )
 
-        self.elector: LeaderElector | None = None
+        self.elector = self._leader_elector(config, client)
+        self.server = self._ops_server(config, client, authn_client, authz_client)
+
+    def _leader_elector(
+        self, config: SchedulerConfiguration, client: KubeClient
+    ) -> LeaderElector | None:
+        """The elector (and its ``leader_election_master_status``), or None
+        without leader election."""
         election = config.leader_election
-        if election.leader_elect:
-            self.elector = LeaderElector(
-                LeaderElectionConfig(
-                    namespace=election.resource_namespace,
-                    name=election.resource_name,
-                    identity=f"{socket.gethostname()}_{uuid.uuid4()}",
-                    lease_duration=election.lease_duration,
-                    renew_deadline=election.renew_deadline,
-                    retry_period=election.retry_period,
-                ),
-                ApiLeaseClient(client.request),
-                self.clock,
-            )
-        if self.elector is not None:
-            elector = self.elector
-            self.metrics.leader_election(election.resource_name, lambda: elector.is_leader)
-        self.server = self._ops_server(client, authn_client, authz_client)
+        if not election.leader_elect:
+            return None
+        elector = LeaderElector(
+            LeaderElectionConfig(
+                namespace=election.resource_namespace,
+                name=election.resource_name,
+                identity=f"{socket.gethostname()}_{uuid.uuid4()}",
+                lease_duration=election.lease_duration,
+                renew_deadline=election.renew_deadline,
+                retry_period=election.retry_period,
+            ),
+            ApiLeaseClient(client.request),
+            self.clock,
+        )
+        self.metrics.leader_election(election.resource_name, lambda: elector.is_leader)
+        return elector
 
     def _ops_server(
-        self, client: KubeClient, authn: KubeClient | None, authz: KubeClient | None
+        self,
+        config: SchedulerConfiguration,
+        client: KubeClient,
+        authn: KubeClient | None,
+        authz: KubeClient | None,
     ) -> OpsServer:
         """HTTPS with delegated authn/authz; reviews through ``client`` unless
         separate clients are given (``--authentication/authorization-kubeconfig``)."""
@@ -315,7 +328,6 @@ class SchedulerApp:
             handlers_synced=lambda: self._synced,
             leader_election=self.elector.healthy if self.elector else None,
         )
-        config = self.config
         return OpsServer(
             self.options.bind_address,
             self.options.port,
@@ -323,6 +335,9 @@ class SchedulerApp:
             health,
             self.attempt_log,
             config_dump=lambda: config.model_dump(mode="json", by_alias=True, exclude_none=True),
+            listeners=self.plugin_services.listeners,
+            debug_routes=self.plugin_services.debug_routes,
+            gate=self._plugin_gate,
             ssl_context=serving_context(
                 self.options.tls_cert_file, self.options.tls_private_key_file, self.clock.wall()
             ),
@@ -333,6 +348,16 @@ class SchedulerApp:
                 self.options.always_allow_paths,
             ),
         )
+
+    def _plugin_gate(self, leader_only: bool) -> str | None:
+        """Why plugin listeners refuse now (503), or None to serve."""
+        if not self._synced:  # set once informers synced and plugins started
+            return "not ready: informers syncing or plugins starting"
+        if self._shutting_down:
+            return "not ready: shutting down"
+        if leader_only and self.elector is not None and not self.elector.is_leader:
+            return "not the leader: ask the leading scheduler"
+        return None
 
     def _reject_waiting(self, pod: Pod) -> None:
         waiting = self.waiting.get(pod.uid)
@@ -364,7 +389,11 @@ class SchedulerApp:
                 events = group.create_task(self.event_sink.run(), name="events")
                 status = group.create_task(self.status_writer.run(), name="pod-status")
                 cache_metrics = group.create_task(self._cache_metrics(), name="cache-metrics")
-                if not await self._until_stopped(self.informer_factory.wait_synced()):
+                workers: list[asyncio.Task[None]] = []
+                stopped = await self._until_stopped(self.informer_factory.wait_synced())
+                if not stopped:  # plugins' start steps: a failure fails start-up
+                    stopped = await self._until_stopped(self.plugin_services.start())
+                if not stopped:
                     self._synced = True
                     log.info(
                         "informers synced; scheduling",
@@ -372,12 +401,16 @@ class SchedulerApp:
                     )
                     flushers = group.create_task(self.queue.run(), name="queue-flushers")
                     scheduling = group.create_task(self._lead_and_schedule(), name="scheduling")
+                    workers = [
+                        group.create_task(work(), name=f"plugin:{name}")
+                        for name, work in self.plugin_services.workers
+                    ]
                     await self._stop_or_done(scheduling)
                     await self._shutdown_scheduling(scheduling, flushers)
                 self._shutting_down = True
-                for task in (informers, cache_metrics):
+                for task in (*workers, informers, cache_metrics):
                     task.cancel()
-                await asyncio.wait({informers, cache_metrics})  # stopped before the flush
+                await asyncio.wait({*workers, informers, cache_metrics})  # stopped before the flush
                 await self._flush(status, events)
         finally:
             self._shutting_down = True

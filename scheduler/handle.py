@@ -25,6 +25,7 @@ from scheduler.framework.handle import (
 )
 from scheduler.framework.nodeinfo import NodeInfo
 from scheduler.framework.objects import Pod
+from scheduler.framework.services import PluginServices
 from scheduler.framework.status import Status
 from scheduler.runtime.background import BackgroundTasks
 from scheduler.runtime.framework import Framework
@@ -61,7 +62,9 @@ class ProfileHandle:
         waiting_pods: WaitingPods,
         background: BackgroundTasks | None = None,
         metrics: PluginMetrics | None = None,
+        services: PluginServices | None = None,
     ) -> None:
+        self._services = services
         self._profile_name = profile_name
         self._clock = clock
         self._snapshot = snapshot
@@ -149,3 +152,9 @@ class ProfileHandle:
     @property
     def metrics(self) -> PluginMetrics:
         return self._metrics
+
+    @property
+    def services(self) -> PluginServices:
+        if self._services is None:
+            raise RuntimeError("this handle was built without plugin services")
+        return self._services

@@ -18,14 +18,21 @@ Endpoints (upstream ``cmd/kube-scheduler/app/server.go``):
   per-check paths ``/<endpoint>/<name>``;
 - ``/configz``: ``{"componentconfig": <effective config>}`` (404 when none given);
 - ``/debug/pods/{namespace}/{name}``: the pod's last scheduling attempts as JSON
-  (404 with a JSON error when none are kept).
+  (404 with a JSON error when none are kept);
+- ``/debug/plugins/<path>``: GET routes plugins registered (``PluginHttp.debug``).
+
+Plugin listeners (``PluginHttp.listen``) are served on their own ports (plain
+HTTP, not behind the guard: the plugin owns that protocol), every
+method and path, with the guarantees stated in ``scheduler.framework.services``:
+503 until ``gate`` lets them through (synced, started, leading), at most
+``max_body_bytes`` of the body read, a handler exception answered 500.
 """
 
 from __future__ import annotations
 
 import logging
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import orjson
@@ -34,12 +41,19 @@ from aiohttp.typedefs import Handler
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from scheduler.delegation import Decision
+from scheduler.framework.services import HttpHandler, HttpRequest, HttpResponse
 from scheduler.health import Endpoint, HealthChecks, HealthResponse, render, render_one
+from scheduler.pluginservices import Listener
 
 log = logging.getLogger(__name__)
 
 CONFIGZ_KEY = "componentconfig"
 _TEXT = "text/plain; charset=utf-8"
+
+
+# Why a plugin listener refuses now (None: serve). Given the listener's
+# ``leader_only``; the composition root knows sync, start and leadership.
+ListenerGate = Callable[[bool], str | None]
 
 
 class DiagnosticsSource(Protocol):
@@ -78,6 +92,24 @@ def _text(response: HealthResponse) -> web.Response:
     )
 
 
+def _plain(status: int, text: str) -> web.Response:
+    return web.Response(status=status, body=text.encode(), content_type="text/plain")
+
+
+def _call(name: str, handler: HttpHandler, request: web.Request, body: bytes) -> web.Response:
+    plugin_request = HttpRequest(
+        method=request.method, path=request.path, body=body, remote=request.remote or ""
+    )
+    try:
+        response: HttpResponse = handler(plugin_request)
+    except Exception:
+        log.exception("plugin endpoint %s failed", name)
+        return _plain(500, "internal error")
+    return web.Response(
+        status=response.status, body=response.body, content_type=response.content_type
+    )
+
+
 class OpsServer:
     def __init__(
         self,
@@ -88,9 +120,16 @@ class OpsServer:
         diagnostics: DiagnosticsSource,
         *,
         config_dump: Callable[[], dict[str, Any]] | None = None,
+        listeners: Sequence[Listener] = (),
+        debug_routes: dict[str, HttpHandler] | None = None,
+        gate: ListenerGate | None = None,
         ssl_context: ssl.SSLContext | None = None,
         guard: RequestGuard | None = None,
     ) -> None:
+        self._listeners = tuple(listeners)
+        self._debug_routes = dict(debug_routes or {})
+        self._gate = gate or (lambda _leader_only: None)
+        self._listener_runners: list[web.AppRunner] = []
         self._host = host
         self._port = port
         self._registry = registry
@@ -115,6 +154,14 @@ class OpsServer:
             app.router.add_get(f"/{endpoint}/{{check}}", self._health_check(endpoint))
         app.router.add_get("/configz", self._configz)
         app.router.add_get("/debug/pods/{namespace}/{name}", self._debug_pod)
+        for path, handler in self._debug_routes.items():
+            app.router.add_get(f"/debug/plugins/{path}", self._plugin_debug(handler))
+        return app
+
+    def listener_app(self, listener: Listener) -> web.Application:
+        """One plugin listener's routes (every method, every path), unstarted."""
+        app = web.Application(client_max_size=max(listener.max_body_bytes, 1))
+        app.router.add_route("*", "/{tail:.*}", self._plugin_listener(listener))
         return app
 
     async def start(self) -> None:
@@ -128,12 +175,38 @@ class OpsServer:
             await runner.cleanup()
             raise
         self._runner = runner
+        try:
+            for listener in self._listeners:
+                await self._start_listener(listener)
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _start_listener(self, listener: Listener) -> None:
+        runner = web.AppRunner(self.listener_app(listener), access_log=None, handle_signals=False)
+        await runner.setup()
+        try:
+            await web.TCPSite(runner, self._host, listener.port).start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._listener_runners.append(runner)
 
     async def stop(self) -> None:
-        """Close the listener and finish in-flight requests; idempotent."""
+        """Close the listeners and finish in-flight requests; idempotent."""
+        runners, self._listener_runners = self._listener_runners, []
+        for listener_runner in runners:
+            await listener_runner.cleanup()
         runner, self._runner = self._runner, None
         if runner is not None:
             await runner.cleanup()
+
+    def listener_port(self, name: str) -> int:
+        """The port a plugin listener actually listens on (useful with port 0)."""
+        for listener, runner in zip(self._listeners, self._listener_runners, strict=False):
+            if listener.name == name and runner.addresses:
+                return int(runner.addresses[0][1])
+        raise RuntimeError(f"plugin listener {name!r} is not started")
 
     @property
     def bound_port(self) -> int:
@@ -178,6 +251,22 @@ class OpsServer:
             if response is None:
                 raise web.HTTPNotFound(text="404 page not found\n")
             return _text(response)
+
+        return handler
+
+    def _plugin_listener(self, listener: Listener) -> Handler:
+        async def handler(request: web.Request) -> web.Response:
+            refusal = self._gate(listener.leader_only)
+            if refusal is not None:
+                return _plain(503, refusal)
+            body = await request.content.read(listener.max_body_bytes)
+            return _call(listener.name, listener.handler, request, body)
+
+        return handler
+
+    def _plugin_debug(self, plugin_handler: HttpHandler) -> Handler:
+        async def handler(request: web.Request) -> web.Response:
+            return _call(request.path, plugin_handler, request, b"")
 
         return handler
 

@@ -80,6 +80,13 @@ from scheduler.framework.resource import (
     is_scalar_resource_name,
     pod_requests,
 )
+from scheduler.framework.services import (
+    HttpHandler,
+    HttpRequest,
+    HttpResponse,
+    PluginHttp,
+    PluginServices,
+)
 from scheduler.framework.status import Code, Status, is_success, status_code
 from scheduler.framework.types import (
     MAX_NODE_SCORE,
@@ -120,6 +127,9 @@ __all__ = [
     "FilterPlugin",
     "Handle",
     "HostPort",
+    "HttpHandler",
+    "HttpRequest",
+    "HttpResponse",
     "InformerAccess",
     "Node",
     "NodeInfo",
@@ -133,7 +143,9 @@ __all__ = [
     "PermitPlugin",
     "Plugin",
     "PluginFactory",
+    "PluginHttp",
     "PluginMetrics",
+    "PluginServices",
     "PluginSpec",
     "Pod",
     "PostBindPlugin",

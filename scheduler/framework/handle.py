@@ -15,6 +15,7 @@ from scheduler.clock import Clock
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.nodeinfo import NodeInfo
 from scheduler.framework.objects import Pod
+from scheduler.framework.services import PluginServices
 from scheduler.framework.status import Status
 
 RawObject = Mapping[str, Any]
@@ -41,12 +42,18 @@ class ObjectStore(Protocol):
 
 
 class InformerAccess(Protocol):
-    def store(self, resource: str) -> ObjectStore:
+    def store(self, resource: str, *, field_selector: str | None = None) -> ObjectStore:
         """The shared store for a resource such as ``resourceclaims`` or ``nodes``;
-        one watch per resource in the process, however many ask for it."""
+        one watch per resource in the process, however many ask for it. A
+        ``field_selector`` narrows that one watch (e.g. to one ConfigMap); asking
+        for a different selector on the same resource later is an error."""
 
     def on_change(
-        self, resource: str, handler: Callable[[RawObject | None, RawObject | None], None]
+        self,
+        resource: str,
+        handler: Callable[[RawObject | None, RawObject | None], None],
+        *,
+        field_selector: str | None = None,
     ) -> None:
         """Call ``handler(old, new)`` for every change to the resource."""
 
@@ -141,3 +148,7 @@ class Handle(Protocol):
 
     @property
     def metrics(self) -> PluginMetrics: ...
+
+    @property
+    def services(self) -> PluginServices:
+        """HTTP endpoints, metrics and start-up steps (``framework.services``)."""

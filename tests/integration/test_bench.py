@@ -298,7 +298,13 @@ def test_tiny_benchmark_binds_every_pod_with_both_schedulers(tmp_path: Path) -> 
     assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     report = orjson.loads(out.read_bytes())
 
-    assert report["workload"] == {"name": "custom", "nodes": 5, "init_pods": 5, "pods": 20}
+    assert report["workload"] == {
+        "name": "custom",
+        "nodes": 5,
+        "init_pods": 5,
+        "pods": 20,
+        "pod_spec": {},
+    }
     assert report["all_correct"] is True
     runs = {run["scheduler"]: run for run in report["runs"]}
     assert set(runs) == {"ours", "upstream"}

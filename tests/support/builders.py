@@ -474,3 +474,60 @@ class LeaseBuilder:
 
 def make_lease(name: str = "pyscheduler", namespace: str = "kube-system") -> LeaseBuilder:
     return LeaseBuilder(name, namespace)
+
+
+class VirtualMachineBuilder:
+    """A NeonVM ``VirtualMachine`` (``vm.neon.tech/v1``): cpus in vCPUs or
+    millicpu quantities, memory in slots of ``slot_size``."""
+
+    def __init__(self, name: str, namespace: str = "default") -> None:
+        self._obj: Obj = {
+            "apiVersion": "vm.neon.tech/v1",
+            "kind": "VirtualMachine",
+            "metadata": {"name": name, "namespace": namespace, "labels": {}},
+            "spec": {
+                "schedulerName": "autoscale-scheduler",
+                "guest": {
+                    "cpus": {"min": 1, "max": 4, "use": 1},
+                    "memorySlots": {"min": 1, "max": 4, "use": 1},
+                    "memorySlotSize": "1Gi",
+                },
+            },
+            "status": {},
+        }
+
+    def cpus(self, min_: int | str, max_: int | str, use: int | str) -> Self:
+        self._obj["spec"]["guest"]["cpus"] = {"min": min_, "max": max_, "use": use}
+        return self
+
+    def memory_slots(self, min_: int, max_: int, use: int) -> Self:
+        self._obj["spec"]["guest"]["memorySlots"] = {"min": min_, "max": max_, "use": use}
+        return self
+
+    def slot_size(self, size: str) -> Self:
+        self._obj["spec"]["guest"]["memorySlotSize"] = size
+        return self
+
+    def pod_name(self, name: str) -> Self:
+        self._obj["status"]["podName"] = name
+        return self
+
+    def label(self, key: str, value: str) -> Self:
+        self._obj["metadata"]["labels"][key] = value
+        return self
+
+    def obj(self) -> Obj:
+        return copy.deepcopy(self._obj)
+
+
+def make_vm(name: str, namespace: str = "default") -> VirtualMachineBuilder:
+    return VirtualMachineBuilder(name, namespace)
+
+
+def make_config_map(name: str, namespace: str, data: dict[str, str]) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}"},
+        "data": dict(data),
+    }

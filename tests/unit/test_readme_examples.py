@@ -31,7 +31,8 @@ EXAMPLE = README.parent / "examples" / "plugin-package"
 
 def _write_a_plugin() -> str:
     text = README.read_text()
-    return text[text.index("### Write a plugin") : text.index("### Operate")]
+    start = text.index("### Write a plugin")
+    return text[start : text.index("\n### ", start + 1)]
 
 
 def test_the_write_a_plugin_section_is_the_example_package() -> None:
