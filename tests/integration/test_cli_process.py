@@ -190,7 +190,12 @@ async def test_daemon_process_becomes_ready_and_binds_only_its_own_pods(
     name = unique_scheduler_name()
     for index in range(2):
         await nodes.create(make_node(f"p{index}").capacity(cpu="4", memory="8Gi", pods="110").obj())
-    async with pyscheduler(control_plane.kubeconfig, name, tmp_path) as daemon:
+    # Reviews through their own kubeconfigs (the same admin here), as upstream's flags.
+    reviews = (
+        f"--authentication-kubeconfig={control_plane.kubeconfig}",
+        f"--authorization-kubeconfig={control_plane.kubeconfig}",
+    )
+    async with pyscheduler(control_plane.kubeconfig, name, tmp_path, *reviews) as daemon:
         assert await daemon.ready() == (200, "ok")
         ours = [
             make_pod(f"ours-{i}", namespace).scheduler(name).requests(cpu="500m").obj()

@@ -10,6 +10,7 @@ import contextlib
 import secrets
 from collections.abc import AsyncIterator
 
+import orjson
 from kubernetes_asyncio import client
 
 from tests.integration.conftest import Cluster
@@ -91,3 +92,12 @@ async def test_ops_port_authenticates_and_authorizes_through_the_cluster(
 
         _, text = await ops_get(base, "/metrics", scraper)
         assert "scheduler_pending_pods" in text
+        assert "rest_client_requests_total{" in text
+        assert "process_resident_memory_bytes" in text
+
+        _, text = await ops_get(base, "/configz", admin)
+        shown = orjson.loads(text)["componentconfig"]
+        assert shown["profiles"][0]["schedulerName"] == name
+        assert shown["leaderElection"]["leaseDuration"] == "15s"
+        assert shown["clientConnection"]["contentType"] == "application/json"
+        assert "parallelism" not in shown
