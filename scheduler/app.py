@@ -229,6 +229,7 @@ class SchedulerApp:
                 services=self.plugin_services,
                 background=self.background,
                 metrics=self.metrics,
+                feature_gates=self.options.feature_gates,
             )
             handles.append(handle)
             framework = build_framework(profile, registry, handle, self.waiting, self.metrics)

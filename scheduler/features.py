@@ -1,4 +1,5 @@
-"""Feature gates: ``--feature-gates=Name=true,Other=false`` as upstream.
+"""``--feature-gates=Name=true,Other=false`` as upstream, parsed into the
+framework's ``FeatureGates`` (``scheduler.framework.features``).
 
 Only the gates this scheduler reads are known; a name we do not know or a value
 that is not a boolean is refused at start-up (upstream refuses unknown gates
@@ -9,36 +10,15 @@ command line.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
 
-# Gate name -> default in v1.36 (pkg/features/kube_features.go), for the gates
-# a plugin or the engine here reads.
-KNOWN_GATES: Mapping[str, bool] = MappingProxyType(
-    {
-        # NodeDeclaredFeatures joins the default plugins when on (beta, on).
-        "NodeDeclaredFeatures": True,
-    }
-)
+from scheduler.framework.features import KNOWN_GATES, FeatureGates
+
+__all__ = ["KNOWN_GATES", "FeatureGateError", "FeatureGates", "parse_feature_gates"]
 
 
 class FeatureGateError(ValueError):
     """A ``--feature-gates`` value names an unknown gate or a non-boolean."""
-
-
-@dataclass(frozen=True)
-class FeatureGates:
-    overrides: Mapping[str, bool] = field(default_factory=dict)
-
-    def enabled(self, name: str) -> bool:
-        if name not in KNOWN_GATES:
-            raise KeyError(f"unknown feature gate {name!r}")
-        return self.overrides.get(name, KNOWN_GATES[name])
-
-    def effective(self) -> dict[str, bool]:
-        """Every known gate and its value in force."""
-        return {name: self.enabled(name) for name in sorted(KNOWN_GATES)}
 
 
 def _boolean(name: str, text: str) -> bool:

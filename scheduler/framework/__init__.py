@@ -16,6 +16,7 @@ from scheduler.framework.events import (
 from scheduler.framework.events import (
     Resource as EventResource,
 )
+from scheduler.framework.features import KNOWN_GATES, FeatureGates
 from scheduler.framework.handle import (
     ApiWriter,
     EventRecorder,
@@ -107,6 +108,7 @@ from scheduler.framework.types import (
 __all__ = [
     "CPU",
     "EPHEMERAL_STORAGE",
+    "KNOWN_GATES",
     "MAX_NODE_SCORE",
     "MEMORY",
     "MIN_NODE_SCORE",
@@ -124,6 +126,7 @@ __all__ = [
     "EventRecorder",
     "EventResource",
     "ExtensionPoint",
+    "FeatureGates",
     "FilterPlugin",
     "Handle",
     "HostPort",

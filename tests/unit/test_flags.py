@@ -8,9 +8,14 @@ from typing import Any
 
 import pytest
 
+from scheduler.app import build_registry, resolve
+from scheduler.cache.snapshot import Snapshot
 from scheduler.config import ConfigError, parse_config
 from scheduler.features import FeatureGateError, parse_feature_gates
 from scheduler.flags import DEFAULT_ALWAYS_ALLOW_PATHS, apply_flags, log_level, parse_args
+from scheduler.handle import ProfileHandle
+from scheduler.runtime.waiting import WaitingPods
+from tests.support.clock import FakeClock
 from tests.unit.config.builders import make_config
 
 
@@ -213,3 +218,37 @@ def test_configuration_round_trips_through_its_dump() -> None:
     assert apply_flags(config, parse_args(["--kubeconfig=k"])).leader_election == (
         config.leader_election
     )
+
+
+@pytest.mark.parametrize(
+    ("gates", "included"),
+    [
+        pytest.param("", True, id="on by default (v1.36 beta)"),
+        pytest.param("NodeDeclaredFeatures=false", False, id="turned off"),
+    ],
+)
+def test_a_gate_is_honoured_not_just_accepted(gates: str, included: bool) -> None:
+    (profile,) = resolve(
+        parse_config(make_config().yaml()), build_registry(), parse_feature_gates(gates)
+    )
+
+    names = {ref.name for refs in profile.plugins.values() for ref in refs}
+    assert ("NodeDeclaredFeatures" in names) == included
+
+
+def test_plugins_read_the_gates_in_force_from_their_handle() -> None:
+    gates = parse_feature_gates("NodeDeclaredFeatures=false")
+    handle = ProfileHandle(
+        profile_name="p",
+        clock=FakeClock(),
+        snapshot=Snapshot(),
+        informers=None,  # type: ignore[arg-type]
+        events=None,  # type: ignore[arg-type]
+        api=None,  # type: ignore[arg-type]
+        waiting_pods=WaitingPods(),
+        feature_gates=gates,
+    )
+
+    assert handle.feature_gates.enabled("NodeDeclaredFeatures") is False
+    with pytest.raises(KeyError, match="unknown feature gate"):
+        handle.feature_gates.enabled("NoSuchGate")
