@@ -7,7 +7,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | sha256sum | cut -c1-12)
 
-.PHONY: test unit integration differential lint format controlplane demo bench bench-autoscale venv clean
+.PHONY: test unit integration chaos differential lint format controlplane demo bench bench-autoscale venv clean
 
 venv: $(STAMP)
 
@@ -28,6 +28,11 @@ unit: venv
 
 integration: venv controlplane
 	$(BIN)/pytest tests/integration
+
+# The chaos suite at full size (500 pods on 50 nodes per scenario); `make test`
+# runs the same scenarios at a short size.
+chaos: venv controlplane
+	PYSCHEDULER_CHAOS_FULL=1 $(BIN)/pytest tests/integration/chaos
 
 # Ours against upstream kube-scheduler on randomized workloads, longer than the
 # default run: e.g. make differential DIFF_SEEDS=200 DIFF_PODS=100

@@ -32,6 +32,7 @@ from prometheus_client import CollectorRegistry
 from plugins.registry import DEFAULT_PLUGINS, in_tree_registry
 from scheduler.cache.cache import Cache
 from scheduler.cache.snapshot import Snapshot
+from scheduler.cachedebug import NON_TERMINAL_PODS, CacheDebugger
 from scheduler.clock import Clock, RealClock
 from scheduler.config import (
     PluginRef,
@@ -71,7 +72,6 @@ from scheduler.tls import serving_context
 log = logging.getLogger(__name__)
 
 CACHE_METRICS_PERIOD_SECONDS = 1.0
-NON_TERMINAL_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 
 
 @dataclass(frozen=True)
@@ -204,7 +204,7 @@ class SchedulerApp:
         self.event_sink = EventSink(client, hostname=socket.gethostname(), clock=self.clock)
         self.status_writer = StatusWriter(client.patch_pod_status, self.clock)
         api = KubeApiWriter(client)
-        self.cache = Cache()
+        self.cache = Cache(self.clock)
         self.snapshot = Snapshot()
         self.waiting = WaitingPods()
         self.background = BackgroundTasks()
@@ -252,6 +252,9 @@ class SchedulerApp:
         )
         for handle in handles:
             handle.bind_queue(self.queue)
+        self.cache_debugger = CacheDebugger(
+            client.list, self.cache, self.queue, schedulers=self.frameworks.keys(), clock=self.clock
+        )
 
         def pod_lister(key: str) -> Pod | None:
             raw = pods.store.get(key)
@@ -339,6 +342,7 @@ class SchedulerApp:
             listeners=self.plugin_services.listeners,
             debug_routes=self.plugin_services.debug_routes,
             gate=self._plugin_gate,
+            cache_report=self.cache_debugger.report_json,
             ssl_context=serving_context(
                 self.options.tls_cert_file, self.options.tls_private_key_file, self.clock.wall()
             ),
@@ -370,6 +374,10 @@ class SchedulerApp:
         """Begin the ordered shutdown (safe from a signal handler)."""
         self._stop.set()
 
+    def request_cache_report(self) -> None:
+        """Log the cache comparer's report soon (safe from a signal handler: SIGUSR2)."""
+        self.cache_debugger.request_report()
+
     @property
     def ready(self) -> bool:
         return self._synced and not self._shutting_down
@@ -390,6 +398,7 @@ class SchedulerApp:
                 events = group.create_task(self.event_sink.run(), name="events")
                 status = group.create_task(self.status_writer.run(), name="pod-status")
                 cache_metrics = group.create_task(self._cache_metrics(), name="cache-metrics")
+                debugger = group.create_task(self.cache_debugger.run(), name="cache-debugger")
                 workers: list[asyncio.Task[None]] = []
                 stopped = await self._until_stopped(self.informer_factory.wait_synced())
                 if not stopped:  # plugins' start steps: a failure fails start-up
@@ -409,9 +418,11 @@ class SchedulerApp:
                     await self._stop_or_done(scheduling)
                     await self._shutdown_scheduling(scheduling, flushers)
                 self._shutting_down = True
-                for task in (*workers, informers, cache_metrics):
+                for task in (*workers, informers, cache_metrics, debugger):
                     task.cancel()
-                await asyncio.wait({*workers, informers, cache_metrics})  # stopped before the flush
+                await asyncio.wait(
+                    {*workers, informers, cache_metrics, debugger}
+                )  # before the flush
                 await self._flush(status, events)
         finally:
             self._shutting_down = True

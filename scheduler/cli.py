@@ -3,9 +3,10 @@ kube-scheduler's flag names (see ``scheduler.flags``).
 
 Loads and validates the configuration first, merged with the flags that
 override it: a bad file or flag stops start-up with a message naming the field
-and the problem (exit code 2), before any connection is made. Runs against
-``--kubeconfig``, the config's ``clientConnection.kubeconfig``, or the
-in-cluster service account.
+and the problem (exit code 2), before any connection is made. SIGTERM and
+SIGINT stop it in order; SIGUSR2 logs the cache comparer's report
+(``scheduler.cachedebug``). Runs against ``--kubeconfig``, the config's
+``clientConnection.kubeconfig``, or the in-cluster service account.
 """
 
 from __future__ import annotations
@@ -93,6 +94,7 @@ async def _run(config: SchedulerConfiguration, args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, app.stop)
+    loop.add_signal_handler(signal.SIGUSR2, app.request_cache_report)
     try:
         await app.run()
     except ExceptionGroup as group:
