@@ -18,7 +18,7 @@ from bench.checks import overcommitted_nodes
 from scheduler.cli import EXIT_CONFIG
 from tests.integration.conftest import Cluster, NodePool
 from tests.support.builders import make_node, make_pod
-from tests.support.daemon import PYSCHEDULER, SHUTDOWN_DEADLINE, pyscheduler
+from tests.support.daemon import PYSCHEDULER, SHUTDOWN_DEADLINE, UPSTREAM_OPEN, pyscheduler
 from tests.support.faultproxy import FaultProxy, Kind
 from tests.support.kubeapi import create_all, list_pods, read_json
 from tests.support.ops import kubeconfig_token
@@ -109,7 +109,9 @@ async def test_daemon_process_becomes_ready_and_binds_only_its_own_pods(
         f"--authentication-kubeconfig={control_plane.kubeconfig}",
         f"--authorization-kubeconfig={control_plane.kubeconfig}",
     )
-    async with pyscheduler(control_plane.kubeconfig, name, tmp_path, *reviews) as daemon:
+    async with pyscheduler(
+        control_plane.kubeconfig, name, tmp_path, *reviews, open_paths=UPSTREAM_OPEN
+    ) as daemon:
         assert await daemon.ready() == (200, "ok")
         ours = [
             make_pod(f"ours-{i}", namespace).scheduler(name).requests(cpu="500m").obj()

@@ -36,6 +36,10 @@ BIND_GRACE_SECONDS = 5.0
 # and events (bounded by the flush grace), close; plus slack for a busy machine.
 SHUTDOWN_DEADLINE = BIND_GRACE_SECONDS + AppOptions().flush_grace_seconds + 5.0
 BURST = 150
+# Paths the daemon serves without a token unless told otherwise: tests that do
+# not test authorization read /metrics and /debug/... like the demo does.
+OPEN_FOR_TESTS = "/healthz,/readyz,/livez,/metrics,/debug/*"
+UPSTREAM_OPEN = "/healthz,/readyz,/livez"
 
 
 class Daemon:
@@ -106,10 +110,13 @@ async def pyscheduler(
     *extra: str,
     config_text: str | None = None,
     label: str = "",
+    open_paths: str = OPEN_FOR_TESTS,
 ) -> AsyncIterator[Daemon]:
     """Run ``pyscheduler`` with one profile ``name`` (or ``config_text``);
     always stopped (and reaped) on exit, killed if it ignores SIGTERM.
-    ``label`` tells apart several daemons of the same profile."""
+    ``label`` tells apart several daemons of the same profile; ``open_paths``
+    is its ``--authorization-always-allow-paths`` (``UPSTREAM_OPEN`` to test
+    authorization as deployed)."""
     stem = f"{name}{label}"
     config = workdir / f"{stem}.yaml"
     config.write_text(config_text or scheduler_config(name))
@@ -121,6 +128,7 @@ async def pyscheduler(
         f"--secure-port={port}",
         "--bind-address=127.0.0.1",
         f"--bind-grace-seconds={BIND_GRACE_SECONDS:g}",
+        f"--authorization-always-allow-paths={open_paths}",
         *extra,
     ]
     process = ComponentProcess("pyscheduler", argv, workdir / f"{stem}.log")
