@@ -46,9 +46,12 @@ demo: venv controlplane
 	PYTHONPATH=. $(BIN)/python examples/demo.py
 	PYTHONPATH=. $(BIN)/python examples/autoscale_demo.py
 
-# pyscheduler against upstream kube-scheduler (SchedulingBasic, 5000 nodes);
-# e.g. make bench BENCH_ARGS="--workload small --repeat 3 --out small.json"
+# pyscheduler against upstream kube-scheduler and the ceiling binder
+# (SchedulingBasic, 5000 nodes, both modes, 3 rounds); results go to
+# bench/results/, then `python -m bench.publish` updates the README;
+# e.g. make bench BENCH_ARGS="--workload scale"
 bench: venv controlplane
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[bench]'
 	PYTHONPATH=. $(BIN)/python -m bench.run $(BENCH_ARGS)
 
 # AutoscaleEnforcer: VM pods over 500 nodes while agents send 1000 requests/s

@@ -88,8 +88,11 @@ async def test_unschedulable_pod_is_told_why_then_binds_soon_after_a_node_is_add
         .taint("dedicated", "x")
         .obj()
     )
+    # The tail: DynamicResources' and DefaultPreemption's PostFilter reasons,
+    # as upstream's default profile has them.
     expected = (
         "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu. "
+        "no new claims to deallocate, "
         "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
     async with running_scheduler(control_plane.kubeconfig, name) as app:
@@ -157,8 +160,8 @@ async def test_pods_bound_by_others_use_up_node_capacity(
 
         message = await eventually(rejected, what="pod rejected for lack of cpu")
         assert message == (
-            "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are "
-            "available: 1 No preemption victims found for incoming pod."
+            "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, "
+            "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
         )
 
         await core.delete_namespaced_pod("placed-by-hand", namespace, grace_period_seconds=0)

@@ -120,7 +120,11 @@ def _closure(requirements: list[str]) -> set[str]:
         if name in seen:
             continue
         seen.add(name)
-        todo.extend(Requirement(text) for text in metadata.requires(requirement.name) or ())
+        try:
+            requires = metadata.requires(requirement.name) or []
+        except metadata.PackageNotFoundError:
+            requires = []  # an extra not installed here (the runtime closure is checked)
+        todo.extend(Requirement(text) for text in requires)
     return seen
 
 
