@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -67,6 +68,8 @@ DRA_WAITING = "gpu-hungry"  # its claim cannot be satisfied
 URGENT_POD = "urgent"  # the preemptor in examples/preemption.yaml
 NAMESPACE = "demo"
 EXPLAINED_POD = "no-toleration"  # the waiting pod whose /debug/pods diagnosis is shown
+# Read by the demo without a token (exact paths, or prefixes ending in *).
+DEMO_OPEN_PATHS = "/healthz,/readyz,/livez,/metrics,/debug/pods/*"
 READY_TIMEOUT = 30.0
 ACT_TIMEOUT = 30.0
 SIGTERM_TIMEOUT = 20.0
@@ -245,8 +248,12 @@ def wait_for(probe: Callable[[], T | None], timeout: float, what: str) -> T:
 
 
 def http_get(url: str) -> tuple[int, str]:
+    # The ops port's certificate is self-signed: not verified for a loopback read.
+    unverified = ssl.create_default_context()
+    unverified.check_hostname = False
+    unverified.verify_mode = ssl.CERT_NONE
     try:
-        with urllib.request.urlopen(url, timeout=5) as response:
+        with urllib.request.urlopen(url, timeout=5, context=unverified) as response:
             return int(response.status), response.read().decode()
     except urllib.error.HTTPError as error:
         return error.code, error.read().decode()
@@ -275,8 +282,10 @@ def start_scheduler(plane: ControlPlane, port: int) -> ComponentProcess:
         str(binary),
         f"--config={CONFIG}",
         f"--kubeconfig={plane.kubeconfig}",
-        f"--port={port}",
+        f"--secure-port={port}",
         "--bind-address=127.0.0.1",
+        # The demo reads these without a token; in a cluster only the probes are open.
+        f"--authorization-always-allow-paths={DEMO_OPEN_PATHS}",
     ]
     process = ComponentProcess("pyscheduler", argv, plane.layout.logs / "pyscheduler.log")
     process.start()
@@ -328,11 +337,11 @@ def run(plane: ControlPlane, processes: list[ComponentProcess]) -> None:
     node_count = len(items(plane, "/api/v1/nodes"))
 
     port = free_port()
-    say(f"[3/8] pyscheduler --config {CONFIG.relative_to(EXAMPLES.parent)} --port {port}")
+    say(f"[3/8] pyscheduler --config {CONFIG.relative_to(EXAMPLES.parent)} --secure-port {port}")
     started = time.monotonic()
     scheduler = start_scheduler(plane, port)
     processes.append(scheduler)
-    base = f"http://127.0.0.1:{port}"
+    base = f"https://127.0.0.1:{port}"
     wait_ready(scheduler, base)
     say(f"  pid {scheduler.pid}, GET {base}/readyz: 200 after {time.monotonic() - started:.1f}s")
 

@@ -24,7 +24,7 @@ import random
 import socket
 import uuid
 from collections.abc import Awaitable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -39,18 +39,22 @@ from scheduler.config import (
     points_of_classes,
     resolve_profiles,
 )
+from scheduler.delegation import DelegatedAuth
 from scheduler.engine import (
     Engine,
     build_framework,
     object_event_resources,
     watch_object_events,
 )
+from scheduler.features import FeatureGates
 from scheduler.framework.registry import Registry, entry_point_plugins
 from scheduler.health import scheduler_health
-from scheduler.kube.boundary import ClusterClient
+from scheduler.kube.client import KubeClient
+from scheduler.kube.reviews import Reviews
 from scheduler.leaderelection import ApiLeaseClient, LeaderElectionConfig, LeaderElector
 from scheduler.metrics import CacheType
 from scheduler.server import OpsServer
+from scheduler.tls import serving_context
 
 # Re-exported: the composition helpers live in scheduler.engine.
 __all__ = [
@@ -77,6 +81,11 @@ class AppOptions:
     bind_grace_seconds: float = 30.0
     flush_grace_seconds: float = 5.0
     max_binding: int = 64
+    feature_gates: FeatureGates = field(default_factory=FeatureGates)
+    # Secure serving: the given pair or a self-signed one; these paths open to all.
+    tls_cert_file: str | None = None
+    tls_private_key_file: str | None = None
+    always_allow_paths: tuple[str, ...] = ("/healthz", "/readyz", "/livez")
 
 
 def build_registry() -> Registry:
@@ -84,8 +93,15 @@ def build_registry() -> Registry:
     return in_tree_registry().merged(entry_point_plugins())
 
 
-def resolve(config: SchedulerConfiguration, registry: Registry) -> list[ResolvedProfile]:
-    defaults = [PluginRef(name, weight) for name, weight in DEFAULT_PLUGINS]
+def resolve(
+    config: SchedulerConfiguration, registry: Registry, gates: FeatureGates | None = None
+) -> list[ResolvedProfile]:
+    gates = gates or FeatureGates()
+    defaults = [
+        PluginRef(name, weight)
+        for name, weight in DEFAULT_PLUGINS
+        if name != "NodeDeclaredFeatures" or gates.enabled("NodeDeclaredFeatures")
+    ]
     points_of = points_of_classes(spec.plugin_class for spec in registry.values())
     return resolve_profiles(config, registry, defaults, points_of)
 
@@ -94,13 +110,15 @@ class SchedulerApp:
     def __init__(
         self,
         config: SchedulerConfiguration,
-        client: ClusterClient,
+        client: KubeClient,
         options: AppOptions | None = None,
         *,
         clock: Clock | None = None,
         registry: Registry | None = None,
         metrics_registry: CollectorRegistry | None = None,
         rng: random.Random | None = None,
+        authn_client: KubeClient | None = None,
+        authz_client: KubeClient | None = None,
     ) -> None:
         self.config = config
         self.options = options or AppOptions()
@@ -114,7 +132,7 @@ class SchedulerApp:
         registry = registry or build_registry()
         self.engine = Engine(
             config,
-            resolve(config, registry),
+            resolve(config, registry, self.options.feature_gates),
             registry,
             client,
             clock=self.clock,
@@ -122,9 +140,11 @@ class SchedulerApp:
             metrics_registry=self.metrics_registry,
             max_binding=self.options.max_binding,
             rng=rng,
+            feature_gates=self.options.feature_gates,
         )
         engine = self.engine
         self.metrics = engine.metrics
+        client.report_to(self.metrics)
         self.informer_factory = engine.informer_factory
         self.event_sink = engine.event_sink
         self.status_writer = engine.status_writer
@@ -141,27 +161,41 @@ class SchedulerApp:
             client.list, self.cache, self.queue, schedulers=self.frameworks.keys(), clock=self.clock
         )
 
-        self.elector: LeaderElector | None = None
-        election = config.leader_election
-        if election.leader_elect:
-            self.elector = LeaderElector(
-                LeaderElectionConfig(
-                    namespace=election.resource_namespace,
-                    name=election.resource_name,
-                    identity=f"{socket.gethostname()}_{uuid.uuid4()}",
-                    lease_duration=election.lease_duration,
-                    renew_deadline=election.renew_deadline,
-                    retry_period=election.retry_period,
-                ),
-                ApiLeaseClient(client.request),
-                self.clock,
-            )
-        if self.elector is not None:
-            elector = self.elector
-            self.metrics.leader_election(election.resource_name, lambda: elector.is_leader)
-        self.server = self._ops_server(config)
+        self.elector = self._leader_elector(config, client)
+        self.server = self._ops_server(config, client, authn_client, authz_client)
 
-    def _ops_server(self, config: SchedulerConfiguration) -> OpsServer:
+    def _leader_elector(
+        self, config: SchedulerConfiguration, client: KubeClient
+    ) -> LeaderElector | None:
+        """The elector (and its ``leader_election_master_status``), or None
+        without leader election."""
+        election = config.leader_election
+        if not election.leader_elect:
+            return None
+        elector = LeaderElector(
+            LeaderElectionConfig(
+                namespace=election.resource_namespace,
+                name=election.resource_name,
+                identity=f"{socket.gethostname()}_{uuid.uuid4()}",
+                lease_duration=election.lease_duration,
+                renew_deadline=election.renew_deadline,
+                retry_period=election.retry_period,
+            ),
+            ApiLeaseClient(client.request),
+            self.clock,
+        )
+        self.metrics.leader_election(election.resource_name, lambda: elector.is_leader)
+        return elector
+
+    def _ops_server(
+        self,
+        config: SchedulerConfiguration,
+        client: KubeClient,
+        authn: KubeClient | None,
+        authz: KubeClient | None,
+    ) -> OpsServer:
+        """HTTPS with delegated authn/authz; reviews through ``client`` unless
+        separate clients are given (``--authentication/authorization-kubeconfig``)."""
         health = scheduler_health(
             shutting_down=lambda: self._shutting_down,
             handlers_synced=lambda: self._synced,
@@ -173,11 +207,20 @@ class SchedulerApp:
             self.metrics_registry,
             health,
             self.attempt_log,
-            config_dump=lambda: config.model_dump(mode="json", by_alias=True),
+            config_dump=lambda: config.model_dump(mode="json", by_alias=True, exclude_none=True),
             listeners=self.plugin_services.listeners,
             debug_routes=self.plugin_services.debug_routes,
             gate=self._plugin_gate,
             cache_report=self.cache_debugger.report_json,
+            ssl_context=serving_context(
+                self.options.tls_cert_file, self.options.tls_private_key_file, self.clock.wall()
+            ),
+            guard=DelegatedAuth(
+                Reviews(authn or client).token,
+                Reviews(authz or client).access,
+                self.clock,
+                self.options.always_allow_paths,
+            ),
         )
 
     def _plugin_gate(self, leader_only: bool) -> str | None:

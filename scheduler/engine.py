@@ -31,6 +31,7 @@ from scheduler.cycle.reporting import StatusWriter
 from scheduler.cycle.scheduler import Scheduler
 from scheduler.diagnostics import AttemptLog
 from scheduler.eventhandlers import EventHandlers, ObjectEventHandlers
+from scheduler.features import FeatureGates
 from scheduler.framework.events import Resource as EventResource
 from scheduler.framework.interfaces import ExtensionPoint, Plugin
 from scheduler.framework.objects import Pod, parse_pod
@@ -126,6 +127,7 @@ class Engine:
         metrics_registry: CollectorRegistry,
         max_binding: int = 64,
         rng: random.Random | None = None,
+        feature_gates: FeatureGates | None = None,
     ) -> None:
         self.clock = clock
         self.metrics = SchedulerMetrics(metrics_registry)
@@ -164,6 +166,7 @@ class Engine:
                 services=self.plugin_services,
                 background=self.background,
                 metrics=self.metrics,
+                feature_gates=feature_gates,
             )
             handles.append(handle)
             framework = build_framework(profile, registry, handle, self.waiting, self.metrics)

@@ -55,6 +55,12 @@ class ClusterClient(Protocol):
 
     async def patch_event(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None: ...
 
+    async def create_core_event(self, namespace: str, event: Mapping[str, Any]) -> None:
+        """The core/v1 fallback when events.k8s.io is refused."""
+
+    async def patch_core_event(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        """The core/v1 fallback when events.k8s.io is refused."""
+
     async def request(
         self, method: str, path: str, body: Any = None, content_type: str | None = None
     ) -> Any: ...

@@ -260,6 +260,12 @@ class MemoryCluster:
                 return
         raise ApiError(HTTP_NOT_FOUND, "NotFound", f'event "{name}" not found')
 
+    async def create_core_event(self, namespace: str, event: Mapping[str, Any]) -> None:
+        await self.create_event(namespace, event)  # never used: events.k8s.io is served
+
+    async def patch_core_event(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        await self.patch_event(namespace, name, patch)
+
     async def request(
         self, method: str, path: str, body: Any = None, content_type: str | None = None
     ) -> Any:
