@@ -499,13 +499,17 @@ def what_if(plane: ControlPlane, base: str) -> None:
             "--seed",
             "1",
         )
-    say(f"  kubectl pyscheduler explain {NAMESPACE}/{EXPLAINED_POD} --url {base}")
+    say(
+        f"  kubectl pyscheduler explain {NAMESPACE}/{EXPLAINED_POD} --url {base} "
+        "--insecure-skip-tls-verify"
+    )
     run_tool(
         str(tools / "kubectl-pyscheduler"),
         "explain",
         f"{NAMESPACE}/{EXPLAINED_POD}",
         "--url",
         base,
+        "--insecure-skip-tls-verify",  # the scheduler's self-signed serving certificate
         f"--kubeconfig={plane.kubeconfig}",
     )
 
