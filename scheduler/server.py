@@ -19,11 +19,22 @@ Plugin listeners (``PluginHttp.listen``) are served on their own ports, every
 method and path, with the guarantees stated in ``scheduler.framework.services``:
 503 until ``gate`` lets them through (synced, started, leading), at most
 ``max_body_bytes`` of the body read, a handler exception answered 500.
+
+Threads: each plugin listener is served by a ``ListenerThread``, a thread
+with its own event loop, started by ``start`` and stopped (in-flight
+requests finished, thread joined) by ``stop``; nothing else here runs off
+the daemon's loop. On that thread the server calls only ``gate`` (plain
+reads of flags) and the plugin's handler; a response's ``after`` is handed
+to the daemon's loop (``call_soon_threadsafe``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
+import contextlib
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -68,7 +79,13 @@ def _plain(status: int, text: str) -> web.Response:
     return web.Response(status=status, body=text.encode(), content_type="text/plain")
 
 
-def _call(name: str, handler: HttpHandler, request: web.Request, body: bytes) -> web.Response:
+def _call(
+    name: str,
+    handler: HttpHandler,
+    request: web.Request,
+    body: bytes,
+    daemon_loop: asyncio.AbstractEventLoop | None = None,
+) -> web.Response:
     plugin_request = HttpRequest(
         method=request.method, path=request.path, body=body, remote=request.remote or ""
     )
@@ -77,9 +94,86 @@ def _call(name: str, handler: HttpHandler, request: web.Request, body: bytes) ->
     except Exception:
         log.exception("plugin endpoint %s failed", name)
         return _plain(500, "internal error")
+    if response.after is not None:
+        _run_after(name, response.after, daemon_loop)
     return web.Response(
         status=response.status, body=response.body, content_type=response.content_type
     )
+
+
+def _run_after(
+    name: str, after: Callable[[], None], daemon_loop: asyncio.AbstractEventLoop | None
+) -> None:
+    def guarded() -> None:
+        try:
+            after()
+        except Exception:
+            log.exception("plugin endpoint %s: follow-up failed", name)
+
+    if daemon_loop is None:  # served on the daemon's loop already
+        guarded()
+        return
+    with contextlib.suppress(RuntimeError):  # the daemon's loop is closing
+        daemon_loop.call_soon_threadsafe(guarded)
+
+
+class ListenerThread:
+    """One plugin listener served from its own thread and event loop.
+
+    ``start`` (on the daemon's loop) returns once the port is bound, or
+    raises the bind error; ``stop`` closes the port, lets in-flight requests
+    finish and joins the thread. Nothing else touches the thread's loop."""
+
+    def __init__(self, name: str, app: web.Application, host: str, port: int) -> None:
+        self.name = name
+        self._app, self._host, self._port = app, host, port
+        self._bound: concurrent.futures.Future[int] = concurrent.futures.Future()
+        self._exited: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self.port = 0
+
+    async def start(self) -> None:
+        self._thread = threading.Thread(
+            target=self._main, name=f"listener:{self.name}", daemon=True
+        )
+        self._thread.start()
+        self.port = await asyncio.wrap_future(self._bound)
+
+    def _main(self) -> None:
+        loop = self._loop = asyncio.new_event_loop()
+        runner = web.AppRunner(self._app, access_log=None, handle_signals=False)
+        try:
+            loop.run_until_complete(runner.setup())
+            site = web.TCPSite(runner, self._host, self._port)
+            try:
+                loop.run_until_complete(site.start())
+            except BaseException:
+                loop.run_until_complete(runner.cleanup())
+                raise
+        except BaseException as error:
+            loop.close()
+            self._bound.set_exception(error)
+            self._exited.set_result(None)
+            return
+        self._bound.set_result(int(runner.addresses[0][1]))
+        try:
+            loop.run_forever()
+            loop.run_until_complete(runner.cleanup())
+        finally:
+            loop.close()
+            self._exited.set_result(None)
+
+    async def stop(self) -> None:
+        """Idempotent; a listener that failed to start has nothing to stop."""
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        if not self._exited.done():
+            with contextlib.suppress(RuntimeError):  # already closed
+                loop.call_soon_threadsafe(loop.stop)
+            await asyncio.wrap_future(self._exited)
+        thread.join()  # it has finished its last statement or is about to
 
 
 class OpsServer:
@@ -99,7 +193,7 @@ class OpsServer:
         self._listeners = tuple(listeners)
         self._debug_routes = dict(debug_routes or {})
         self._gate = gate or (lambda _leader_only: None)
-        self._listener_runners: list[web.AppRunner] = []
+        self._listener_threads: list[ListenerThread] = []
         self._host = host
         self._port = port
         self._registry = registry
@@ -146,29 +240,27 @@ class OpsServer:
             raise
 
     async def _start_listener(self, listener: Listener) -> None:
-        runner = web.AppRunner(self.listener_app(listener), access_log=None, handle_signals=False)
-        await runner.setup()
-        try:
-            await web.TCPSite(runner, self._host, listener.port).start()
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self._listener_runners.append(runner)
+        thread = ListenerThread(
+            listener.name, self.listener_app(listener), self._host, listener.port
+        )
+        await thread.start()
+        self._listener_threads.append(thread)
 
     async def stop(self) -> None:
-        """Close the listeners and finish in-flight requests; idempotent."""
-        runners, self._listener_runners = self._listener_runners, []
-        for listener_runner in runners:
-            await listener_runner.cleanup()
+        """Close the listeners (their threads joined) and finish in-flight
+        requests; idempotent."""
+        threads, self._listener_threads = self._listener_threads, []
+        for thread in threads:
+            await thread.stop()
         runner, self._runner = self._runner, None
         if runner is not None:
             await runner.cleanup()
 
     def listener_port(self, name: str) -> int:
         """The port a plugin listener actually listens on (useful with port 0)."""
-        for listener, runner in zip(self._listeners, self._listener_runners, strict=False):
-            if listener.name == name and runner.addresses:
-                return int(runner.addresses[0][1])
+        for thread in self._listener_threads:
+            if thread.name == name:
+                return thread.port
         raise RuntimeError(f"plugin listener {name!r} is not started")
 
     @property
@@ -202,12 +294,14 @@ class OpsServer:
         return handler
 
     def _plugin_listener(self, listener: Listener) -> Handler:
+        daemon_loop = asyncio.get_running_loop()  # listener_app is built on the daemon's loop
+
         async def handler(request: web.Request) -> web.Response:
             refusal = self._gate(listener.leader_only)
             if refusal is not None:
                 return _plain(503, refusal)
             body = await request.content.read(listener.max_body_bytes)
-            return _call(listener.name, listener.handler, request, body)
+            return _call(listener.name, listener.handler, request, body, daemon_loop)
 
         return handler
 

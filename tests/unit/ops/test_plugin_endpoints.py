@@ -1,10 +1,16 @@
 """Plugin endpoints over real HTTP: a plugin's listener on its own port (any
-method and path, body cut at its limit, 503 while gated, 500 on a crash) and
-its GET debug routes on the ops port; start steps run in order and a failure
-names the plugin."""
+method and path, body cut at its limit, 503 while gated, 500 on a crash),
+served from its own thread (it answers while the daemon's loop is blocked; a
+response's ``after`` runs on the daemon's loop) and its GET debug routes on
+the ops port; start steps run in order and a failure names the plugin."""
 
 from __future__ import annotations
 
+import asyncio
+import socket
+import threading
+import time
+import urllib.request
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -16,7 +22,7 @@ from scheduler.diagnostics import AttemptLog
 from scheduler.framework import HttpRequest, HttpResponse
 from scheduler.health import HealthChecks
 from scheduler.pluginservices import DaemonPluginServices
-from scheduler.server import OpsServer
+from scheduler.server import ListenerThread, OpsServer
 
 
 def echo(request: HttpRequest) -> HttpResponse:
@@ -148,3 +154,72 @@ def test_workers_are_registered_once_by_name() -> None:
     with pytest.raises(ValueError, match="registered twice"):
         services.run("migrations", work)
     assert [name for name, _ in services.workers] == ["migrations"]
+
+
+async def test_a_listener_answers_while_the_daemons_loop_is_blocked() -> None:
+    async with serving(Gate()) as (server, _session):
+        port = server.listener_port("echo")
+        answered = threading.Event()
+        answers: list[bytes] = []
+
+        def client() -> None:
+            request = urllib.request.Request(f"http://127.0.0.1:{port}/", b"hi", method="POST")
+            with urllib.request.urlopen(request, timeout=30) as response:
+                answers.append(response.read())
+            answered.set()
+
+        thread = threading.Thread(target=client)
+        thread.start()
+        deadline = time.monotonic() + 30
+        while not answered.is_set() and time.monotonic() < deadline:
+            pass  # the daemon's loop is busy: nothing on it runs meanwhile
+        blocked_throughout = answered.is_set()
+        await asyncio.to_thread(thread.join)
+        assert blocked_throughout, "the listener waited for the daemon's loop"
+        assert answers == [b"POST / 2:hi"]
+
+
+async def test_after_runs_on_the_daemons_loop() -> None:
+    ran_on: list[str] = []
+    done = asyncio.Event()
+
+    def with_after(_request: HttpRequest) -> HttpResponse:
+        def after() -> None:
+            ran_on.append(threading.current_thread().name)
+            done.set()
+
+        return HttpResponse(200, "text/plain", b"ok", after=after)
+
+    services = DaemonPluginServices(CollectorRegistry())
+    services.listen("after", 0, with_after, max_body_bytes=8)
+    server = OpsServer(
+        "127.0.0.1",
+        0,
+        CollectorRegistry(),
+        HealthChecks(),
+        AttemptLog(),
+        listeners=services.listeners,
+    )
+    await server.start()
+    try:
+        async with aiohttp.ClientSession() as session:
+            status, _, _ = await call(session, server.listener_port("after"), "POST", "/")
+        await asyncio.wait_for(done.wait(), 30)
+    finally:
+        await server.stop()
+    assert status == 200
+    assert ran_on == [threading.current_thread().name]
+    assert not [t for t in threading.enumerate() if t.name.startswith("listener:")]
+
+
+async def test_a_listener_whose_port_is_taken_fails_start_and_leaves_no_thread() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        listener = ListenerThread(
+            "busy", aiohttp.web.Application(), "127.0.0.1", taken.getsockname()[1]
+        )
+        with pytest.raises(OSError, match="in use"):
+            await listener.start()
+        await listener.stop()
+    assert not [t for t in threading.enumerate() if t.name == "listener:busy"]
