@@ -15,7 +15,11 @@ Run it with ``make demo`` (which also builds everything on a fresh machine), or
 6. applies ``examples/preemption.yaml``: an urgent pod that fits nowhere
    preempts a lower-priority one and is bound to the node it was nominated to
    (the demo finishes the victim's termination, as a kubelet would);
-7. stops the scheduler with SIGTERM, then the control plane.
+7. applies ``examples/dra.yaml``: a simulated driver's DeviceClass and
+   ResourceSlice; a pod whose claim selects a GPU by memory lands next to
+   it, with the allocation written to its claim, and a pod asking for more
+   GPUs than any node has waits with the reason;
+8. stops the scheduler with SIGTERM, then the control plane.
 
 Invariant: whatever happens (an error, Ctrl-C, SIGTERM), every process the demo
 started is stopped and its temporary files are removed before it exits; the
@@ -53,6 +57,9 @@ CONFIG = EXAMPLES / "scheduler-config.yaml"
 NODES = EXAMPLES / "nodes.yaml"
 PODS = EXAMPLES / "pods.yaml"
 PREEMPTION = EXAMPLES / "preemption.yaml"
+DRA = EXAMPLES / "dra.yaml"
+DRA_POD, DRA_CLAIM = "gpu-trainer", "big-gpu"  # lands next to its device
+DRA_WAITING = "gpu-hungry"  # its claim cannot be satisfied
 URGENT_POD = "urgent"  # the preemptor in examples/preemption.yaml
 NAMESPACE = "demo"
 EXPLAINED_POD = "no-toleration"  # the waiting pod whose /debug/pods diagnosis is shown
@@ -308,16 +315,16 @@ def stop_scheduler(process: ComponentProcess) -> None:
 def run(plane: ControlPlane, processes: list[ComponentProcess]) -> None:
     ours = scheduler_name(CONFIG)
     began = time.monotonic()
-    say("[1/6] starting etcd and kube-apiserver on loopback")
+    say("[1/7] starting etcd and kube-apiserver on loopback")
     plane.start()
     say(f"  API server {plane.server} ready in {time.monotonic() - began:.1f}s")
 
-    say(f"[2/6] kubectl apply -f {NODES.relative_to(EXAMPLES.parent)}")
+    say(f"[2/7] kubectl apply -f {NODES.relative_to(EXAMPLES.parent)}")
     kubectl(plane, "apply", f"--filename={NODES}")
     node_count = len(items(plane, "/api/v1/nodes"))
 
     port = free_port()
-    say(f"[3/6] pyscheduler --config {CONFIG.relative_to(EXAMPLES.parent)} --port {port}")
+    say(f"[3/7] pyscheduler --config {CONFIG.relative_to(EXAMPLES.parent)} --port {port}")
     started = time.monotonic()
     scheduler = start_scheduler(plane, port)
     processes.append(scheduler)
@@ -325,7 +332,7 @@ def run(plane: ControlPlane, processes: list[ComponentProcess]) -> None:
     wait_ready(scheduler, base)
     say(f"  pid {scheduler.pid}, GET {base}/readyz: 200 after {time.monotonic() - started:.1f}s")
 
-    say(f"[4/6] kubectl apply -f {PODS.relative_to(EXAMPLES.parent)}")
+    say(f"[4/7] kubectl apply -f {PODS.relative_to(EXAMPLES.parent)}")
     started = time.monotonic()
     kubectl(plane, "apply", f"--filename={PODS}")
     pods_path = f"/api/v1/namespaces/{NAMESPACE}/pods"
@@ -339,7 +346,7 @@ def run(plane: ControlPlane, processes: list[ComponentProcess]) -> None:
     pods = in_order(acted, manifest_order(PODS, "Pod"))
     say(f"  the scheduler acted on every pod within {time.monotonic() - started:.1f}s")
 
-    say("[5/6] results")
+    say("[5/7] results")
     say()
     say(f"Pods (namespace {NAMESPACE}, this scheduler is {ours!r}):")
     say(table(["POD", "NODE", "OUTCOME"], pod_rows(pods, ours, node_count)))
@@ -363,11 +370,13 @@ def run(plane: ControlPlane, processes: list[ComponentProcess]) -> None:
     say()
     preempt(plane)
     say()
+    allocate_devices(plane)
+    say()
 
 
 def preempt(plane: ControlPlane) -> None:
     """Step 6: a high-priority pod makes room for itself."""
-    say(f"[6/6] kubectl apply -f {PREEMPTION.relative_to(EXAMPLES.parent)}")
+    say(f"[6/7] kubectl apply -f {PREEMPTION.relative_to(EXAMPLES.parent)}")
     for attempt in range(3):  # admission may not know the new PriorityClass yet
         try:
             kubectl(plane, "apply", f"--filename={PREEMPTION}")
@@ -401,6 +410,34 @@ def preempt(plane: ControlPlane) -> None:
     for event in events:
         if event.get("reason") == "Preempted":
             say(f"  event on {event['regarding']['name']}: Preempted: {event.get('note')}")
+
+
+def allocate_devices(plane: ControlPlane) -> None:
+    """Step 7: DynamicResources allocates a device and explains a claim it cannot."""
+    say(f"[7/7] kubectl apply -f {DRA.relative_to(EXAMPLES.parent)}")
+    kubectl(plane, "apply", f"--filename={DRA}")
+    pods_path = f"/api/v1/namespaces/{NAMESPACE}/pods"
+
+    def settled() -> tuple[str, str] | None:
+        trainer = plane.get_json(f"{pods_path}/{DRA_POD}")
+        hungry = plane.get_json(f"{pods_path}/{DRA_WAITING}")
+        if not isinstance(trainer, dict) or not isinstance(hungry, dict):
+            return None
+        node = str(trainer["spec"].get("nodeName") or "")
+        told = str((_condition(hungry, POD_SCHEDULED) or {}).get("message") or "")
+        return (node, told) if node and told else None
+
+    node, told = wait_for(settled, ACT_TIMEOUT, "the DRA pods settled")
+    claim = plane.get_json(
+        f"/apis/resource.k8s.io/v1/namespaces/{NAMESPACE}/resourceclaims/{DRA_CLAIM}"
+    )
+    status = claim.get("status", {}) if isinstance(claim, dict) else {}
+    results = status.get("allocation", {}).get("devices", {}).get("results", [])
+    devices = ", ".join(f"{r['pool']}/{r['device']}" for r in results)
+    holders = ", ".join(ref["name"] for ref in status.get("reservedFor", []))
+    say(f"  {DRA_POD} bound to {node}")
+    say(f"  claim {DRA_CLAIM}: allocated {devices}, reserved for {holders}")
+    say(f"  {DRA_WAITING} waits: {told}")
 
 
 def _interrupt(signum: int, _frame: FrameType | None) -> None:

@@ -40,6 +40,7 @@ from prometheus_client import CollectorRegistry
 from plugins.registry import DEFAULT_PLUGINS, in_tree_registry
 from scheduler.cache.cache import Cache
 from scheduler.cache.snapshot import Snapshot
+from scheduler.cachedebug import NON_TERMINAL_PODS, CacheDebugger
 from scheduler.clock import Clock, RealClock
 from scheduler.config import (
     PluginRef,
@@ -80,7 +81,6 @@ CACHE_METRICS_PERIOD_SECONDS = 1.0
 # scheduling cycle is busy; the cycle pays a forced switch only when a
 # listener thread actually waits.
 LISTENER_SWITCH_INTERVAL = 0.0005
-NON_TERMINAL_PODS = "status.phase!=Succeeded,status.phase!=Failed"
 
 
 @dataclass(frozen=True)
@@ -166,7 +166,7 @@ def watch_object_events(
 
 
 class SchedulerApp:
-    def __init__(
+    def __init__(  # noqa: PLR0915 - the composition root; faults splits it into named steps
         self,
         config: SchedulerConfiguration,
         client: KubeClient,
@@ -198,7 +198,7 @@ class SchedulerApp:
         self.event_sink = EventSink(client, hostname=socket.gethostname(), clock=self.clock)
         self.status_writer = StatusWriter(client.patch_pod_status, self.clock)
         api = KubeApiWriter(client)
-        self.cache = Cache()
+        self.cache = Cache(self.clock)
         self.snapshot = Snapshot()
         self.waiting = WaitingPods()
         self.background = BackgroundTasks()
@@ -245,6 +245,9 @@ class SchedulerApp:
         )
         for handle in handles:
             handle.bind_queue(self.queue)
+        self.cache_debugger = CacheDebugger(
+            client.list, self.cache, self.queue, schedulers=self.frameworks.keys(), clock=self.clock
+        )
 
         def pod_lister(key: str) -> Pod | None:
             raw = pods.store.get(key)
@@ -318,6 +321,7 @@ class SchedulerApp:
             listeners=self.plugin_services.listeners,
             debug_routes=self.plugin_services.debug_routes,
             gate=self._plugin_gate,
+            cache_report=self.cache_debugger.report_json,
         )
 
     def _plugin_gate(self, leader_only: bool) -> str | None:
@@ -339,6 +343,10 @@ class SchedulerApp:
     def stop(self) -> None:
         """Begin the ordered shutdown (safe from a signal handler)."""
         self._stop.set()
+
+    def request_cache_report(self) -> None:
+        """Log the cache comparer's report soon (safe from a signal handler: SIGUSR2)."""
+        self.cache_debugger.request_report()
 
     @property
     def ready(self) -> bool:
@@ -369,6 +377,7 @@ class SchedulerApp:
                 events = group.create_task(self.event_sink.run(), name="events")
                 status = group.create_task(self.status_writer.run(), name="pod-status")
                 cache_metrics = group.create_task(self._cache_metrics(), name="cache-metrics")
+                debugger = group.create_task(self.cache_debugger.run(), name="cache-debugger")
                 workers: list[asyncio.Task[None]] = []
                 stopped = await self._until_stopped(self.informer_factory.wait_synced())
                 if not stopped:  # plugins' start steps: a failure fails start-up
@@ -388,9 +397,11 @@ class SchedulerApp:
                     await self._stop_or_done(scheduling)
                     await self._shutdown_scheduling(scheduling, flushers)
                 self._shutting_down = True
-                for task in (*workers, informers, cache_metrics):
+                for task in (*workers, informers, cache_metrics, debugger):
                     task.cancel()
-                await asyncio.wait({*workers, informers, cache_metrics})  # stopped before the flush
+                await asyncio.wait(
+                    {*workers, informers, cache_metrics, debugger}
+                )  # before the flush
                 await self._flush(status, events)
         finally:
             self._shutting_down = True

@@ -2,7 +2,8 @@
 
 Loads and validates the configuration first: a bad file stops start-up with a
 message naming the field and the problem (exit code 2), before any connection
-is made. Runs against ``--kubeconfig``, the config's
+is made. SIGTERM and SIGINT stop it in order; SIGUSR2 logs the cache
+comparer's report (``scheduler.cachedebug``). Runs against ``--kubeconfig``, the config's
 ``clientConnection.kubeconfig``, or the in-cluster service account. A resource
 type the API server does not serve (a CRD a plugin needs, not installed)
 stops start-up with one error line naming it (exit code 3).
@@ -88,6 +89,7 @@ async def _run(config: SchedulerConfiguration, args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, app.stop)
+    loop.add_signal_handler(signal.SIGUSR2, app.request_cache_report)
     try:
         await app.run()
     except ExceptionGroup as group:

@@ -48,6 +48,12 @@ class NoPluginMetrics:
     def preemption_victims(self, count: int) -> None:
         return None
 
+    def resourceclaim_create(self, status: str) -> None:
+        return None
+
+    def binding_conditions(self, profile: str, driver: str, status: str, seconds: float) -> None:
+        return None
+
 
 class ProfileHandle:
     def __init__(

@@ -284,6 +284,22 @@ class SchedulerMetrics:
             (),
             exponential_buckets(1, 2, 7),
         )
+        self._resourceclaim_creates = counter(
+            "scheduler_resourceclaim_creates",
+            "Number of ResourceClaims creation requests within scheduler",
+            ("status",),
+        )
+        self._binding_conditions_wait = histogram(
+            "scheduler_dra_bindingconditions_wait_duration_seconds",
+            "Time PreBind waited for DRA device binding conditions, by driver and outcome.",
+            ("profile", "driver", "status"),
+            exponential_buckets(0.1, 2, 14),
+        )
+        self._binding_conditions_allocations = counter(
+            "scheduler_dra_bindingconditions_allocations",
+            "DRA allocations whose devices have binding conditions, by driver and outcome.",
+            ("profile", "driver", "status"),
+        )
         self._leader = gauge(
             "leader_election_master_status",
             "Gauge of if the reporting system is master of the relevant lease, "
@@ -383,6 +399,15 @@ class SchedulerMetrics:
 
     def preemption_victims(self, count: int) -> None:
         self._preemption_victims.observe(count)
+
+    def resourceclaim_create(self, status: str) -> None:
+        """``scheduler_resourceclaim_creates_total{status}`` (success, failure)."""
+        self._resourceclaim_creates.labels(status).inc()
+
+    def binding_conditions(self, profile: str, driver: str, status: str, seconds: float) -> None:
+        """One PreBind wait for binding conditions (success, failed, timeout, error)."""
+        self._binding_conditions_wait.labels(profile, driver, status).observe(seconds)
+        self._binding_conditions_allocations.labels(profile, driver, status).inc()
 
     def leader_election(self, lease: str, is_leader: Callable[[], bool]) -> None:
         """``leader_election_master_status{name}``, read from ``is_leader`` on scrape."""

@@ -14,6 +14,8 @@ Endpoints (upstream ``cmd/kube-scheduler/app/server.go``, served over plain HTTP
 - ``/debug/pods/{namespace}/{name}``: the pod's last scheduling attempts as JSON
   (404 with a JSON error when none are kept);
 - ``/debug/plugins/<path>``: GET routes plugins registered (``PluginHttp.debug``).
+- ``/debug/cache``: the cache comparer's report as JSON (a fresh list from the
+  API server compared with the cache; 503 with a JSON error if the list fails).
 
 Plugin listeners (``PluginHttp.listen``) are served on their own ports, every
 method and path, with the guarantees stated in ``scheduler.framework.services``:
@@ -35,7 +37,7 @@ import concurrent.futures
 import contextlib
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 import orjson
@@ -189,6 +191,7 @@ class OpsServer:
         listeners: Sequence[Listener] = (),
         debug_routes: dict[str, HttpHandler] | None = None,
         gate: ListenerGate | None = None,
+        cache_report: Callable[[], Awaitable[dict[str, Any]]] | None = None,
     ) -> None:
         self._listeners = tuple(listeners)
         self._debug_routes = dict(debug_routes or {})
@@ -200,6 +203,7 @@ class OpsServer:
         self._health = health
         self._diagnostics = diagnostics
         self._config_dump = config_dump
+        self._cache_report = cache_report
         self._runner: web.AppRunner | None = None
 
     def app(self) -> web.Application:
@@ -211,6 +215,7 @@ class OpsServer:
             app.router.add_get(f"/{endpoint}/{{check}}", self._health_check(endpoint))
         app.router.add_get("/configz", self._configz)
         app.router.add_get("/debug/pods/{namespace}/{name}", self._debug_pod)
+        app.router.add_get("/debug/cache", self._debug_cache)
         for path, handler in self._debug_routes.items():
             app.router.add_get(f"/debug/plugins/{path}", self._plugin_debug(handler))
         return app
@@ -324,3 +329,12 @@ class OpsServer:
                 404, {"error": f"no scheduling attempts recorded for pod {namespace}/{name}"}
             )
         return _json(200, {"namespace": namespace, "name": name, "attempts": attempts})
+
+    async def _debug_cache(self, _request: web.Request) -> web.Response:
+        if self._cache_report is None:
+            return _json(404, {"error": "no cache comparer"})
+        try:
+            report = await self._cache_report()
+        except Exception as error:  # the API list failed: say so, keep serving
+            return _json(503, {"error": f"cache comparer: {error}"})
+        return _json(200, report)

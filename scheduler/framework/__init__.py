@@ -6,6 +6,11 @@ and from nothing else in ``scheduler`` (an import-linter contract).
 
 from scheduler.clock import Clock
 from scheduler.framework.cycle_state import CycleState, StateData, StateKey, StateNotFound
+from scheduler.framework.deviceclasses import (
+    IMPLICIT_PREFIX,
+    ExtendedResourceClasses,
+    is_dra_extended_resource_name,
+)
 from scheduler.framework.events import (
     ActionType,
     ClusterEvent,
@@ -107,6 +112,7 @@ from scheduler.framework.types import (
 __all__ = [
     "CPU",
     "EPHEMERAL_STORAGE",
+    "IMPLICIT_PREFIX",
     "MAX_NODE_SCORE",
     "MEMORY",
     "MIN_NODE_SCORE",
@@ -123,6 +129,7 @@ __all__ = [
     "EnqueueExtensions",
     "EventRecorder",
     "EventResource",
+    "ExtendedResourceClasses",
     "ExtensionPoint",
     "FilterPlugin",
     "Handle",
@@ -182,6 +189,7 @@ __all__ = [
     "default_normalize",
     "fit_error_message",
     "go_div",
+    "is_dra_extended_resource_name",
     "is_extended_resource_name",
     "is_native_resource_name",
     "is_scalar_resource_name",

@@ -95,6 +95,13 @@ class PluginMetrics(Protocol):
     def preemption_victims(self, count: int) -> None:
         """``scheduler_preemption_victims``."""
 
+    def resourceclaim_create(self, status: str) -> None:
+        """``scheduler_resourceclaim_creates_total{status}`` (DynamicResources)."""
+
+    def binding_conditions(self, profile: str, driver: str, status: str, seconds: float) -> None:
+        """``scheduler_dra_bindingconditions_wait_duration_seconds`` and
+        ``scheduler_dra_bindingconditions_allocations_total`` (DynamicResources)."""
+
 
 class Handle(Protocol):
     @property

@@ -347,9 +347,13 @@ def test_rules_name_groups_resources_and_verbs_without_wildcards(kind: str) -> N
             assert "*" not in rule[field], rule
         assert "secrets" not in rule["resources"]
         assert not {"escalate", "bind", "impersonate"} & set(rule["verbs"]), rule
-        if "delete" in rule["verbs"]:  # preemption deletes pods, and nothing else
-            assert rule["apiGroups"] == [""], rule
-            assert rule["resources"] == ["pods"], rule
+        if "delete" in rule["verbs"]:
+            # preemption deletes pods; DynamicResources the claims it made
+            # for extended resources (as system:kube-scheduler); nothing else
+            assert (rule["apiGroups"], rule["resources"]) in (
+                ([""], ["pods"]),
+                (["resource.k8s.io"], ["resourceclaims"]),
+            ), rule
 
 
 # --------------------------------------------------------------- monitoring

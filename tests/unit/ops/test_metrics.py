@@ -183,6 +183,25 @@ SPECS = [
         exp(1, 2, 7),
     ),
     spec(
+        "scheduler_resourceclaim_creates_total",
+        "counter",
+        ("status",),
+        lambda m: m.resourceclaim_create("success"),
+    ),
+    spec(
+        "scheduler_dra_bindingconditions_wait_duration_seconds",
+        "histogram",
+        ("profile", "driver", "status"),
+        lambda m: m.binding_conditions("p", "gpu.example.com", "success", 5.0),
+        exp(0.1, 2, 14),
+    ),
+    spec(
+        "scheduler_dra_bindingconditions_allocations_total",
+        "counter",
+        ("profile", "driver", "status"),
+        lambda m: m.binding_conditions("p", "gpu.example.com", "success", 5.0),
+    ),
+    spec(
         "leader_election_master_status",
         "gauge",
         ("name",),
