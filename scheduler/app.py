@@ -8,9 +8,10 @@ starts them in one TaskGroup, each named, and stops them in this order when
    queue (the scheduling loop returns);
 2. drain binding cycles until ``bind_grace_seconds``; those still running are
    cancelled and roll back (unreserve, forget), so nothing stays assumed; then
-   the plugins' background API work (preemption) with the same grace;
-3. stop the queue flushers, the leader elector (releasing the lease) and the
-   informers;
+   the plugins' one-shot background work (preemption) with the same grace
+   (``BackgroundTasks``, which also runs the plugins' long-running workers);
+3. stop the queue flushers, the leader elector (releasing the lease), the
+   plugins' workers and the informers;
 4. flush pod status patches and events (bounded), then close the client and
    the HTTP server (plugin listeners' threads are joined there).
 
@@ -391,8 +392,10 @@ class SchedulerApp:
                     flushers = group.create_task(self.queue.run(), name="queue-flushers")
                     scheduling = group.create_task(self._lead_and_schedule(), name="scheduling")
                     workers = [
-                        group.create_task(work(), name=f"plugin:{name}")
-                        for name, work in self.plugin_services.workers
+                        group.create_task(
+                            self.background.run_workers(self.plugin_services.workers),
+                            name="plugin-workers",
+                        )
                     ]
                     await self._stop_or_done(scheduling)
                     await self._shutdown_scheduling(scheduling, flushers)

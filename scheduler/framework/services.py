@@ -89,6 +89,7 @@ class PluginServices(Protocol):
 
     def run(self, name: str, worker: Worker) -> None:
         """Run ``worker()`` as the daemon's task ``plugin:<name>`` from when
-        scheduling starts until shutdown (cancelled after the scheduling loop
-        and the binding cycles have stopped, before the informers). It should
+        scheduling starts until shutdown (cancelled after the scheduling loop,
+        the binding cycles and ``Handle.spawn`` work have stopped, with the
+        informers); one owner runs both kinds (``BackgroundTasks``). It should
         run until cancelled; an exception it lets out stops the daemon."""
