@@ -22,21 +22,16 @@ method and path, with the guarantees stated in ``scheduler.framework.services``:
 503 until ``gate`` lets them through (synced, started, leading), at most
 ``max_body_bytes`` of the body read, a handler exception answered 500.
 
-Threads: each plugin listener is served by a ``ListenerThread``, a thread
-with its own event loop, started by ``start`` and stopped (in-flight
-requests finished, thread joined) by ``stop``; nothing else here runs off
-the daemon's loop. On that thread the server calls only ``gate`` (plain
-reads of flags) and the plugin's handler; a response's ``after`` is handed
-to the daemon's loop (``call_soon_threadsafe``).
+Threads: each plugin listener is served by a ``scheduler.listener.ListenerThread``
+(its own thread, event loop and minimal HTTP/1.1 protocol), started by
+``start`` and stopped (connections closed, thread joined) by ``stop``;
+nothing else here runs off the daemon's loop. On that thread only ``gate``
+(plain reads of flags) and the plugin's handler are called.
 """
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import contextlib
 import logging
-import threading
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
@@ -47,6 +42,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 
 from scheduler.framework.services import HttpHandler, HttpRequest, HttpResponse
 from scheduler.health import Endpoint, HealthChecks, HealthResponse, render, render_one
+from scheduler.listener import ListenerThread
 from scheduler.pluginservices import Listener
 
 log = logging.getLogger(__name__)
@@ -81,13 +77,7 @@ def _plain(status: int, text: str) -> web.Response:
     return web.Response(status=status, body=text.encode(), content_type="text/plain")
 
 
-def _call(
-    name: str,
-    handler: HttpHandler,
-    request: web.Request,
-    body: bytes,
-    daemon_loop: asyncio.AbstractEventLoop | None = None,
-) -> web.Response:
+def _call(name: str, handler: HttpHandler, request: web.Request, body: bytes) -> web.Response:
     plugin_request = HttpRequest(
         method=request.method, path=request.path, body=body, remote=request.remote or ""
     )
@@ -96,86 +86,11 @@ def _call(
     except Exception:
         log.exception("plugin endpoint %s failed", name)
         return _plain(500, "internal error")
-    if response.after is not None:
-        _run_after(name, response.after, daemon_loop)
+    if response.after is not None:  # a debug route: already on the daemon's loop
+        response.after()
     return web.Response(
         status=response.status, body=response.body, content_type=response.content_type
     )
-
-
-def _run_after(
-    name: str, after: Callable[[], None], daemon_loop: asyncio.AbstractEventLoop | None
-) -> None:
-    def guarded() -> None:
-        try:
-            after()
-        except Exception:
-            log.exception("plugin endpoint %s: follow-up failed", name)
-
-    if daemon_loop is None:  # served on the daemon's loop already
-        guarded()
-        return
-    with contextlib.suppress(RuntimeError):  # the daemon's loop is closing
-        daemon_loop.call_soon_threadsafe(guarded)
-
-
-class ListenerThread:
-    """One plugin listener served from its own thread and event loop.
-
-    ``start`` (on the daemon's loop) returns once the port is bound, or
-    raises the bind error; ``stop`` closes the port, lets in-flight requests
-    finish and joins the thread. Nothing else touches the thread's loop."""
-
-    def __init__(self, name: str, app: web.Application, host: str, port: int) -> None:
-        self.name = name
-        self._app, self._host, self._port = app, host, port
-        self._bound: concurrent.futures.Future[int] = concurrent.futures.Future()
-        self._exited: concurrent.futures.Future[None] = concurrent.futures.Future()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self.port = 0
-
-    async def start(self) -> None:
-        self._thread = threading.Thread(
-            target=self._main, name=f"listener:{self.name}", daemon=True
-        )
-        self._thread.start()
-        self.port = await asyncio.wrap_future(self._bound)
-
-    def _main(self) -> None:
-        loop = self._loop = asyncio.new_event_loop()
-        runner = web.AppRunner(self._app, access_log=None, handle_signals=False)
-        try:
-            loop.run_until_complete(runner.setup())
-            site = web.TCPSite(runner, self._host, self._port)
-            try:
-                loop.run_until_complete(site.start())
-            except BaseException:
-                loop.run_until_complete(runner.cleanup())
-                raise
-        except BaseException as error:
-            loop.close()
-            self._bound.set_exception(error)
-            self._exited.set_result(None)
-            return
-        self._bound.set_result(int(runner.addresses[0][1]))
-        try:
-            loop.run_forever()
-            loop.run_until_complete(runner.cleanup())
-        finally:
-            loop.close()
-            self._exited.set_result(None)
-
-    async def stop(self) -> None:
-        """Idempotent; a listener that failed to start has nothing to stop."""
-        loop, thread = self._loop, self._thread
-        if loop is None or thread is None:
-            return
-        if not self._exited.done():
-            with contextlib.suppress(RuntimeError):  # already closed
-                loop.call_soon_threadsafe(loop.stop)
-            await asyncio.wrap_future(self._exited)
-        thread.join()  # it has finished its last statement or is about to
 
 
 class OpsServer:
@@ -220,12 +135,6 @@ class OpsServer:
             app.router.add_get(f"/debug/plugins/{path}", self._plugin_debug(handler))
         return app
 
-    def listener_app(self, listener: Listener) -> web.Application:
-        """One plugin listener's routes (every method, every path), unstarted."""
-        app = web.Application(client_max_size=max(listener.max_body_bytes, 1))
-        app.router.add_route("*", "/{tail:.*}", self._plugin_listener(listener))
-        return app
-
     async def start(self) -> None:
         if self._runner is not None:
             raise RuntimeError("OpsServer already started")
@@ -246,7 +155,12 @@ class OpsServer:
 
     async def _start_listener(self, listener: Listener) -> None:
         thread = ListenerThread(
-            listener.name, self.listener_app(listener), self._host, listener.port
+            listener.name,
+            listener.handler,
+            host=self._host,
+            port=listener.port,
+            max_body_bytes=listener.max_body_bytes,
+            gate=lambda: self._gate(listener.leader_only),
         )
         await thread.start()
         self._listener_threads.append(thread)
@@ -295,18 +209,6 @@ class OpsServer:
             if response is None:
                 raise web.HTTPNotFound(text="404 page not found\n")
             return _text(response)
-
-        return handler
-
-    def _plugin_listener(self, listener: Listener) -> Handler:
-        daemon_loop = asyncio.get_running_loop()  # listener_app is built on the daemon's loop
-
-        async def handler(request: web.Request) -> web.Response:
-            refusal = self._gate(listener.leader_only)
-            if refusal is not None:
-                return _plain(503, refusal)
-            body = await request.content.read(listener.max_body_bytes)
-            return _call(listener.name, listener.handler, request, body, daemon_loop)
 
         return handler
 
