@@ -6,7 +6,13 @@ metrics in the registry passed in, the attempt history behind
 (``start``/``stop``); the server starts no task of its own beyond aiohttp's
 listener.
 
-Endpoints (upstream ``cmd/kube-scheduler/app/server.go``, served over plain HTTP):
+Served over HTTPS when given an ``ssl.SSLContext`` (``scheduler.tls``) and,
+when given a ``RequestGuard`` (``scheduler.delegation.DelegatedAuth``), every
+request is authenticated and authorized before its handler runs: 401 or 403
+with a JSON ``Status`` body otherwise, as kube-scheduler's secure serving.
+Without either (unit tests) the endpoints are plain and open.
+
+Endpoints (upstream ``cmd/kube-scheduler/app/server.go``):
 - ``/metrics``: Prometheus text exposition of the registry;
 - ``/healthz``, ``/livez``, ``/readyz`` with ``?verbose``, ``?exclude=name`` and
   per-check paths ``/<endpoint>/<name>``;
@@ -17,7 +23,8 @@ Endpoints (upstream ``cmd/kube-scheduler/app/server.go``, served over plain HTTP
 - ``/debug/cache``: the cache comparer's report as JSON (a fresh list from the
   API server compared with the cache; 503 with a JSON error if the list fails).
 
-Plugin listeners (``PluginHttp.listen``) are served on their own ports, every
+Plugin listeners (``PluginHttp.listen``) are served on their own ports (plain
+HTTP, not behind the guard: the plugin owns that protocol), every
 method and path, with the guarantees stated in ``scheduler.framework.services``:
 503 until ``gate`` lets them through (synced, started, leading), at most
 ``max_body_bytes`` of the body read, a handler exception answered 500.
@@ -32,6 +39,7 @@ nothing else here runs off the daemon's loop. On that thread only ``gate``
 from __future__ import annotations
 
 import logging
+import ssl
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
@@ -40,6 +48,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from scheduler.delegation import Decision
 from scheduler.framework.services import HttpHandler, HttpRequest, HttpResponse
 from scheduler.health import Endpoint, HealthChecks, HealthResponse, render, render_one
 from scheduler.listener import ListenerThread
@@ -58,6 +67,25 @@ ListenerGate = Callable[[bool], str | None]
 
 class DiagnosticsSource(Protocol):
     def attempts(self, namespace: str, name: str) -> list[dict[str, Any]] | None: ...
+
+
+class RequestGuard(Protocol):
+    async def check(self, authorization: str | None, path: str, method: str) -> Decision: ...
+
+
+def _refusal(decision: Decision) -> web.Response:
+    reason = "Unauthorized" if decision.status == 401 else "Forbidden"
+    return _json(
+        decision.status,
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "status": "Failure",
+            "message": decision.reason or reason,
+            "reason": reason,
+            "code": decision.status,
+        },
+    )
 
 
 def _json(status: int, payload: object) -> web.Response:
@@ -107,6 +135,8 @@ class OpsServer:
         debug_routes: dict[str, HttpHandler] | None = None,
         gate: ListenerGate | None = None,
         cache_report: Callable[[], Awaitable[dict[str, Any]]] | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        guard: RequestGuard | None = None,
     ) -> None:
         self._listeners = tuple(listeners)
         self._debug_routes = dict(debug_routes or {})
@@ -119,11 +149,18 @@ class OpsServer:
         self._diagnostics = diagnostics
         self._config_dump = config_dump
         self._cache_report = cache_report
+        self._ssl_context = ssl_context
+        self._guard = guard
         self._runner: web.AppRunner | None = None
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self._ssl_context is not None else "http"
 
     def app(self) -> web.Application:
         """The routes, unstarted (``start`` serves them)."""
-        app = web.Application()
+        middlewares = [self._guarded] if self._guard is not None else []
+        app = web.Application(middlewares=middlewares)
         app.router.add_get("/metrics", self._metrics)
         for endpoint in Endpoint:
             app.router.add_get(f"/{endpoint}", self._health_root(endpoint))
@@ -141,7 +178,7 @@ class OpsServer:
         runner = web.AppRunner(self.app(), access_log=None, handle_signals=False)
         await runner.setup()
         try:
-            await web.TCPSite(runner, self._host, self._port).start()
+            await web.TCPSite(runner, self._host, self._port, ssl_context=self._ssl_context).start()
         except BaseException:
             await runner.cleanup()
             raise
@@ -190,6 +227,22 @@ class OpsServer:
         return int(self._runner.addresses[0][1])
 
     # ------------------------------------------------------------ handlers
+    @web.middleware
+    async def _guarded(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        assert self._guard is not None
+        decision = await self._guard.check(
+            request.headers.get("Authorization"), request.path, request.method
+        )
+        if not decision.allowed:
+            log.debug(
+                "refused %s %s: %s",
+                request.method,
+                request.path,
+                decision.reason or decision.status,
+            )
+            return _refusal(decision)
+        return await handler(request)
+
     async def _metrics(self, _request: web.Request) -> web.Response:
         return web.Response(
             body=generate_latest(self._registry), headers={"Content-Type": CONTENT_TYPE_LATEST}

@@ -8,7 +8,6 @@ naming the missing resource."""
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import dataclasses
@@ -23,16 +22,18 @@ from kubernetes_asyncio import client
 
 from plugins.autoscale_enforcer import CONFIG_MAP_KEY
 from plugins.autoscale_enforcer.plugin import AGENT_LISTENER, NAME, STATE_DUMP_PATH
-from scheduler import app as app_module
 from scheduler import cli
+from scheduler import engine as engine_module
 from scheduler.app import SchedulerApp
 from scheduler.config import parse_config
+from scheduler.flags import apply_flags, parse_args
 from scheduler.informers import FactoryInformerAccess
 from scheduler.kube.resources import KNOWN_RESOURCES, VIRTUAL_MACHINES
 from tests.integration.conftest import Cluster, NodePool
 from tests.support.builders import make_config_map, make_node, make_pod, make_vm
 from tests.support.kubeapi import condition, read_json, read_pod
 from tests.support.neonvm import GROUP, VERSION, install_neonvm_crds
+from tests.support.ops import kubeconfig_token, ops_get
 from tests.support.scheduler import running_scheduler, scheduler_config, unique_scheduler_name
 from tests.support.wait import eventually
 
@@ -273,9 +274,13 @@ async def test_a_simulated_agent_of_every_protocol_version_gets_grants_consisten
         async with session.get(url) as response:
             assert (response.status, await response.text()) == (400, "must be POST")
 
-        dump_url = f"http://127.0.0.1:{app.server.bound_port}/debug/plugins/{STATE_DUMP_PATH}"
-        async with session.get(dump_url) as response:
-            state = orjson.loads(await response.read())
+        status, text = await ops_get(
+            f"https://127.0.0.1:{app.server.bound_port}",
+            f"/debug/plugins/{STATE_DUMP_PATH}",
+            kubeconfig_token(control_plane.kubeconfig),
+        )
+        assert status == 200, text
+        state = orjson.loads(text)
         assert state["nodes"][node]["reserved"] == {"cpu": 4000, "mem": 4 * GI}
         assert state["nodes"][node]["pressure"] == {"cpu": 500, "mem": GI}
 
@@ -472,19 +477,21 @@ async def test_missing_neonvm_crds_fail_start_up_naming_the_resource(
     missing = dataclasses.replace(VIRTUAL_MACHINES, version="v1missing")
     resources = {**KNOWN_RESOURCES, "virtualmachines": missing}
     monkeypatch.setattr(
-        app_module,
+        engine_module,
         "FactoryInformerAccess",
         lambda factory: FactoryInformerAccess(factory, resources),
     )
     env = Env(kube, namespace, unique_scheduler_name())
     await env.put_config(enforcer_config(env.name))
-    config = parse_config(env.scheduler_config())
-    args = argparse.Namespace(
-        kubeconfig=str(control_plane.kubeconfig),
-        bind_address="127.0.0.1",
-        port=0,
-        bind_grace_seconds=5.0,
+    args = parse_args(
+        [
+            f"--kubeconfig={control_plane.kubeconfig}",
+            "--bind-address=127.0.0.1",
+            "--secure-port=0",
+            "--bind-grace-seconds=5",
+        ]
     )
+    config = apply_flags(parse_config(env.scheduler_config()), args)
     try:
         code = await asyncio.wait_for(cli._run(config, args), timeout=60)
     finally:
