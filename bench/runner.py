@@ -180,6 +180,8 @@ class _Run:
         self.options = options
         self.workload = options.workload
         self._pod_spec = options.workload.template.pod_spec
+        self._pod_labels = options.workload.template.pod_labels
+        self._init_pod_spec, self._init_pod_labels = options.workload.template.init_pod()
         self.workdir = workdir
         self.progress = progress
         self.phases: dict[str, float] = {}
@@ -223,7 +225,13 @@ class _Run:
         count, timeout = self.workload.init_pods, self.options.timeout_seconds
         began = time.monotonic()
         bodies = (
-            pod_body(init_pod_name(i), INIT_NAMESPACE, scheduler.profile, self._pod_spec)
+            pod_body(
+                init_pod_name(i),
+                INIT_NAMESPACE,
+                scheduler.profile,
+                self._init_pod_spec,
+                self._init_pod_labels,
+            )
             for i in range(count)
         )
         await create_all(io.api, _pods_path(INIT_NAMESPACE), bodies, self.options.creators)
@@ -249,7 +257,9 @@ class _Run:
             sample(io.watch, MEASURED_NAMESPACE, sampler), name="sampler"
         )
         bodies = (
-            pod_body(pod_name(i), MEASURED_NAMESPACE, scheduler.profile, self._pod_spec)
+            pod_body(
+                pod_name(i), MEASURED_NAMESPACE, scheduler.profile, self._pod_spec, self._pod_labels
+            )
             for i in range(count)
         )
         began = time.monotonic()

@@ -249,6 +249,8 @@ def test_presets_match_the_documented_sizes() -> None:
         "basic": (5000, 1000, 5000),
         "small": (100, 100, 500),
         "nodeaffinity": (5000, 5000, 1000),
+        "topologyspreading": (5000, 5000, 2000),
+        "podantiaffinity": (5000, 1000, 1000),
     }
 
 
@@ -269,6 +271,49 @@ def test_node_affinity_workload_is_scheduler_perfs() -> None:
     assert first["spec"]["affinity"] is not second["spec"]["affinity"]  # never shared
     assert workload.resized(pods=10).template is workload.template
     assert "labels" not in node_body(node_name(0))["metadata"]
+
+
+def test_topology_spreading_workload_is_scheduler_perfs() -> None:
+    workload = PRESETS["topologyspreading"]
+    assert workload.name == "TopologySpreading"
+    labels = workload.template.node_labels
+    zones = [labels(i)["topology.kubernetes.io/zone"] for i in range(4)]
+    assert zones == ["moon-1", "moon-2", "moon-3", "moon-1"]  # round robin
+    assert labels(2)["kubernetes.io/hostname"] == node_name(2)
+    init_spec, init_labels = workload.template.init_pod()
+    init = pod_body("i", "ns", "pyscheduler", init_spec, init_labels)
+    assert "labels" not in init["metadata"]
+    assert "topologySpreadConstraints" not in init["spec"]
+    spec, pod_labels = workload.template.pod_spec, workload.template.pod_labels
+    measured = pod_body("m", "ns", "pyscheduler", spec, pod_labels)
+    assert measured["metadata"]["labels"] == {"color": "blue"}
+    assert measured["spec"]["topologySpreadConstraints"] == [
+        {
+            "maxSkew": 5,
+            "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"color": "blue"}},
+        }
+    ]
+
+
+def test_pod_anti_affinity_workload_is_scheduler_perfs() -> None:
+    workload = PRESETS["podantiaffinity"]
+    assert workload.name == "SchedulingPodAntiAffinity"
+    assert workload.template.node_labels(3) == {"kubernetes.io/hostname": node_name(3)}
+    init_spec, init_labels = workload.template.init_pod()
+    assert (init_spec, init_labels) == (workload.template.pod_spec, workload.template.pod_labels)
+    pod = pod_body("a", "ns", "pyscheduler", init_spec, init_labels)
+    assert pod["metadata"]["labels"] == {"color": "green"}
+    (term,) = pod["spec"]["affinity"]["podAntiAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]
+    assert term == {
+        "labelSelector": {"matchLabels": {"color": "green"}},
+        "topologyKey": "kubernetes.io/hostname",
+        "namespaces": ["bench-measured", "bench-init"],
+    }
+    assert workload.to_json()["pod_labels"] == {"color": "green"}
 
 
 # -------------------------------------------------------------- end to end
@@ -331,3 +376,47 @@ def test_tiny_benchmark_binds_every_pod_with_both_schedulers(tmp_path: Path) -> 
         assert run["scheduler_writes_per_pod"] >= 1
     assert math.isfinite(report["ratios"]["peak_rss_mib"])
     assert "ours/upstream" in done.stdout
+
+
+@pytest.mark.integration  # bench.run starts its own control plane
+@pytest.mark.parametrize(
+    ("workload", "nodes", "init_pods", "pods"),
+    [
+        pytest.param("topologyspreading", 5, 10, 10, id="TopologySpreading 5Nodes"),
+        pytest.param("podantiaffinity", 5, 1, 4, id="SchedulingPodAntiAffinity 5Nodes"),
+    ],
+)
+def test_tiny_interpod_workloads_bind_every_pod_with_both_schedulers(
+    tmp_path: Path, workload: str, nodes: int, init_pods: int, pods: int
+) -> None:
+    """scheduler_perf's 5Nodes sizes: every pod bound, no node overcommitted,
+    by both schedulers (the anti-affinity one fills each node with one pod)."""
+    out = tmp_path / "report.json"
+    argv = [
+        sys.executable,
+        "-m",
+        "bench.run",
+        f"--workload={workload}",
+        f"--nodes={nodes}",
+        f"--init-pods={init_pods}",
+        f"--pods={pods}",
+        "--schedulers=ours,upstream",
+        f"--out={out}",
+    ]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        argv,
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=RUN_DEADLINE_SECONDS,
+        check=False,
+    )
+    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    report = orjson.loads(out.read_bytes())
+    assert report["workload"]["pod_labels"] == dict(PRESETS[workload].template.pod_labels)
+    assert report["all_correct"] is True
+    for run in report["runs"]:
+        assert (run["measured_bound"], run["unbound_pods"]) == (pods, 0), run
+        assert run["overcommitted_nodes"] == {}
