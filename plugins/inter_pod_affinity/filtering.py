@@ -225,4 +225,7 @@ def satisfies_existing_anti_affinity(state: PreFilterState, labels: Mapping[str,
     counts = state.existing_anti
     if not counts:
         return True
-    return all(counts.get(pair, 0) <= 0 for pair in labels.items())
+    for pair in labels.items():  # noqa: SIM110 - hot path, no generator
+        if counts.get(pair, 0) > 0:
+            return False
+    return True
