@@ -62,19 +62,16 @@ class PreFilterState:
     constraints: tuple[Constraint, ...]
     critical_paths: list[CriticalPaths]
     counts: list[dict[str, int]]  # per constraint: topology value -> matching pods
+    # Per constraint, 1 if the incoming pod matches its selector (empty: not known).
+    self_match: tuple[int, ...] = ()
 
     def clone(self) -> PreFilterState:
         return PreFilterState(
             self.constraints,
             [paths.clone() for paths in self.critical_paths],
             [dict(counts) for counts in self.counts],
+            self.self_match,
         )
-
-    def min_match(self, index: int, min_domains: int) -> int:
-        """Upstream ``minMatchNum``: 0 while there are fewer domains than ``min_domains``."""
-        if len(self.counts[index]) < min_domains:
-            return 0
-        return self.critical_paths[index].counts[0]
 
     def update_with_pod(self, changed: Pod, pod: Pod, node: Node | None, delta: int) -> None:
         """Upstream ``updateWithPod``: ``changed`` is added (+1) to or removed
@@ -117,7 +114,9 @@ def compute_pre_filter_state(
             for slot, value, matched in contribution(node_info):
                 domains = counts[slot]
                 domains[value] = domains.get(value, 0) + matched
-    return PreFilterState(constraints, [_two_smallest(domains) for domains in counts], counts)
+    self_match = tuple(1 if c.selector.matches(pod.labels) else 0 for c in constraints)
+    paths = [_two_smallest(domains) for domains in counts]
+    return PreFilterState(constraints, paths, counts, self_match)
 
 
 def _two_smallest(domain_counts: dict[str, int]) -> CriticalPaths:
@@ -190,13 +189,19 @@ def violated(state: PreFilterState, pod: Pod, node: Node) -> tuple[bool, bool]:
     """(a topology key is missing, a skew exceeds maxSkew), checked in
     constraint order: the first failing constraint decides."""
     labels = node.labels
+    known = state.self_match
     for index, constraint in enumerate(state.constraints):
         value = labels.get(constraint.topology_key)
         if value is None:
             return True, False
-        minimum = state.min_match(index, constraint.min_domains)
-        self_match = 1 if constraint.selector.matches(pod.labels) else 0
-        skew = state.counts[index].get(value, 0) + self_match - minimum
-        if skew > constraint.max_skew:
+        counts = state.counts[index]
+        # Upstream ``minMatchNum``: 0 while there are fewer domains than minDomains.
+        minimum = (
+            0 if len(counts) < constraint.min_domains else state.critical_paths[index].counts[0]
+        )
+        self_match = (
+            known[index] if known else (1 if constraint.selector.matches(pod.labels) else 0)
+        )
+        if counts.get(value, 0) + self_match - minimum > constraint.max_skew:
             return False, True
     return False, False
