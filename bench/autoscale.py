@@ -244,17 +244,19 @@ async def run(
             str(Path(sys.executable).parent / "pyscheduler"),
             f"--config={config}",
             f"--kubeconfig={plane.kubeconfig}",
-            f"--port={port}",
+            f"--secure-port={port}",
             "--bind-address=127.0.0.1",
-            "--log-level=warning",
+            "--v=0",
         ]
         process = ComponentProcess("pyscheduler", argv, plane.layout.logs / "pyscheduler.log")
         process.start()
         processes.append(process)
-        async with aiohttp.ClientSession() as session:
+        # The ops port is HTTPS with a self-signed certificate; /readyz is open.
+        ops = aiohttp.TCPConnector(ssl=False)
+        async with aiohttp.ClientSession(connector=ops) as session:
             for _ in range(600):
                 with contextlib.suppress(aiohttp.ClientError):
-                    async with session.get(f"http://127.0.0.1:{port}/readyz") as response:
+                    async with session.get(f"https://127.0.0.1:{port}/readyz") as response:
                         if response.status == 200:
                             break
                 if not process.running():

@@ -230,6 +230,12 @@ class EventHandlers:
     def node_updated(self, old_raw: Raw, new_raw: Raw) -> None:
         started = time.perf_counter()
         old, new = parse_node(old_raw), parse_node(new_raw)
+        if new.parse_error and new.parse_error != old.parse_error:
+            log.warning(
+                "node %s: %s; treating it as having nothing allocatable",
+                new.name,
+                new.parse_error,
+            )
         self._cache.update_node(new)
         action = node_update_action(old, new)
         for bit in _NODE_UPDATE_BITS:  # one event per kind of change, as upstream

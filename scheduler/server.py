@@ -6,7 +6,13 @@ metrics in the registry passed in, the attempt history behind
 (``start``/``stop``); the server starts no task of its own beyond aiohttp's
 listener.
 
-Endpoints (upstream ``cmd/kube-scheduler/app/server.go``, served over plain HTTP):
+Served over HTTPS when given an ``ssl.SSLContext`` (``scheduler.tls``) and,
+when given a ``RequestGuard`` (``scheduler.delegation.DelegatedAuth``), every
+request is authenticated and authorized before its handler runs: 401 or 403
+with a JSON ``Status`` body otherwise, as kube-scheduler's secure serving.
+Without either (unit tests) the endpoints are plain and open.
+
+Endpoints (upstream ``cmd/kube-scheduler/app/server.go``):
 - ``/metrics``: Prometheus text exposition of the registry;
 - ``/healthz``, ``/livez``, ``/readyz`` with ``?verbose``, ``?exclude=name`` and
   per-check paths ``/<endpoint>/<name>``;
@@ -14,8 +20,11 @@ Endpoints (upstream ``cmd/kube-scheduler/app/server.go``, served over plain HTTP
 - ``/debug/pods/{namespace}/{name}``: the pod's last scheduling attempts as JSON
   (404 with a JSON error when none are kept);
 - ``/debug/plugins/<path>``: GET routes plugins registered (``PluginHttp.debug``).
+- ``/debug/cache``: the cache comparer's report as JSON (a fresh list from the
+  API server compared with the cache; 503 with a JSON error if the list fails).
 
-Plugin listeners (``PluginHttp.listen``) are served on their own ports, every
+Plugin listeners (``PluginHttp.listen``) are served on their own ports (plain
+HTTP, not behind the guard: the plugin owns that protocol), every
 method and path, with the guarantees stated in ``scheduler.framework.services``:
 503 until ``gate`` lets them through (synced, started, leading), at most
 ``max_body_bytes`` of the body read, a handler exception answered 500.
@@ -24,7 +33,8 @@ method and path, with the guarantees stated in ``scheduler.framework.services``:
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+import ssl
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
 import orjson
@@ -32,6 +42,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from scheduler.delegation import Decision
 from scheduler.framework.services import HttpHandler, HttpRequest, HttpResponse
 from scheduler.health import Endpoint, HealthChecks, HealthResponse, render, render_one
 from scheduler.pluginservices import Listener
@@ -49,6 +60,25 @@ ListenerGate = Callable[[bool], str | None]
 
 class DiagnosticsSource(Protocol):
     def attempts(self, namespace: str, name: str) -> list[dict[str, Any]] | None: ...
+
+
+class RequestGuard(Protocol):
+    async def check(self, authorization: str | None, path: str, method: str) -> Decision: ...
+
+
+def _refusal(decision: Decision) -> web.Response:
+    reason = "Unauthorized" if decision.status == 401 else "Forbidden"
+    return _json(
+        decision.status,
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "status": "Failure",
+            "message": decision.reason or reason,
+            "reason": reason,
+            "code": decision.status,
+        },
+    )
 
 
 def _json(status: int, payload: object) -> web.Response:
@@ -95,6 +125,9 @@ class OpsServer:
         listeners: Sequence[Listener] = (),
         debug_routes: dict[str, HttpHandler] | None = None,
         gate: ListenerGate | None = None,
+        cache_report: Callable[[], Awaitable[dict[str, Any]]] | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        guard: RequestGuard | None = None,
     ) -> None:
         self._listeners = tuple(listeners)
         self._debug_routes = dict(debug_routes or {})
@@ -106,17 +139,26 @@ class OpsServer:
         self._health = health
         self._diagnostics = diagnostics
         self._config_dump = config_dump
+        self._cache_report = cache_report
+        self._ssl_context = ssl_context
+        self._guard = guard
         self._runner: web.AppRunner | None = None
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self._ssl_context is not None else "http"
 
     def app(self) -> web.Application:
         """The routes, unstarted (``start`` serves them)."""
-        app = web.Application()
+        middlewares = [self._guarded] if self._guard is not None else []
+        app = web.Application(middlewares=middlewares)
         app.router.add_get("/metrics", self._metrics)
         for endpoint in Endpoint:
             app.router.add_get(f"/{endpoint}", self._health_root(endpoint))
             app.router.add_get(f"/{endpoint}/{{check}}", self._health_check(endpoint))
         app.router.add_get("/configz", self._configz)
         app.router.add_get("/debug/pods/{namespace}/{name}", self._debug_pod)
+        app.router.add_get("/debug/cache", self._debug_cache)
         for path, handler in self._debug_routes.items():
             app.router.add_get(f"/debug/plugins/{path}", self._plugin_debug(handler))
         return app
@@ -133,7 +175,7 @@ class OpsServer:
         runner = web.AppRunner(self.app(), access_log=None, handle_signals=False)
         await runner.setup()
         try:
-            await web.TCPSite(runner, self._host, self._port).start()
+            await web.TCPSite(runner, self._host, self._port, ssl_context=self._ssl_context).start()
         except BaseException:
             await runner.cleanup()
             raise
@@ -179,6 +221,22 @@ class OpsServer:
         return int(self._runner.addresses[0][1])
 
     # ------------------------------------------------------------ handlers
+    @web.middleware
+    async def _guarded(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        assert self._guard is not None
+        decision = await self._guard.check(
+            request.headers.get("Authorization"), request.path, request.method
+        )
+        if not decision.allowed:
+            log.debug(
+                "refused %s %s: %s",
+                request.method,
+                request.path,
+                decision.reason or decision.status,
+            )
+            return _refusal(decision)
+        return await handler(request)
+
     async def _metrics(self, _request: web.Request) -> web.Response:
         return web.Response(
             body=generate_latest(self._registry), headers={"Content-Type": CONTENT_TYPE_LATEST}
@@ -230,3 +288,12 @@ class OpsServer:
                 404, {"error": f"no scheduling attempts recorded for pod {namespace}/{name}"}
             )
         return _json(200, {"namespace": namespace, "name": name, "attempts": attempts})
+
+    async def _debug_cache(self, _request: web.Request) -> web.Response:
+        if self._cache_report is None:
+            return _json(404, {"error": "no cache comparer"})
+        try:
+            report = await self._cache_report()
+        except Exception as error:  # the API list failed: say so, keep serving
+            return _json(503, {"error": f"cache comparer: {error}"})
+        return _json(200, report)

@@ -13,6 +13,8 @@ Invariants:
 - Every change bumps the global generation and stamps it on the changed
   NodeInfo, so ``update_snapshot`` copies only what changed since last time.
 - Terminal pods (Succeeded, Failed) hold no resources: they are removed.
+- Each assumed pod has the (monotonic) time it was assumed, for the cache
+  comparer's "assumed for too long" check (``dump``).
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 
+from scheduler.cache.dump import CacheDump
 from scheduler.cache.node_tree import NodeTree
 from scheduler.cache.snapshot import Snapshot
+from scheduler.clock import Clock, RealClock
 from scheduler.framework.nodeinfo import NodeInfo
 from scheduler.framework.objects import Node, Pod
 
@@ -33,13 +37,15 @@ class CacheError(Exception):
 
 
 class Cache:
-    def __init__(self) -> None:
+    def __init__(self, clock: Clock | None = None) -> None:
+        self._clock = clock or RealClock()
         self._nodes: dict[str, NodeInfo] = {}
         self._recent: OrderedDict[str, None] = OrderedDict()  # least recent first
         self._deleted: dict[str, int] = {}  # node name -> generation of deletion
         self._tree = NodeTree()
         self._pods: dict[str, Pod] = {}
         self._assumed: set[str] = set()
+        self._assumed_since: dict[str, float] = {}  # uid -> clock.now() at assume
         self._generation = 0
         self._structure_generation = 0  # last node add/remove/zone change
 
@@ -97,6 +103,7 @@ class Cache:
         if stored is not None:
             if pod.uid in self._assumed:
                 self._assumed.discard(pod.uid)
+                self._assumed_since.pop(pod.uid, None)
                 if stored.node_name != pod.node_name:
                     log.warning(
                         "pod %s was assumed on %s but bound to %s",
@@ -114,6 +121,7 @@ class Cache:
     def remove_pod(self, pod: Pod) -> None:
         stored = self._pods.pop(pod.uid, None)
         self._assumed.discard(pod.uid)
+        self._assumed_since.pop(pod.uid, None)
         if stored is not None:
             self._remove_from_node(stored)
 
@@ -128,6 +136,7 @@ class Cache:
             raise CacheError(f"pod {pod.key} ({pod.uid}) is already in the cache")
         self._pods[pod.uid] = pod
         self._assumed.add(pod.uid)
+        self._assumed_since[pod.uid] = self._clock.now()
         self._touch(pod.node_name).add_pod(pod)
 
     def forget_pod(self, pod: Pod) -> None:
@@ -165,6 +174,14 @@ class Cache:
 
     def assumed_pods(self) -> list[Pod]:
         return [self._pods[uid] for uid in self._assumed]
+
+    def dump(self) -> CacheDump:
+        """A copy of every NodeInfo (ghosts included) and of the assumed pods'
+        assume times, for the cache comparer; later changes do not show in it."""
+        return CacheDump(
+            nodes={name: info.clone() for name, info in self._nodes.items()},
+            assumed_since={uid: self._assumed_since.get(uid, 0.0) for uid in self._assumed},
+        )
 
     # -------------------------------------------------------------- snapshot
     def update_snapshot(self, snapshot: Snapshot) -> None:

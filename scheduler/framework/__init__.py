@@ -6,6 +6,11 @@ and from nothing else in ``scheduler`` (an import-linter contract).
 
 from scheduler.clock import Clock
 from scheduler.framework.cycle_state import CycleState, StateData, StateKey, StateNotFound
+from scheduler.framework.deviceclasses import (
+    IMPLICIT_PREFIX,
+    ExtendedResourceClasses,
+    is_dra_extended_resource_name,
+)
 from scheduler.framework.events import (
     ActionType,
     ClusterEvent,
@@ -16,6 +21,7 @@ from scheduler.framework.events import (
 from scheduler.framework.events import (
     Resource as EventResource,
 )
+from scheduler.framework.features import KNOWN_GATES, FeatureGates
 from scheduler.framework.handle import (
     ApiWriter,
     EventRecorder,
@@ -107,6 +113,8 @@ from scheduler.framework.types import (
 __all__ = [
     "CPU",
     "EPHEMERAL_STORAGE",
+    "IMPLICIT_PREFIX",
+    "KNOWN_GATES",
     "MAX_NODE_SCORE",
     "MEMORY",
     "MIN_NODE_SCORE",
@@ -123,7 +131,9 @@ __all__ = [
     "EnqueueExtensions",
     "EventRecorder",
     "EventResource",
+    "ExtendedResourceClasses",
     "ExtensionPoint",
+    "FeatureGates",
     "FilterPlugin",
     "Handle",
     "HostPort",
@@ -182,6 +192,7 @@ __all__ = [
     "default_normalize",
     "fit_error_message",
     "go_div",
+    "is_dra_extended_resource_name",
     "is_extended_resource_name",
     "is_native_resource_name",
     "is_scalar_resource_name",

@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from scheduler.clock import Clock
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.features import FeatureGates
 from scheduler.framework.nodeinfo import NodeInfo
 from scheduler.framework.objects import Pod
 from scheduler.framework.services import PluginServices
@@ -95,10 +96,21 @@ class PluginMetrics(Protocol):
     def preemption_victims(self, count: int) -> None:
         """``scheduler_preemption_victims``."""
 
+    def resourceclaim_create(self, status: str) -> None:
+        """``scheduler_resourceclaim_creates_total{status}`` (DynamicResources)."""
+
+    def binding_conditions(self, profile: str, driver: str, status: str, seconds: float) -> None:
+        """``scheduler_dra_bindingconditions_wait_duration_seconds`` and
+        ``scheduler_dra_bindingconditions_allocations_total`` (DynamicResources)."""
+
 
 class Handle(Protocol):
     @property
     def profile_name(self) -> str: ...
+
+    @property
+    def feature_gates(self) -> FeatureGates:
+        """The feature gates in force (``--feature-gates`` over v1.36 defaults)."""
 
     @property
     def clock(self) -> Clock: ...

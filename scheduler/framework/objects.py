@@ -5,9 +5,12 @@ The informer hands over the raw JSON dict of an API object; ``parse_pod`` and
 ports, ...) once per object version. The raw dict is kept for plugins that need
 other fields and must never be mutated: copy before changing anything.
 
-A pod whose spec cannot be interpreted (a malformed quantity, say) is still
-returned, with ``parse_error`` set, so that the scheduler can tell the user
-what is wrong instead of losing or crashing on the pod.
+A pod whose spec cannot be interpreted (a malformed quantity, a field of the
+wrong type, a negative request) is still returned, with ``parse_error`` set
+to a message naming the field (``scheduler.framework.validation``), so that
+the scheduler can tell the user what is wrong instead of losing or crashing
+on the pod. A malformed node likewise gets ``parse_error`` and nothing
+allocatable. Parsing never raises.
 """
 
 from __future__ import annotations
@@ -27,12 +30,16 @@ from scheduler.framework.nodeaffinity import (
 from scheduler.framework.podaffinity import NO_POD_AFFINITY, PodAffinityTerms, parse_pod_affinity
 from scheduler.framework.quantity import QuantityError
 from scheduler.framework.resource import ZERO, Resource, pod_requests
+from scheduler.framework.validation import node_problems, pod_problems
 
 Raw = Mapping[str, Any]
 _EMPTY: Mapping[str, Any] = {}
 _NO_IMAGES: Mapping[str, int] = MappingProxyType({})
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+# What a parser raises on a field of the wrong type (the API server never
+# stores one, but the scheduler must not crash when it sees one).
+_MALFORMED = (QuantityError, TypeError, AttributeError, ValueError, ArithmeticError, KeyError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,6 +216,53 @@ def node_images(status: Raw) -> Mapping[str, int]:
 
 
 def parse_pod(raw: Raw) -> Pod:
+    """Never raises: a malformed pod comes back with ``parse_error`` naming the field."""
+    try:
+        return _parse_pod(raw)
+    except _MALFORMED as error:
+        return _malformed_pod(raw, _problems(pod_problems(raw), error))
+
+
+def _problems(found: list[str], error: Exception) -> str:
+    return "; ".join(found) if found else f"malformed: {error}"
+
+
+def _text(mapping: Any, key: str) -> str:
+    value = mapping.get(key) if isinstance(mapping, Mapping) else None
+    return value if isinstance(value, str) else ""
+
+
+def _malformed_pod(raw: Raw, problem: str) -> Pod:
+    """The pod's identity and nothing else: it requests nothing and fails
+    every cycle with ``problem`` until it is fixed."""
+    raw = raw if isinstance(raw, Mapping) else _EMPTY
+    metadata, spec = raw.get("metadata"), raw.get("spec")
+    return Pod(
+        raw=raw,
+        uid=_text(metadata, "uid"),
+        namespace=_text(metadata, "namespace"),
+        name=_text(metadata, "name"),
+        scheduler_name=_text(spec, "schedulerName") or "default-scheduler",
+        node_name=_text(spec, "nodeName"),
+        nominated_node_name="",
+        priority=0,
+        phase=_text(raw.get("status"), "phase"),
+        deleting=bool(_text(metadata, "deletionTimestamp")),
+        labels=_EMPTY,
+        node_selector=_EMPTY,
+        affinity=None,
+        tolerations=(),
+        host_ports=(),
+        scheduling_gates=(),
+        requests=ZERO,
+        non_zero_requests=ZERO,
+        resource_version=_text(metadata, "resourceVersion"),
+        generation=0,
+        parse_error=problem,
+    )
+
+
+def _parse_pod(raw: Raw) -> Pod:
     metadata = raw.get("metadata") or _EMPTY
     spec = raw.get("spec") or _EMPTY
     status = raw.get("status") or _EMPTY
@@ -216,7 +270,7 @@ def parse_pod(raw: Raw) -> Pod:
     try:
         requests = pod_requests(spec, status=status)
         non_zero = pod_requests(spec, non_zero=True, status=status)
-    except (QuantityError, TypeError, AttributeError) as error:
+    except QuantityError as error:  # other errors: parse_pod names the malformed field
         requests = non_zero = ZERO
         parse_error = str(error)
     preferred, preferred_error = preferred_node_affinity(spec)
@@ -254,13 +308,38 @@ def parse_pod(raw: Raw) -> Pod:
 
 
 def parse_node(raw: Raw) -> Node:
+    """Never raises: a malformed node comes back with ``parse_error`` naming
+    the field, and nothing allocatable."""
+    try:
+        return _parse_node(raw)
+    except _MALFORMED as error:
+        return _malformed_node(raw, _problems(node_problems(raw), error))
+
+
+def _malformed_node(raw: Raw, problem: str) -> Node:
+    raw = raw if isinstance(raw, Mapping) else _EMPTY
+    metadata = raw.get("metadata")
+    return Node(
+        raw=raw,
+        name=_text(metadata, "name"),
+        uid=_text(metadata, "uid"),
+        labels=_EMPTY,
+        taints=(),
+        unschedulable=False,
+        allocatable=ZERO,
+        resource_version=_text(metadata, "resourceVersion"),
+        parse_error=problem,
+    )
+
+
+def _parse_node(raw: Raw) -> Node:
     metadata = raw.get("metadata") or _EMPTY
     spec = raw.get("spec") or _EMPTY
     status = raw.get("status") or _EMPTY
     parse_error = ""
     try:
         allocatable = Resource.from_list(status.get("allocatable") or status.get("capacity"))
-    except (QuantityError, TypeError, AttributeError) as error:
+    except QuantityError as error:  # other errors: parse_node names the malformed field
         allocatable = ZERO
         parse_error = f"invalid allocatable: {error}"
     return Node(

@@ -2,8 +2,9 @@
 
 CPU is counted in millicores and everything else in whole units, rounding up
 fractional values the way the API server's ``Quantity.MilliValue`` and
-``Quantity.Value`` do. Parsing is strict: a malformed quantity raises
-``QuantityError`` naming the text, never returns a guess.
+``Quantity.Value`` do. Parsing is strict: a malformed quantity, or one of 10^30 or more (far past
+the API's 2^63, and costly to compute with), raises ``QuantityError`` naming
+the text, never returns a guess.
 """
 
 from __future__ import annotations
@@ -30,6 +31,12 @@ _PATTERN = re.compile(
 )
 
 
+# Larger values mean nothing to a scheduler (the API's integer quantities stop
+# at 2^63) and turning a 10^999999 into an int takes minutes: refuse them.
+_LIMIT = Decimal(10) ** 30
+_MAX_EXPONENT = 100
+
+
 class QuantityError(ValueError):
     """A string is not a valid Kubernetes quantity."""
 
@@ -46,19 +53,32 @@ def parse_quantity(text: str) -> Decimal:
         raise QuantityError(f"invalid quantity {text!r}") from error
     suffix = match["suffix"] or ""
     if suffix in _BINARY:
-        return number * _BINARY[suffix]
-    if suffix in _DECIMAL:
-        return number * _DECIMAL[suffix]
-    return number * (Decimal(10) ** int(suffix[1:]))
+        value = number * _BINARY[suffix]
+    elif suffix in _DECIMAL:
+        value = number * _DECIMAL[suffix]
+    else:
+        exponent = int(suffix[1:])
+        if abs(exponent) > _MAX_EXPONENT:
+            raise QuantityError(f"quantity {text!r} is out of range")
+        value = number * (Decimal(10) ** exponent)
+    if abs(value) >= _LIMIT:
+        raise QuantityError(f"quantity {text!r} is out of range")
+    return value
 
 
 def to_milli(text: str | int | float) -> int:
     """Millis of a quantity, rounded up (cpu: "100m" -> 100, "1" -> 1000)."""
-    value = parse_quantity(str(text)) * 1000
-    return int(value.to_integral_value(rounding=ROUND_CEILING))
+    try:
+        value = parse_quantity(str(text)) * 1000
+        return int(value.to_integral_value(rounding=ROUND_CEILING))
+    except ArithmeticError:  # decimal Overflow for exponents past the context's range
+        raise QuantityError(f"quantity {text!r} is out of range") from None
 
 
 def to_units(text: str | int | float) -> int:
     """Whole units of a quantity, rounded up (memory: "1Ki" -> 1024)."""
-    value = parse_quantity(str(text))
-    return int(value.to_integral_value(rounding=ROUND_CEILING))
+    try:
+        value = parse_quantity(str(text))
+        return int(value.to_integral_value(rounding=ROUND_CEILING))
+    except ArithmeticError:  # decimal Overflow for exponents past the context's range
+        raise QuantityError(f"quantity {text!r} is out of range") from None

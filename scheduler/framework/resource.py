@@ -53,7 +53,8 @@ class Resource:
     def from_list(resources: Mapping[str, Any] | None) -> Resource:
         """From an API resource list such as ``{"cpu": "2", "memory": "1Gi"}``.
 
-        Raises ``QuantityError`` for a malformed value.
+        Raises ``QuantityError`` for a malformed or negative value (the API
+        server refuses negative requests; counting one would hide capacity).
         """
         if not resources:
             return ZERO
@@ -73,6 +74,9 @@ class Resource:
                     scalar[name] = to_units(value)
             except QuantityError as error:
                 raise QuantityError(f"{name}: {error}") from None
+        if min(milli_cpu, memory, storage, pods, *scalar.values()) < 0:
+            negative = next(name for name, value in resources.items() if str(value).startswith("-"))
+            raise QuantityError(f"{negative}: {resources[negative]!r} is negative")
         return Resource(milli_cpu, memory, storage, pods, scalar)
 
     def get(self, name: str) -> int:
@@ -292,7 +296,10 @@ def pod_requests(
     total = (total + sidecars).max(init_peak)
     pod_level = ((spec.get("resources") or {}).get("requests")) or _EMPTY
     if CPU in pod_level or MEMORY in pod_level:
-        level = Resource.from_list({k: v for k, v in pod_level.items() if k in (CPU, MEMORY)})
+        try:
+            level = Resource.from_list({k: v for k, v in pod_level.items() if k in (CPU, MEMORY)})
+        except QuantityError as error:
+            raise QuantityError(f"pod-level resources requests {error}") from None
         actuated = status.get("resources")
         if actuated is not None:
             level, _ = _effective(
@@ -318,5 +325,8 @@ def pod_requests(
         )
     overhead = spec.get("overhead")
     if overhead:
-        total = total + Resource.from_list(overhead)
+        try:
+            total = total + Resource.from_list(overhead)
+        except QuantityError as error:
+            raise QuantityError(f"overhead {error}") from None
     return total

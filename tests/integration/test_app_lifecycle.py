@@ -14,7 +14,15 @@ from tests.integration.conftest import Cluster
 from tests.support.scheduler import scheduler_config, unique_scheduler_name
 from tests.support.wait import eventually
 
-LONG_LIVED = {"informers", "events", "pod-status", "cache-metrics", "queue-flushers", "scheduling"}
+LONG_LIVED = {
+    "informers",
+    "events",
+    "pod-status",
+    "cache-metrics",
+    "cache-debugger",
+    "queue-flushers",
+    "scheduling",
+}
 SHUTDOWN_ORDER = [
     "stop popping",
     "close queue",

@@ -24,6 +24,7 @@ from tests.integration.conftest import Cluster, NodePool
 from tests.support.builders import make_config_map, make_node, make_pod, make_vm
 from tests.support.kubeapi import condition, read_json, read_pod
 from tests.support.neonvm import GROUP, VERSION, install_neonvm_crds
+from tests.support.ops import kubeconfig_token, ops_get
 from tests.support.scheduler import running_scheduler, scheduler_config, unique_scheduler_name
 from tests.support.wait import eventually
 
@@ -264,9 +265,13 @@ async def test_a_simulated_agent_of_every_protocol_version_gets_grants_consisten
         async with session.get(url) as response:
             assert (response.status, await response.text()) == (400, "must be POST")
 
-        dump_url = f"http://127.0.0.1:{app.server.bound_port}/debug/plugins/{STATE_DUMP_PATH}"
-        async with session.get(dump_url) as response:
-            state = orjson.loads(await response.read())
+        status, text = await ops_get(
+            f"https://127.0.0.1:{app.server.bound_port}",
+            f"/debug/plugins/{STATE_DUMP_PATH}",
+            kubeconfig_token(control_plane.kubeconfig),
+        )
+        assert status == 200, text
+        state = orjson.loads(text)
         assert state["nodes"][node]["reserved"] == {"cpu": 4000, "mem": 4 * GI}
         assert state["nodes"][node]["pressure"] == {"cpu": 500, "mem": GI}
 

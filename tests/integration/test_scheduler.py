@@ -5,16 +5,19 @@ overcommitted under load and faults."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
-import aiohttp
 import orjson
+import pytest
 from kubernetes_asyncio import client
 
 from bench.checks import overcommitted_nodes
 from tests.integration.conftest import Cluster, NodePool
 from tests.support.builders import make_node, make_pod
+from tests.support.faultproxy import FaultProxy, Kind
 from tests.support.kubeapi import condition, create_all, list_pods, read_json, read_pod
+from tests.support.ops import kubeconfig_token, ops_get
 from tests.support.scheduler import running_scheduler, unique_scheduler_name
 from tests.support.wait import eventually
 
@@ -85,8 +88,11 @@ async def test_unschedulable_pod_is_told_why_then_binds_soon_after_a_node_is_add
         .taint("dedicated", "x")
         .obj()
     )
+    # The tail: DynamicResources' and DefaultPreemption's PostFilter reasons,
+    # as upstream's default profile has them.
     expected = (
         "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu. "
+        "no new claims to deallocate, "
         "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
     )
     async with running_scheduler(control_plane.kubeconfig, name) as app:
@@ -154,8 +160,8 @@ async def test_pods_bound_by_others_use_up_node_capacity(
 
         message = await eventually(rejected, what="pod rejected for lack of cpu")
         assert message == (
-            "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are "
-            "available: 1 No preemption victims found for incoming pod."
+            "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, "
+            "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
         )
 
         await core.delete_namespaced_pod("placed-by-hand", namespace, grace_period_seconds=0)
@@ -213,36 +219,60 @@ async def test_200_pods_on_20_nodes_are_all_bound_without_overcommit(
     assert overcommitted_nodes(await _nodes_json(core, nodes.names), all_pods) == {}
 
 
-async def test_apiserver_restart_mid_run_loses_no_pod(
-    control_plane: Cluster, kube: client.ApiClient, namespace: str, nodes: NodePool
+async def test_apiserver_restart_with_binds_in_flight_loses_no_pod(
+    control_plane: Cluster,
+    kube: client.ApiClient,
+    namespace: str,
+    nodes: NodePool,
+    tmp_path: Path,
 ) -> None:
     plane = control_plane.require_plane()
     core = client.CoreV1Api(kube)
     name = unique_scheduler_name()
     for index in range(5):
         await nodes.create(make_node(f"r{index}").capacity(cpu="4", memory="8Gi", pods="110").obj())
-    async with running_scheduler(control_plane.kubeconfig, name):
-        first = [
-            make_pod(f"before-{i:02d}", namespace).scheduler(name).requests(cpu="100m").obj()
-            for i in range(40)
-        ]
-        await create_all(lambda body: core.create_namespaced_pod(namespace, body), first)
-        await eventually(lambda: _all_bound(core, namespace, 10), what="some pods bound")
-        await asyncio.to_thread(plane.restart_apiserver)
-        second = [
-            make_pod(f"after-{i:02d}", namespace).scheduler(name).requests(cpu="100m").obj()
-            for i in range(30)
-        ]
-        await create_all(lambda body: core.create_namespaced_pod(namespace, body), second)
-        await eventually(
-            lambda: _all_bound(core, namespace, 70), timeout=90, what="every pod bound"
-        )
+    async with FaultProxy(control_plane.kubeconfig) as proxy:
+        # Binds are held 1 s by the proxy, so some are surely in flight (and
+        # pods pending) when the API server goes away.
+        proxy.delay[Kind.BIND] = 1.0
+        via_proxy = proxy.write_kubeconfig(tmp_path / "via-proxy.kubeconfig")
+        async with running_scheduler(via_proxy, name) as app:
+            first = [
+                make_pod(f"before-{i:02d}", namespace).scheduler(name).requests(cpu="100m").obj()
+                for i in range(40)
+            ]
+            await create_all(lambda body: core.create_namespaced_pod(namespace, body), first)
+            await eventually(lambda: _all_bound(core, namespace, 10), what="some pods bound")
+            in_flight = app.scheduler.binding_in_flight()
+            pending = 40 - len(await _all_bound(core, namespace, 0) or {})
+            assert in_flight > 0, f"fault too late: no bind in flight ({pending} pending)"
+            await asyncio.to_thread(plane.restart_apiserver)
+            proxy.delay.clear()
+            await _after_restart(core, namespace, name)
+            report = await app.cache_debugger.report()
+            assert report.differences == []
+        assert proxy.double_bound() == {}
     all_pods = await list_pods(core, namespace)
     assert overcommitted_nodes(await _nodes_json(core, nodes.names), all_pods) == {}
 
 
-async def test_stop_mid_burst_leaves_no_pod_assumed_but_unbound(
-    control_plane: Cluster, kube: client.ApiClient, namespace: str, nodes: NodePool
+async def _after_restart(core: client.CoreV1Api, namespace: str, name: str) -> None:
+    """Pods created after the restart are bound too, and so is every earlier one."""
+    second = [
+        make_pod(f"after-{i:02d}", namespace).scheduler(name).requests(cpu="100m").obj()
+        for i in range(30)
+    ]
+    await create_all(lambda body: core.create_namespaced_pod(namespace, body), second)
+    await eventually(lambda: _all_bound(core, namespace, 70), timeout=90, what="every pod bound")
+
+
+async def test_stop_with_binds_in_flight_rolls_them_back_and_loses_no_pod(  # noqa: PLR0917 - fixtures
+    control_plane: Cluster,
+    kube: client.ApiClient,
+    namespace: str,
+    nodes: NodePool,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     core = client.CoreV1Api(kube)
     name = unique_scheduler_name()
@@ -252,16 +282,33 @@ async def test_stop_mid_burst_leaves_no_pod_assumed_but_unbound(
         make_pod(f"burst-{i:03d}", namespace).scheduler(name).requests(cpu="100m").obj()
         for i in range(150)
     ]
-    async with running_scheduler(control_plane.kubeconfig, name, bind_grace=5) as app:
-        await create_all(lambda body: core.create_namespaced_pod(namespace, body), pods)
-        await eventually(lambda: _all_bound(core, namespace, 20), what="burst under way")
-    # The app has shut down (the same path SIGTERM takes). Every pod it still
-    # counts as assumed must really be bound to that node in the API: binds
-    # either completed or were rolled back (forgotten).
+    proxy = FaultProxy(control_plane.kubeconfig)
+    await proxy.start()
+    # Binds are held 4 s by the proxy, longer than the 1 s bind grace: the
+    # binds in flight at stop are cancelled and must roll back.
+    proxy.delay[Kind.BIND] = 4.0
+    via_proxy = proxy.write_kubeconfig(tmp_path / "via-proxy.kubeconfig")
+    try:
+        async with running_scheduler(via_proxy, name, bind_grace=1) as app:
+            await create_all(lambda body: core.create_namespaced_pod(namespace, body), pods)
+
+            async def held() -> int:
+                return app.scheduler.binding_in_flight()
+
+            in_flight = await eventually(held, what="binds in flight")
+            assert in_flight > 0
+            assert app.cache.assumed_count() > 0
+    finally:
+        await proxy.stop()
+    # The app has shut down (the same path SIGTERM takes) with binds in
+    # flight: they were cancelled and rolled back. Every pod it still counts
+    # as assumed must really be bound to that node in the API (a bind that
+    # completed, its confirmation not yet seen).
+    assert app.scheduler.binding_in_flight() == 0
+    assert any("were rolled back" in r.getMessage() for r in caplog.records)
     bound = await _bound(core, namespace)
     for pod in app.cache.assumed_pods():
         assert bound[pod.name] == pod.node_name, f"{pod.key} assumed but not bound"
-    assert app.scheduler.binding_in_flight() == 0
     # A fresh scheduler picks up whatever was left, and nothing is overcommitted.
     async with running_scheduler(control_plane.kubeconfig, name):
         await eventually(
@@ -285,18 +332,16 @@ async def test_ops_endpoints_report_readiness_metrics_and_pod_diagnosis(
             return app.attempt_log.attempts(namespace, "too-big")
 
         await eventually(diagnosed, what="attempt recorded")
-        base = f"http://127.0.0.1:{app.server.bound_port}"
-        async with aiohttp.ClientSession() as session:
-            async with session.get(f"{base}/readyz") as response:
-                assert (response.status, await response.text()) == (200, "ok")
-            async with session.get(f"{base}/metrics") as response:
-                text = await response.text()
-            assert (
-                f'scheduler_schedule_attempts_total{{profile="{name}",result="unschedulable"}}'
-                in text
-            )
-            async with session.get(f"{base}/debug/pods/{namespace}/too-big") as response:
-                body = orjson.loads(await response.read())
+        base = f"https://127.0.0.1:{app.server.bound_port}"
+        admin = kubeconfig_token(control_plane.kubeconfig)
+        assert await ops_get(base, "/readyz") == (200, "ok")
+        status, text = await ops_get(base, "/metrics", admin)
+        assert status == 200
+        assert (
+            f'scheduler_schedule_attempts_total{{profile="{name}",result="unschedulable"}}' in text
+        )
+        status, text = await ops_get(base, f"/debug/pods/{namespace}/too-big", admin)
+        body = orjson.loads(text)
         attempt = body["attempts"][-1]
         assert attempt["result"] == "Unschedulable"
         verdict = next(iter(attempt["nodes"].values()))

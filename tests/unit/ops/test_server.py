@@ -287,3 +287,32 @@ def test_health_checks_reject_bad_names(name: str, message: str) -> None:
 
     with pytest.raises(ValueError, match=message):
         health.add_readiness(name, lambda: (True, ""))
+
+
+async def _serve_report(report: Callable[[], Any]) -> tuple[int, Any]:
+    server = OpsServer(
+        "127.0.0.1", 0, CollectorRegistry(), HealthChecks(), AttemptLog(), cache_report=report
+    )
+    await server.start()
+    try:
+        url = f"http://127.0.0.1:{server.bound_port}/debug/cache"
+        async with aiohttp.ClientSession() as session, session.get(url) as response:
+            return response.status, orjson.loads(await response.read())
+    finally:
+        await server.stop()
+
+
+async def test_debug_cache_serves_the_comparer_report() -> None:
+    report = {"nodes": 2, "pods": 3, "assumed": 0, "differences": []}
+
+    async def compare() -> dict[str, Any]:
+        return report
+
+    assert await _serve_report(compare) == (200, report)
+
+
+async def test_debug_cache_says_why_when_the_list_fails() -> None:
+    async def compare() -> dict[str, Any]:
+        raise ConnectionError("apiserver down")
+
+    assert await _serve_report(compare) == (503, {"error": "cache comparer: apiserver down"})

@@ -1,0 +1,281 @@
+"""What every chaos scenario shares: the burst, the fault-in-flight check, and
+the verdict (nothing lost, nothing bound twice, nothing overcommitted, the
+cache comparer clean), recorded for the summary table.
+
+Sizes: the default run uses ``SMALL`` (quick, still faulting mid-burst);
+``make chaos`` sets ``PYSCHEDULER_CHAOS_FULL=1`` for ``FULL`` (500 pods on 50
+nodes, the issue's bar).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes_asyncio import client
+
+from bench.checks import overcommitted_nodes
+from tests.integration.conftest import NodePool
+from tests.support.builders import make_node, make_pod
+from tests.support.faultproxy import FaultProxy
+from tests.support.kubeapi import condition, list_pods, read_json
+from tests.support.wait import ConditionTimeout, eventually
+
+FULL_ENV = "PYSCHEDULER_CHAOS_FULL"
+UNSCHEDULABLE = re.compile(r"^0/\d+ nodes are available: (.+, )?\d+ Insufficient cpu(, .+)?\.$")
+NODE_CPU, POD_CPU = "4", "300m"  # 13 pods fit a node; bursts fill about 3/4 of the nodes
+TOO_BIG_CPU = "5"  # fits no node: must end Unschedulable with the message above
+
+
+@dataclass(frozen=True)
+class Size:
+    pods: int
+    nodes: int
+    too_big: int  # extra pods that fit nowhere
+
+    @property
+    def settle_timeout(self) -> float:
+        return 60.0 + self.pods * 0.6
+
+
+SMALL = Size(pods=120, nodes=12, too_big=2)
+FULL = Size(pods=500, nodes=50, too_big=5)
+
+
+def size() -> Size:
+    return FULL if os.environ.get(FULL_ENV) else SMALL
+
+
+@dataclass
+class Outcome:
+    """One row of the summary table."""
+
+    scenario: str
+    pods: int = 0
+    faults: list[str] = field(default_factory=list)
+    lost: int = -1
+    double_bound: int = -1
+    overcommitted: int = -1
+    differences: int = -1
+    note: str = ""
+
+    def row(self) -> tuple[str, ...]:
+        return (
+            self.scenario,
+            str(self.pods),
+            ", ".join(self.faults) or "-",
+            str(self.lost),
+            str(self.double_bound),
+            str(self.overcommitted),
+            str(self.differences),
+            self.note or "-",
+        )
+
+
+HEADER = (
+    "scenario",
+    "pods",
+    "faults",
+    "lost",
+    "double-bound",
+    "overcommitted",
+    "comparer diffs",
+    "at the fault",
+)
+
+
+def table(outcomes: Iterable[Outcome]) -> list[str]:
+    rows = [HEADER, *(outcome.row() for outcome in outcomes)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(HEADER))]
+    lines = [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        for row in rows
+    ]
+    lines.insert(1, "  ".join("-" * width for width in widths))
+    return lines
+
+
+# ------------------------------------------------------------------ the burst
+class Burst:
+    """Nodes and pods of one scenario, in ``namespace``, for scheduler ``name``."""
+
+    def __init__(self, core: client.CoreV1Api, namespace: str, name: str, shape: Size) -> None:
+        self.core = core
+        self.namespace = namespace
+        self.name = name
+        self.size = shape
+        self.fitting = [f"p{i:04d}" for i in range(shape.pods)]
+        self.too_big = [f"big{i:02d}" for i in range(shape.too_big)]
+        self.deleted: set[str] = set()
+
+    async def create_nodes(
+        self, pool: NodePool, count: int | None = None, prefix: str = "c"
+    ) -> list[str]:
+        names = []
+        for index in range(self.size.nodes if count is None else count):
+            body = make_node(f"{prefix}{index:03d}").capacity(
+                cpu=NODE_CPU, memory="16Gi", pods="110"
+            )
+            names.append(await pool.create(body.obj()))
+        return names
+
+    def bodies(self) -> list[dict[str, Any]]:
+        pods = [
+            make_pod(name, self.namespace).scheduler(self.name).requests(cpu=POD_CPU, memory="64Mi")
+            for name in self.fitting
+        ]
+        pods += [
+            make_pod(name, self.namespace).scheduler(self.name).requests(cpu=TOO_BIG_CPU)
+            for name in self.too_big
+        ]
+        return [pod.obj() for pod in pods]
+
+    def start(self, concurrency: int = 10) -> asyncio.Task[None]:
+        """Create every pod in the background, retrying through API outages."""
+        return asyncio.create_task(self._create_all(concurrency), name="create-burst")
+
+    async def _create_all(self, concurrency: int) -> None:
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(body: dict[str, Any]) -> None:
+            async with gate:
+                await _retrying(lambda: self.core.create_namespaced_pod(self.namespace, body))
+
+        await asyncio.gather(*(one(body) for body in self.bodies()))
+
+    async def pods(self) -> list[dict[str, Any]]:
+        return await _retrying(lambda: list_pods(self.core, self.namespace))
+
+    async def bound_count(self) -> int:
+        return sum(1 for pod in await self.pods() if pod["spec"].get("nodeName"))
+
+    async def until_bound(self, count: int) -> int:
+        async def enough() -> int | None:
+            bound = await self.bound_count()
+            return bound if bound >= count else None
+
+        return await eventually(enough, timeout=120, what=f"{count} pods bound")
+
+    async def delete(self, names: Iterable[str]) -> None:
+        for pod in names:
+            self.deleted.add(pod)
+            await _retrying(
+                lambda pod=pod: self.core.delete_namespaced_pod(
+                    pod, self.namespace, grace_period_seconds=0
+                )  # type: ignore[misc]
+            )
+
+
+async def _retrying(call: Callable[[], Awaitable[Any]], attempts: int = 120) -> Any:
+    """``call``, retried while the API server is unreachable or answers 5xx;
+    an AlreadyExists (a retried create that had landed) or NotFound (a
+    retried delete) counts as done."""
+    for attempt in range(attempts):
+        try:
+            return await call()
+        except client.ApiException as error:
+            if error.status in (404, 409):
+                return None
+            if error.status < 500 or attempt == attempts - 1:
+                raise
+        except (TimeoutError, OSError, client.rest.aiohttp.ClientError):  # type: ignore[attr-defined]
+            if attempt == attempts - 1:
+                raise
+        await asyncio.sleep(0.5)
+    return None
+
+
+# ------------------------------------------------------- the moment of the fault
+def in_flight(pending: int, binds: int) -> str:
+    """Fails the scenario unless work was in flight when the fault hit."""
+    if pending == 0 and binds == 0:
+        raise AssertionError("fault too late: no pod pending and no bind in flight at the fault")
+    return f"{pending} pending, {binds} binds in flight"
+
+
+async def assert_in_flight(burst: Burst, proxy: FaultProxy | None = None, binds: int = 0) -> str:
+    """Right before a fault: pods of the burst still unbound (or not yet
+    created), or binds in flight (held by the proxy, or counted by the app:
+    ``binds``, whichever is more)."""
+    binds = max(binds, len(proxy.binds_in_flight) if proxy is not None else 0)
+    pods = await burst.pods()
+    created = len(pods)
+    unbound = sum(1 for pod in pods if not pod["spec"].get("nodeName"))
+    expected = burst.size.pods + burst.size.too_big
+    pending = unbound + (expected - created) - burst.size.too_big
+    return in_flight(max(pending, 0), binds)
+
+
+# ------------------------------------------------------------------ the verdict
+Comparer = Callable[[], Awaitable[dict[str, Any]]]
+
+
+async def verdict(
+    burst: Burst,
+    outcome: Outcome,
+    *,
+    node_names: Callable[[], list[str]],
+    comparer: Comparer,
+    proxy: FaultProxy | None = None,
+) -> None:
+    """Wait until the burst settles, then fill ``outcome`` and assert that
+    nothing was lost, bound twice or overcommitted and the cache comparer is
+    clean."""
+    core = burst.core
+    expected = {name for name in [*burst.fitting, *burst.too_big] if name not in burst.deleted}
+    outcome.pods = len(expected)
+
+    def problems(pods: list[dict[str, Any]]) -> list[str]:
+        by_name = {pod["metadata"]["name"]: pod for pod in pods}
+        found = []
+        for name in sorted(expected):
+            pod = by_name.get(name)
+            if pod is None:
+                found.append(f"{name}: missing")
+            elif name in burst.too_big:
+                told = condition(pod, "PodScheduled") or {}
+                message = str(told.get("message") or "")
+                if pod["spec"].get("nodeName") or not (
+                    told.get("reason") == "Unschedulable" and UNSCHEDULABLE.match(message)
+                ):
+                    found.append(f"{name}: not reported unschedulable ({told})")
+            elif not pod["spec"].get("nodeName"):
+                found.append(f"{name}: not bound")
+        return found
+
+    async def settled() -> bool:
+        return not problems(await burst.pods())
+
+    with contextlib.suppress(ConditionTimeout):
+        await eventually(settled, timeout=burst.size.settle_timeout, what="the burst settled")
+    pods = await burst.pods()
+    lost = problems(pods)
+    outcome.lost = len(lost)
+    outcome.double_bound = len(proxy.double_bound()) if proxy is not None else 0
+
+    listed = await read_json(await core.list_node(_preload_content=False))
+    names = set(node_names())
+    nodes = [node for node in listed["items"] if node["metadata"]["name"] in names]
+    over = overcommitted_nodes(nodes, pods)
+    outcome.overcommitted = len(over)
+
+    last: dict[str, Any] = {}
+
+    async def clean() -> bool:
+        nonlocal last
+        last = await comparer()
+        return not last["differences"] and last.get("assumed", 0) == 0
+
+    with contextlib.suppress(ConditionTimeout):
+        await eventually(clean, timeout=30, what="cache comparer clean")
+    outcome.differences = len(last.get("differences", ())) + (1 if last.get("assumed") else 0)
+
+    assert not lost, f"lost pods: {lost[:10]}"
+    assert outcome.double_bound == 0, f"double-bound: {proxy.double_bound() if proxy else {}}"
+    assert not over, f"overcommitted: {over}"
+    assert outcome.differences == 0, f"cache comparer: {last}"

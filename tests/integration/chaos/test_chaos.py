@@ -1,0 +1,321 @@
+"""The chaos suite: a burst of pods meets a fault on a real control plane,
+and afterwards every pod is bound exactly once or reported unschedulable with
+the right message, no node is over its allocatable, and the cache comparer
+finds no difference between the scheduler's cache and the API.
+
+Every scenario asserts, at the moment of its fault, that pods were pending or
+binds in flight (``assert_in_flight``), so a fault that lands after the work
+is done fails as "fault too late" instead of passing for nothing. The
+scheduler reaches the API through a ``FaultProxy`` that counts every bind
+(double binds) and holds binds in flight where the scenario needs them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import signal
+from typing import Any
+
+import aiohttp
+import orjson
+import pytest
+from kubernetes_asyncio import client
+
+from tests.integration.chaos.conftest import Scene
+from tests.integration.chaos.harness import Burst, assert_in_flight, verdict
+from tests.support.builders import make_node
+from tests.support.daemon import Daemon, pyscheduler
+from tests.support.faultproxy import Kind
+from tests.support.scheduler import running_scheduler
+from tests.support.wait import eventually
+
+pytestmark = pytest.mark.timeout(900)
+
+BIND_HOLD_SECONDS = 1.0  # keeps binds in flight when the fault lands
+
+
+async def _compact_etcd(port: int) -> int:
+    """Compact etcd up to its current revision; returns that revision."""
+    base = f"http://127.0.0.1:{port}/v3"
+    async with aiohttp.ClientSession() as session:
+        key = base64.b64encode(b"/registry/").decode()
+        async with session.post(f"{base}/kv/range", json={"key": key, "limit": 1}) as response:
+            revision = int((await response.json())["header"]["revision"])
+        body = {"revision": str(revision), "physical": True}
+        async with session.post(f"{base}/kv/compaction", json=body) as response:
+            assert response.status == 200, await response.text()
+    return revision
+
+
+async def _daemon_cache(daemon: Daemon) -> dict[str, Any]:
+    status, body = await daemon.get("/debug/cache")
+    assert status == 200, body
+    report: dict[str, Any] = orjson.loads(body)
+    return report
+
+
+async def test_apiserver_restarted_mid_burst(scene: Scene) -> None:
+    burst, nodes, proxy, outcome = scene.burst, scene.nodes, scene.proxy, scene.outcome
+    plane = scene.cluster.require_plane()
+    await burst.create_nodes(nodes)
+    proxy.delay[Kind.BIND] = BIND_HOLD_SECONDS
+    async with running_scheduler(scene.via_proxy, burst.name) as app:
+        creating = burst.start()
+        await burst.until_bound(burst.size.pods // 5)
+        outcome.note = await assert_in_flight(burst, proxy, app.scheduler.binding_in_flight())
+        outcome.faults.append("apiserver restart")
+        await asyncio.to_thread(plane.restart_apiserver)
+        await creating
+        proxy.delay.clear()
+        await verdict(
+            burst,
+            outcome,
+            node_names=lambda: nodes.names,
+            comparer=app.cache_debugger.report_json,
+            proxy=proxy,
+        )
+
+
+async def test_watches_lost_etcd_compacted_and_pods_deleted_during_the_gap(scene: Scene) -> None:
+    burst, nodes, proxy, outcome = scene.burst, scene.nodes, scene.proxy, scene.outcome
+    """The scheduler's watches drop (its lists and watches are refused) while
+    its binds still get through; pods it binds in the gap are deleted; the
+    API server restarts and etcd is compacted, so the watches come back with
+    410 Gone and the informers relist. Nothing may stay counted for a pod
+    that is gone (issue 6, defect 1)."""
+    plane = scene.cluster.require_plane()
+    await burst.create_nodes(nodes)
+    proxy.delay[Kind.BIND] = BIND_HOLD_SECONDS
+    async with running_scheduler(scene.via_proxy, burst.name) as app:
+        creating = burst.start()
+        await burst.until_bound(burst.size.pods // 5)
+        outcome.note = await assert_in_flight(burst, proxy, app.scheduler.binding_in_flight())
+        gap_start = len(proxy.binds)
+        proxy.block_reads()
+        outcome.faults.append("watches cut")
+
+        async def bound_in_gap() -> list[str] | None:
+            names = [b.pod.split("/")[1] for b in proxy.binds[gap_start:] if b.status == 201]
+            return names if len(names) >= 6 else None
+
+        victims = (await eventually(bound_in_gap, timeout=60, what="binds during the gap"))[:6]
+        await burst.delete(victims)
+        outcome.faults.append(f"{len(victims)} bound pods deleted in the gap")
+        await asyncio.to_thread(plane.stop_apiserver)
+        await _compact_etcd(plane.etcd_port)
+        await asyncio.to_thread(plane.start_apiserver_again)
+        outcome.faults += ["apiserver restart", "etcd compacted (410)"]
+        proxy.unblock_reads()
+
+        async def came_back_gone() -> bool:
+            pods = next(i for i in app.informer_factory.informers() if i.resource.plural == "pods")
+            return pods.stats.gone > 0
+
+        await eventually(came_back_gone, timeout=60, what="the pod watch answered 410 Gone")
+        await creating
+        proxy.delay.clear()
+        await verdict(
+            burst,
+            outcome,
+            node_names=lambda: nodes.names,
+            comparer=app.cache_debugger.report_json,
+            proxy=proxy,
+        )
+
+
+async def test_sigterm_with_binds_held_then_a_second_instance_takes_over(scene: Scene) -> None:
+    burst, nodes, proxy, outcome = scene.burst, scene.nodes, scene.proxy, scene.outcome
+    await burst.create_nodes(nodes)
+    proxy.delay[Kind.BIND] = 8.0  # longer than the daemon's 5 s bind grace: rolled back
+    async with pyscheduler(scene.via_proxy, burst.name, scene.workdir) as daemon:
+        await daemon.ready()
+        creating = burst.start()
+
+        async def held() -> int | None:
+            binds = len(proxy.binds_in_flight)
+            return binds if binds >= 10 else None
+
+        binds = await daemon.until(held, "binds held in flight")
+        outcome.note = await assert_in_flight(burst, proxy)
+        assert binds > 0
+        outcome.faults.append(f"SIGTERM with {len(proxy.binds_in_flight)} binds held")
+        code, _ = await daemon.terminate()
+        assert code == 0, daemon.report(f"exit code {code}")
+        assert "were rolled back" in daemon.process.tail(200), daemon.report("no roll-back")
+    proxy.delay.clear()
+    async with running_scheduler(scene.via_proxy, burst.name) as second:
+        await creating
+        outcome.faults.append("second instance")
+        await verdict(
+            burst,
+            outcome,
+            node_names=lambda: nodes.names,
+            comparer=second.cache_debugger.report_json,
+            proxy=proxy,
+        )
+
+
+def _elected_config(name: str, namespace: str) -> str:
+    return f"""
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: true
+  resourceNamespace: {namespace}
+  resourceName: {name}
+  leaseDuration: 4s
+  renewDeadline: 3s
+  retryPeriod: 500ms
+clientConnection:
+  qps: 500
+  burst: 1000
+profiles:
+- schedulerName: {name}
+"""
+
+
+async def _leads(daemon: Daemon) -> bool:
+    if not daemon.process.running():
+        return False
+    try:
+        status, metrics = await daemon.get("/metrics")
+    except aiohttp.ClientConnectionError:
+        return False  # not listening yet
+    return status == 200 and any(
+        line.startswith("leader_election_master_status") and line.endswith(" 1.0")
+        for line in metrics.splitlines()
+    )
+
+
+async def test_leader_sigkilled_mid_burst_follower_finishes(scene: Scene) -> None:
+    burst, nodes, proxy, outcome = scene.burst, scene.nodes, scene.proxy, scene.outcome
+    await burst.create_nodes(nodes)
+    config = _elected_config(burst.name, burst.namespace)
+    proxy.delay[Kind.BIND] = BIND_HOLD_SECONDS
+    async with (
+        pyscheduler(
+            scene.via_proxy, burst.name, scene.workdir, config_text=config, label="-a"
+        ) as a,
+        pyscheduler(
+            scene.via_proxy, burst.name, scene.workdir, config_text=config, label="-b"
+        ) as b,
+    ):
+
+        async def leader() -> Daemon | None:
+            for daemon in (a, b):
+                if await _leads(daemon):
+                    return daemon
+            return None
+
+        first = await a.until(leader, "a leader elected")
+        follower = b if first is a else a
+        creating = burst.start()
+        await burst.until_bound(burst.size.pods // 5)
+        outcome.note = await assert_in_flight(burst, proxy)
+        first.signal(signal.SIGKILL)
+        outcome.faults.append("leader SIGKILLed")
+        await follower.until(lambda: _leads(follower), "the follower took over")
+        await creating
+        proxy.delay.clear()
+        await verdict(
+            burst,
+            outcome,
+            node_names=lambda: nodes.names,
+            comparer=lambda: _daemon_cache(follower),
+            proxy=proxy,
+        )
+
+
+async def test_pods_deleted_and_resized_while_their_bind_is_in_flight(scene: Scene) -> None:
+    burst, nodes, proxy, outcome = scene.burst, scene.nodes, scene.proxy, scene.outcome
+    await burst.create_nodes(nodes)
+    proxy.delay[Kind.BIND] = 3.0
+    async with running_scheduler(scene.via_proxy, burst.name) as app:
+        creating = burst.start()
+
+        async def held() -> list[str] | None:
+            names = sorted(pod.split("/")[1] for pod in proxy.binds_in_flight)
+            return names if len(names) >= 10 else None
+
+        in_flight = await eventually(held, timeout=60, what="binds held in flight")
+        outcome.note = await assert_in_flight(burst, proxy, app.scheduler.binding_in_flight())
+        doomed, resized = in_flight[:5], in_flight[5:10]
+        await burst.delete(doomed)
+        for name in resized:
+            await _resize(scene.kube, burst, name, cpu="200m")
+        outcome.faults += [f"{len(doomed)} deleted in bind", f"{len(resized)} resized in bind"]
+        await creating
+        proxy.delay.clear()
+        await verdict(
+            burst,
+            outcome,
+            node_names=lambda: nodes.names,
+            comparer=app.cache_debugger.report_json,
+            proxy=proxy,
+        )
+
+
+async def _resize(api: client.ApiClient, burst: Burst, name: str, cpu: str) -> None:
+    """In-place resize through the pod's ``resize`` subresource."""
+    patch = {"spec": {"containers": [{"name": "main", "resources": {"requests": {"cpu": cpu}}}]}}
+    await api.call_api(
+        f"/api/v1/namespaces/{burst.namespace}/pods/{name}/resize",
+        "PATCH",
+        header_params={"Content-Type": "application/strategic-merge-patch+json"},
+        body=patch,
+        auth_settings=["BearerToken"],
+        _preload_content=False,
+    )
+
+
+async def test_nodes_deleted_and_added_mid_burst(scene: Scene) -> None:
+    burst, nodes, proxy, outcome = scene.burst, scene.nodes, scene.proxy, scene.outcome
+    await burst.create_nodes(nodes)
+    proxy.delay[Kind.BIND] = BIND_HOLD_SECONDS
+    churn = max(2, burst.size.nodes // 10)
+    async with running_scheduler(scene.via_proxy, burst.name) as app:
+        creating = burst.start()
+        await burst.until_bound(burst.size.pods // 5)
+        outcome.note = await assert_in_flight(burst, proxy, app.scheduler.binding_in_flight())
+        for name in list(nodes.names[:churn]):
+            await nodes.delete(name)
+        await burst.create_nodes(nodes, count=churn, prefix="added")
+        outcome.faults += [f"{churn} nodes deleted", f"{churn} added"]
+        await creating
+        proxy.delay.clear()
+        await verdict(
+            burst,
+            outcome,
+            node_names=lambda: nodes.names,
+            comparer=app.cache_debugger.report_json,
+            proxy=proxy,
+        )
+
+
+async def test_bind_conflicts_and_5xx_for_binds_status_and_events(scene: Scene) -> None:
+    burst, nodes, proxy, outcome = scene.burst, scene.nodes, scene.proxy, scene.outcome
+    await burst.create_nodes(nodes)
+    # Where "someone else" binds half the conflicting pods: room for all of
+    # them, and tainted so that our scheduler never picks it itself.
+    spare_body = make_node("spare").capacity(cpu="1000", memory="1Ti", pods="1000").taint("spare")
+    spare = await nodes.create(spare_body.obj())
+    async with running_scheduler(scene.via_proxy, burst.name) as app:
+        proxy.fail_every = {Kind.BIND: 7, Kind.STATUS: 3, Kind.EVENT: 2}
+        proxy.conflict_every = 5
+        proxy.conflict_node = spare  # half the conflicts bind the pod elsewhere
+        creating = burst.start()
+        await burst.until_bound(burst.size.pods // 10)
+        outcome.note = await assert_in_flight(burst, proxy, app.scheduler.binding_in_flight())
+        await creating
+        await burst.until_bound(burst.size.pods // 2)
+        proxy.fail_every = {}
+        proxy.conflict_every = 0
+        outcome.faults += [f"{count} {kind}" for kind, count in sorted(proxy.injected.items())]
+        await verdict(
+            burst,
+            outcome,
+            node_names=lambda: nodes.names,
+            comparer=app.cache_debugger.report_json,
+            proxy=proxy,
+        )
