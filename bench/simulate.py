@@ -58,12 +58,22 @@ def objects(workload: Workload) -> list[dict[str, Any]]:
         node_body(node_name(i), workload.template.node_labels(i)) for i in range(workload.nodes)
     ]
     init = []
+    init_spec, init_labels = workload.template.init_pod()
     for index in range(workload.init_pods):
-        pod = pod_body(init_pod_name(index), INIT_NAMESPACE, SCHEDULER_NAME)
+        pod = pod_body(
+            init_pod_name(index), INIT_NAMESPACE, SCHEDULER_NAME, init_spec, labels=init_labels
+        )
         pod["spec"]["nodeName"] = node_name(index % workload.nodes)
         init.append(pod)
+    template = workload.template
     measured = [
-        pod_body(pod_name(i), MEASURED_NAMESPACE, SCHEDULER_NAME, workload.template.pod_spec)
+        pod_body(
+            pod_name(i),
+            MEASURED_NAMESPACE,
+            SCHEDULER_NAME,
+            template.pod_spec,
+            labels=template.pod_labels,
+        )
         for i in range(workload.pods)
     ]
     return [*nodes, *init, *measured]

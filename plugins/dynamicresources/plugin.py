@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 from plugins.dynamicresources import extended as extended_claims
@@ -106,6 +106,7 @@ from scheduler.framework import (
     ReservePlugin,
     ScoreExtensions,
     ScorePlugin,
+    SignPlugin,
     Status,
     default_normalize,
     is_dra_extended_resource_name,
@@ -132,6 +133,7 @@ class DynamicResources(
     ReservePlugin,
     PreBindPlugin,
     EnqueueExtensions,
+    SignPlugin,
 ):
     name = NAME
 
@@ -225,6 +227,17 @@ class DynamicResources(
         except ClaimNotReady as error:
             return Status.unresolvable(str(error))
         return None
+
+    # -------------------------------------------------------------- signature
+    def sign_pod(self, pod: Pod) -> Hashable | None:
+        """A pod without claims and without extended resources a DeviceClass
+        serves is signed (upstream ``SignPod`` signs pods without claims): for
+        it PreFilter skips Filter and Score is 0 on every node, whatever the
+        node. Any other pod is never signed: its results read claims and
+        slices, not only the NodeInfo."""
+        if pod.spec.get("resourceClaims") or self._extended_requests(pod):
+            return None
+        return ()
 
     # -------------------------------------------------------------- PreFilter
     def pre_filter(

@@ -89,6 +89,14 @@ def cycle(
 
 
 # ------------------------------------------------------------- PreEnqueue
+def test_only_pods_without_claims_are_signed() -> None:
+    """Upstream SignPod: a pod with claims is never signed (its verdicts read
+    claims and slices); one without is, with nothing of it to sign."""
+    plugin, _ = setup()
+    assert plugin.sign_pod(pod(make_pod("plain").obj())) == ()
+    assert plugin.sign_pod(the_pod()) is None
+
+
 def test_pod_without_claims_is_skipped_everywhere() -> None:
     plugin, _ = setup()
     plain = pod(make_pod("plain").obj())
