@@ -76,7 +76,12 @@ def objects(workload: Workload) -> list[dict[str, Any]]:
         )
         for i in range(workload.pods)
     ]
-    return [*nodes, *init, *measured]
+    # DRA's classes, slices and claim templates (the simulator plays the
+    # resourceclaim controller, making each pod's claim from its template).
+    extras = [body for _path, body in template.cluster_objects(workload.nodes)]
+    for namespace in (INIT_NAMESPACE, MEASURED_NAMESPACE):
+        extras += [body for _path, body in template.namespace_objects(namespace)]
+    return [*nodes, *extras, *init, *measured]
 
 
 def measure(workload: Workload, seed: int = 0) -> dict[str, Any]:
