@@ -8,6 +8,8 @@ and the problem (exit code 2), before any connection is made. SIGTERM and
 SIGINT stop it in order; SIGUSR2 logs the cache comparer's report
 (``scheduler.cachedebug``). Runs against ``--kubeconfig``, the config's
 ``clientConnection.kubeconfig``, or the in-cluster service account.
+A resource type the API server does not serve (a CRD a plugin needs, not
+installed) stops start-up with one error line naming it (exit code 3).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections.abc import Sequence
 from scheduler.app import AppOptions, SchedulerApp, build_registry, resolve
 from scheduler.config import ConfigError, SchedulerConfiguration, load_config
 from scheduler.flags import apply_flags, log_level, parse_args
+from scheduler.informers import ResourceNotServed
 from scheduler.kube.client import KubeClient
 from scheduler.kube.connection import ConfigError as ConnectionConfigError
 from scheduler.leaderelection import LeadershipLost
@@ -32,6 +35,7 @@ log = logging.getLogger("pyscheduler")
 USER_AGENT = "pyscheduler"
 EXIT_CONFIG = 2
 EXIT_LOST_LEADERSHIP = 1
+EXIT_RESOURCE_NOT_SERVED = 3
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -103,6 +107,11 @@ async def _run(config: SchedulerConfiguration, args: argparse.Namespace) -> int:
     try:
         await app.run()
     except ExceptionGroup as group:
+        missing = group.subgroup(ResourceNotServed)
+        if missing is not None:
+            for error in _leaves(missing):
+                log.error("cannot start: %s", error)
+            return EXIT_RESOURCE_NOT_SERVED
         if group.subgroup(LeadershipLost) is None:
             raise
         log.error("lost leadership; exiting")
@@ -111,6 +120,16 @@ async def _run(config: SchedulerConfiguration, args: argparse.Namespace) -> int:
         for each in extra:
             await each.close()
     return 0
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    leaves: list[BaseException] = []
+    for error in group.exceptions:
+        if isinstance(error, BaseExceptionGroup):
+            leaves.extend(_leaves(error))
+        else:
+            leaves.append(error)
+    return leaves
 
 
 if __name__ == "__main__":

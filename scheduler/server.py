@@ -28,6 +28,12 @@ HTTP, not behind the guard: the plugin owns that protocol), every
 method and path, with the guarantees stated in ``scheduler.framework.services``:
 503 until ``gate`` lets them through (synced, started, leading), at most
 ``max_body_bytes`` of the body read, a handler exception answered 500.
+
+Threads: each plugin listener is served by a ``scheduler.listener.ListenerThread``
+(its own thread, event loop and minimal HTTP/1.1 protocol), started by
+``start`` and stopped (connections closed, thread joined) by ``stop``;
+nothing else here runs off the daemon's loop. On that thread only ``gate``
+(plain reads of flags) and the plugin's handler are called.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 from scheduler.delegation import Decision
 from scheduler.framework.services import HttpHandler, HttpRequest, HttpResponse
 from scheduler.health import Endpoint, HealthChecks, HealthResponse, render, render_one
+from scheduler.listener import ListenerThread
 from scheduler.pluginservices import Listener
 
 log = logging.getLogger(__name__)
@@ -107,6 +114,8 @@ def _call(name: str, handler: HttpHandler, request: web.Request, body: bytes) ->
     except Exception:
         log.exception("plugin endpoint %s failed", name)
         return _plain(500, "internal error")
+    if response.after is not None:  # a debug route: already on the daemon's loop
+        response.after()
     return web.Response(
         status=response.status, body=response.body, content_type=response.content_type
     )
@@ -132,7 +141,7 @@ class OpsServer:
         self._listeners = tuple(listeners)
         self._debug_routes = dict(debug_routes or {})
         self._gate = gate or (lambda _leader_only: None)
-        self._listener_runners: list[web.AppRunner] = []
+        self._listener_threads: list[ListenerThread] = []
         self._host = host
         self._port = port
         self._registry = registry
@@ -163,12 +172,6 @@ class OpsServer:
             app.router.add_get(f"/debug/plugins/{path}", self._plugin_debug(handler))
         return app
 
-    def listener_app(self, listener: Listener) -> web.Application:
-        """One plugin listener's routes (every method, every path), unstarted."""
-        app = web.Application(client_max_size=max(listener.max_body_bytes, 1))
-        app.router.add_route("*", "/{tail:.*}", self._plugin_listener(listener))
-        return app
-
     async def start(self) -> None:
         if self._runner is not None:
             raise RuntimeError("OpsServer already started")
@@ -188,29 +191,32 @@ class OpsServer:
             raise
 
     async def _start_listener(self, listener: Listener) -> None:
-        runner = web.AppRunner(self.listener_app(listener), access_log=None, handle_signals=False)
-        await runner.setup()
-        try:
-            await web.TCPSite(runner, self._host, listener.port).start()
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self._listener_runners.append(runner)
+        thread = ListenerThread(
+            listener.name,
+            listener.handler,
+            host=self._host,
+            port=listener.port,
+            max_body_bytes=listener.max_body_bytes,
+            gate=lambda: self._gate(listener.leader_only),
+        )
+        await thread.start()
+        self._listener_threads.append(thread)
 
     async def stop(self) -> None:
-        """Close the listeners and finish in-flight requests; idempotent."""
-        runners, self._listener_runners = self._listener_runners, []
-        for listener_runner in runners:
-            await listener_runner.cleanup()
+        """Close the listeners (their threads joined) and finish in-flight
+        requests; idempotent."""
+        threads, self._listener_threads = self._listener_threads, []
+        for thread in threads:
+            await thread.stop()
         runner, self._runner = self._runner, None
         if runner is not None:
             await runner.cleanup()
 
     def listener_port(self, name: str) -> int:
         """The port a plugin listener actually listens on (useful with port 0)."""
-        for listener, runner in zip(self._listeners, self._listener_runners, strict=False):
-            if listener.name == name and runner.addresses:
-                return int(runner.addresses[0][1])
+        for thread in self._listener_threads:
+            if thread.name == name:
+                return thread.port
         raise RuntimeError(f"plugin listener {name!r} is not started")
 
     @property
@@ -256,16 +262,6 @@ class OpsServer:
             if response is None:
                 raise web.HTTPNotFound(text="404 page not found\n")
             return _text(response)
-
-        return handler
-
-    def _plugin_listener(self, listener: Listener) -> Handler:
-        async def handler(request: web.Request) -> web.Response:
-            refusal = self._gate(listener.leader_only)
-            if refusal is not None:
-                return _plain(503, refusal)
-            body = await request.content.read(listener.max_body_bytes)
-            return _call(listener.name, listener.handler, request, body)
 
         return handler
 

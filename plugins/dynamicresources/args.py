@@ -47,6 +47,11 @@ class DynamicResourcesArgs(BaseModel):
     filter_timeout: float = DEFAULT_FILTER_TIMEOUT
     binding_timeout: float = DEFAULT_BINDING_TIMEOUT
 
+    @field_serializer("filter_timeout", "binding_timeout")
+    def _as_go_duration(self, value: float) -> str:
+        """Dumped as upstream writes them (``10s``), so a dump is valid upstream input."""
+        return f"{value:g}s"
+
     @field_validator("filter_timeout", "binding_timeout", mode="before")
     @classmethod
     def _duration(cls, value: object) -> float:

@@ -50,8 +50,14 @@ async def test_explain_live_and_from_a_snapshot_agree(
             return found.get("message") or None
 
         message = await eventually(refused, timeout=30, what="big refused")
-        url = f"http://127.0.0.1:{app.server.bound_port}"
-        live = await explain(f"{namespace}/big", "--url", url, f"--kubeconfig={plane.kubeconfig}")
+        url = f"https://127.0.0.1:{app.server.bound_port}"
+        live = await explain(
+            f"{namespace}/big",
+            "--url",
+            url,
+            "--insecure-skip-tls-verify",
+            f"--kubeconfig={plane.kubeconfig}",
+        )
     assert live["result"] == "Unschedulable"
     assert live["message"] == message
     assert live["nodes"][small][0]["plugin"] == "NodeResourcesFit"
