@@ -4,8 +4,7 @@ Mirrors upstream ``DynamicResourcesArgs``: ``filterTimeout`` (a duration,
 default 10s; 0 disables the per-node allocation timeout) and
 ``bindingTimeout`` (default 600s, at least 1s: how long PreBind waits for
 binding conditions). Durations are Go-style strings (``10s``, ``1m30s``)
-or numbers of seconds; dumped as JSON they are Go-style strings again, as
-upstream's configuration decoder expects (``600s``).
+or numbers of seconds.
 """
 
 from __future__ import annotations
@@ -70,7 +69,3 @@ class DynamicResourcesArgs(BaseModel):
         if value < 1:
             raise ValueError("bindingTimeout must be at least 1s")
         return value
-
-    @field_serializer("filter_timeout", "binding_timeout", when_used="json")
-    def _go_duration(self, value: float) -> str:
-        return f"{value:.9f}".rstrip("0").rstrip(".") + "s"
