@@ -51,7 +51,7 @@ class Status:
     plugin: str = ""
     error: str = ""
     # The last ``with_plugin`` copy (a cache: not part of the value).
-    _tagged: Status | None = field(default=None, compare=False, repr=False)
+    _tagged: Status | None = field(default=None, init=False, compare=False, repr=False)
 
     # ---------------------------------------------------------- constructors
     @staticmethod

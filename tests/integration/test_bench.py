@@ -462,8 +462,7 @@ def test_tiny_interpod_workloads_bind_every_pod_with_both_schedulers(
     tmp_path: Path, workload: str, nodes: int, init_pods: int, pods: int
 ) -> None:
     """scheduler_perf's 5Nodes sizes: every pod bound, no node overcommitted,
-    by ours and by upstream with its default profile (the anti-affinity one
-    fills each node with one pod)."""
+    by both schedulers (the anti-affinity one fills each node with one pod)."""
     done = _bench(
         tmp_path,
         f"--workload={workload}",
@@ -471,7 +470,7 @@ def test_tiny_interpod_workloads_bind_every_pod_with_both_schedulers(
         f"--init-pods={init_pods}",
         f"--pods={pods}",
         "--mode=streaming",
-        "--schedulers=ours,upstream-default",
+        "--schedulers=ours,upstream",
     )
     assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     report = orjson.loads((tmp_path / "custom-streaming.json").read_bytes())
