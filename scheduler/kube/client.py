@@ -18,6 +18,15 @@ Contract:
   connection (kubernetes_asyncio #360) cannot stall an informer forever.
 - A watch is an async generator holding one HTTP response; consumers close it
   (``contextlib.aclosing``) to release the connection promptly.
+- ``close()`` leaves no socket open. A response released before its end (an
+  abandoned watch, a cancelled request) closes its connection, and over TLS
+  that close is graceful: close_notify is sent and the socket kept until the
+  peer answers (up to asyncio's 30 s shutdown timeout). aiohttp's connector
+  forgets such a connection at release, so ``ClientSession.close()`` neither
+  waits for it nor aborts it, and it would outlive the client (an "unclosed
+  transport" ResourceWarning once the loop is gone). The client remembers
+  every transport it used (weakly) and ``close()`` aborts those not yet
+  closed and waits until each has lost its connection.
 """
 
 from __future__ import annotations
@@ -25,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import weakref
 from collections.abc import AsyncGenerator, Mapping
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -106,6 +116,8 @@ class KubeClient:
         self._watch_margin = watch_margin
         self._metrics: RequestMetrics = _NoMetrics()
         self._host = urlsplit(connection.host).netloc
+        # Every transport a response came on; dead ones drop out (see close()).
+        self._transports: weakref.WeakSet[asyncio.Transport] = weakref.WeakSet()
 
     @classmethod
     async def connect(
@@ -175,8 +187,27 @@ class KubeClient:
         self._metrics = metrics
 
     async def close(self) -> None:
+        """Close the session, then abort the connections it no longer knows
+        that are still closing (TLS shutdown awaiting the peer) and wait until
+        every one is gone: no socket survives this call."""
         self._limiter.close()
         await self._session.close()
+        lost: list[asyncio.Future[None]] = []
+        for transport in list(self._transports):
+            protocol = transport.get_protocol()
+            closed = getattr(protocol, "closed", None)  # aiohttp's ResponseHandler
+            if isinstance(closed, asyncio.Future) and not closed.done():
+                transport.abort()
+                lost.append(closed)
+        self._transports.clear()
+        if lost:
+            await asyncio.gather(*lost, return_exceptions=True)
+
+    def _remember(self, response: aiohttp.ClientResponse) -> None:
+        connection = response.connection
+        transport = connection.transport if connection is not None else None
+        if transport is not None:
+            self._transports.add(transport)
 
     # ------------------------------------------------------------------ reads
     async def list(
@@ -241,6 +272,7 @@ class KubeClient:
         except _TRANSPORT_ERRORS as err:
             self._metrics.rest_request("GET", self._host, NO_ANSWER, time.perf_counter() - started)
             raise TransportError(f"watch {path}: {err!r}") from err
+        self._remember(response)
         # A watch counts when its answer starts (its duration: until the headers).
         self._metrics.rest_request(
             "GET", self._host, str(response.status), time.perf_counter() - started
@@ -376,6 +408,7 @@ class KubeClient:
                 timeout=self._timeout,
                 **self._request_extras(),
             ) as response:
+                self._remember(response)
                 status = response.status
                 payload = await response.read()
         except _TRANSPORT_ERRORS as err:
