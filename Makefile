@@ -7,7 +7,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | sha256sum | cut -c1-12)
 
-.PHONY: test unit integration chaos differential lint format controlplane demo bench venv clean
+.PHONY: test unit integration chaos differential lint format controlplane demo bench bench-simulate bench-autoscale venv clean
 
 venv: $(STAMP)
 
@@ -45,11 +45,26 @@ differential: venv controlplane
 
 demo: venv controlplane
 	PYTHONPATH=. $(BIN)/python examples/demo.py
+	PYTHONPATH=. $(BIN)/python examples/autoscale_demo.py
 
-# pyscheduler against upstream kube-scheduler (SchedulingBasic, 5000 nodes);
-# e.g. make bench BENCH_ARGS="--workload small --repeat 3 --out small.json"
+# pyscheduler against upstream kube-scheduler and the ceiling binder
+# (SchedulingBasic, 5000 nodes, both modes, 3 rounds); results go to
+# bench/results/, then `python -m bench.publish` updates the README;
+# e.g. make bench BENCH_ARGS="--workload scale"
+# Then simulate's pure decision throughput on the same workload (no API server).
 bench: venv controlplane
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[bench]'
 	PYTHONPATH=. $(BIN)/python -m bench.run $(BENCH_ARGS)
+	PYTHONPATH=. $(BIN)/python -m bench.simulate $(SIM_BENCH_ARGS)
+
+# simulate alone: e.g. make bench-simulate SIM_BENCH_ARGS="--nodes 500 --pods 1000"
+bench-simulate: venv
+	PYTHONPATH=. $(BIN)/python -m bench.simulate $(SIM_BENCH_ARGS)
+
+# AutoscaleEnforcer: VM pods over 500 nodes while agents send 1000 requests/s
+# (pyscheduler only); AUTOSCALE_BENCH_ARGS="--nodes 50 --vms 200 --rate 300" for a quick run.
+bench-autoscale: venv controlplane
+	PYTHONPATH=. $(BIN)/python -m bench.autoscale $(AUTOSCALE_BENCH_ARGS)
 
 lint: venv
 	$(BIN)/ruff check .

@@ -4,7 +4,11 @@ scheduler_perf measures SchedulingThroughput.
 
 Run it with ``make bench`` or ``python -m bench.run --help``. Modules:
 
-- ``workload``: the presets and the node and pod templates (scheduler_perf's);
+- ``workload``: the presets, the two modes and the node and pod templates
+  (scheduler_perf's);
+- ``profiles``: upstream's same-plugins profile, derived from our default one;
+- ``ceiling``: the bare round-robin binder (``python -m bench.ceiling``);
+- ``cpuprofile``: sampled CPU profiles (py-spy, pprof) and their reduction;
 - ``throughput``: the 1 s sampling rules and the Average/Perc50..99 summary (pure);
 - ``histogram``: quantiles of a Prometheus histogram scraped twice (pure);
 - ``apirequests``: the apiserver's requests by verb and resource (pure);
@@ -13,9 +17,11 @@ Run it with ``make bench`` or ``python -m bench.run --help``. Modules:
 - ``apiclient``: the thin aiohttp client the harness talks to the apiserver with;
 - ``podwatch``: one pod watch that counts bound pods per namespace;
 - ``schedulers``: writing the configuration, starting, probing and stopping
-  either scheduler as its own process;
+  each scheduler (and the ceiling) as its own process;
 - ``runner``: one measured run per scheduler, each on a fresh control plane;
 - ``results``: what one run produced;
-- ``report``: aggregation over repeats, ratios, the table and the JSON;
+- ``report``: min/median/max over the rounds, ratios and their verdicts, the
+  tables and the JSON;
+- ``publish``: the result files (JSON, Markdown, PNG) and the README section;
 - ``run``: the command line.
 """

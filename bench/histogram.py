@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from prometheus_client.parser import text_string_to_metric_families
 
 ATTEMPT_DURATION = "scheduler_scheduling_attempt_duration_seconds"
+ALGORITHM_DURATION = "scheduler_scheduling_algorithm_duration_seconds"
 RESULT_SCHEDULED = "scheduled"
 
 

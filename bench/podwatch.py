@@ -41,23 +41,34 @@ class WatchError(RuntimeError):
 
 
 class BoundPods:
-    """Names of the bound pods in each namespace, kept from watch events."""
+    """Names of the bound pods in each namespace, kept from watch events, and
+    when each was first seen bound (``now``, passed in: the harness's
+    monotonic clock), in the order seen."""
 
     def __init__(self) -> None:
         self._bound: dict[str, set[str]] = {}
+        self._times: dict[str, list[float]] = {}
 
-    def apply(self, event_type: str, pod: Obj) -> None:
+    def apply(self, event_type: str, pod: Obj, now: float = 0.0) -> None:
         metadata = pod["metadata"]
-        names = self._bound.setdefault(metadata["namespace"], set())
+        namespace = metadata["namespace"]
+        names = self._bound.setdefault(namespace, set())
         if event_type != _DELETED and pod["spec"].get("nodeName"):
-            names.add(metadata["name"])
+            if metadata["name"] not in names:
+                names.add(metadata["name"])
+                self._times.setdefault(namespace, []).append(now)
         else:
             names.discard(metadata["name"])
 
-    def replace(self, pods: Iterable[Obj]) -> None:
+    def bind_times(self, namespace: str) -> list[float]:
+        """When each pod of ``namespace`` was first seen bound, ascending."""
+        return list(self._times.get(namespace, ()))
+
+    def replace(self, pods: Iterable[Obj], now: float = 0.0) -> None:
         self._bound.clear()
+        self._times.clear()
         for pod in pods:
-            self.apply("ADDED", pod)
+            self.apply("ADDED", pod, now)
 
     def count(self, namespace: str) -> int:
         return len(self._bound.get(namespace, ()))
@@ -74,7 +85,7 @@ class PodWatch:
 
     async def start(self) -> None:
         items, self._resource_version = await self._api.list_all(PODS_PATH, BOUND)
-        self.pods.replace(items)
+        self.pods.replace(items, time.monotonic())
 
     async def follow(self) -> None:
         while True:
@@ -90,7 +101,7 @@ class PodWatch:
                         break
                     self._resource_version = obj["metadata"]["resourceVersion"]
                     if kind != _BOOKMARK:
-                        self.pods.apply(kind, obj)
+                        self.pods.apply(kind, obj, time.monotonic())
                         self._changed.set()
 
     async def wait_bound(self, namespace: str, count: int, timeout: float) -> bool:  # noqa: ASYNC109 - a deadline on a condition, not a sleep

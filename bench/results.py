@@ -8,26 +8,43 @@ from typing import Any
 from bench.throughput import ThroughputStats
 from bench.workload import Workload
 
+MAX_PROGRESS_POINTS = 200
+
 
 @dataclass(frozen=True)
 class RunResult:
-    """One scheduler on one fresh control plane.
+    """One scheduler on one fresh control plane, in one mode.
 
-    ``wall_seconds`` runs from the first measured pod's creation until the
-    watch saw the last one bound (or the timeout); ``pods_per_second`` is
-    bound measured pods over that time. CPU seconds are the scheduler
-    process's user + system time: ``cpu_seconds`` over its whole life (read
-    just before it was stopped), ``cpu_seconds_measured`` over the measured
-    phase only. Attempt durations are quantiles of
-    ``scheduler_scheduling_attempt_duration_seconds{result="scheduled"}`` over
-    the measured phase, in milliseconds. ``apiserver_requests_measured``
-    counts what the apiserver served in that phase (``"VERB resource"``), and
-    ``scheduler_writes_per_pod`` is its writes minus the harness's pod
-    creations, per bound pod.
+    The clock (``wall_seconds``) runs, in streaming mode, from the first
+    measured pod's creation until the watch saw the last one bound; in
+    backlog mode, from the first measured bind seen to the last one, and
+    ``pods_per_second`` is then the binds after the first over that time.
+    ``startup_seconds`` (backlog only) runs from starting the process to the
+    first measured bind: informer sync and filling the queue.
+
+    CPU seconds are the process's user + system time: ``cpu_seconds`` over its
+    whole life (read just before it was stopped), ``cpu_seconds_measured``
+    over the clock only; ``cpu_ms_per_pod`` is the latter per bound measured
+    pod, and ``control_plane_cpu_ms_per_pod`` the same for etcd and
+    kube-apiserver together. Attempt and algorithm durations are quantiles of
+    ``scheduler_scheduling_attempt_duration_seconds{result="scheduled"}`` and
+    ``scheduler_scheduling_algorithm_duration_seconds`` over the measured
+    pods, in milliseconds (None for the ceiling, which has neither). With
+    profiling on (``bench.cpuprofile``), ``profile_cpu_seconds`` is what the
+    profiler sampled while the clock ran, ``snapshot_cpu_seconds`` the
+    measured CPU times the samples' share under the snapshot update, and
+    ``profile_top`` the functions with the largest share of own samples
+    (``profile_cumulative``: of samples under them, callees included).
+    ``apiserver_requests_measured`` counts what the apiserver served while
+    measuring (``"VERB resource"``), and ``scheduler_writes_per_pod`` is its
+    writes minus the harness's pod creations, per bound pod. ``progress`` is
+    (seconds since the clock started, measured pods bound), at most
+    ``MAX_PROGRESS_POINTS`` points (plus the last), for the plot.
     """
 
     scheduler: str
     profile: str
+    mode: str
     round_index: int
     workload: Workload
     throughput: ThroughputStats | None
@@ -46,6 +63,14 @@ class RunResult:
     attempt_p99_ms: float | None
     unbound_pods: int
     overcommitted_nodes: dict[str, str]
+    algorithm_p50_ms: float | None = None
+    algorithm_p99_ms: float | None = None
+    startup_seconds: float | None = None
+    profile_cpu_seconds: float | None = None
+    snapshot_cpu_seconds: float | None = None
+    profile_top: tuple[tuple[str, float], ...] = ()
+    profile_cumulative: tuple[tuple[str, float], ...] = ()
+    progress: tuple[tuple[float, int], ...] = ()
     phase_seconds: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -53,7 +78,42 @@ class RunResult:
         """Every pod bound and no node overcommitted."""
         return self.completed and self.unbound_pods == 0 and not self.overcommitted_nodes
 
+    @property
+    def cpu_ms_per_pod(self) -> float | None:
+        return (
+            1000 * self.cpu_seconds_measured / self.measured_bound if self.measured_bound else None
+        )
+
+    @property
+    def control_plane_cpu_ms_per_pod(self) -> float | None:
+        if not self.measured_bound:
+            return None
+        return 1000 * self.control_plane_cpu_seconds_measured / self.measured_bound
+
+    @property
+    def snapshot_cpu_ms_per_pod(self) -> float | None:
+        if self.snapshot_cpu_seconds is None or not self.measured_bound:
+            return None
+        return 1000 * self.snapshot_cpu_seconds / self.measured_bound
+
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
+        data["workload"] = self.workload.to_json()
         data["correct"] = self.correct
+        data["cpu_ms_per_pod"] = self.cpu_ms_per_pod
+        data["control_plane_cpu_ms_per_pod"] = self.control_plane_cpu_ms_per_pod
+        data["snapshot_cpu_ms_per_pod"] = self.snapshot_cpu_ms_per_pod
         return data
+
+
+def progress_points(bind_times: list[float], start: float) -> tuple[tuple[float, int], ...]:
+    """(seconds since ``start``, pods bound) after each bind, thinned to at most
+    ``MAX_PROGRESS_POINTS`` evenly spaced binds, plus the last."""
+    if not bind_times:
+        return ()
+    count = len(bind_times)
+    step = max(1, -(-count // MAX_PROGRESS_POINTS))
+    indexes = [*range(0, count, step)]
+    if indexes[-1] != count - 1:
+        indexes.append(count - 1)
+    return tuple((round(bind_times[i] - start, 4), i + 1) for i in indexes)

@@ -1,16 +1,21 @@
 """``python -m bench.run``: this scheduler against upstream kube-scheduler.
 
 Each scheduler runs on a fresh control plane of its own with the same nodes and
-pods (see ``bench.runner``); the table gives the means over ``--repeat``
-rounds and the ratios ours/upstream. Exit status: 0 when every run bound every
-pod without overcommitting a node, 1 otherwise or when a run failed, 2 for
-bad arguments.
+pods (see ``bench.runner``), in each mode the workload has (or ``--mode``):
+ours, upstream with our plugins (the headline), upstream with its full
+default profile, and the bare ceiling binder. Each mode's results (min /
+median / max over ``--repeat`` rounds, ratios) are printed and written to
+``--results-dir`` as ``<preset>-<mode>.json``, ``.md`` and ``.png`` (preset
+``custom`` when sizes are overridden). Exit status: 0 when every run bound
+every pod without overcommitting a node, 1 otherwise or when a run failed, 2
+for bad arguments.
 
 Examples::
 
-    python -m bench.run                       # SchedulingBasic: 5000 nodes, 1000 + 5000 pods
-    python -m bench.run --workload small --repeat 3 --out small.json
-    python -m bench.run --nodes 500 --pods 2000 --schedulers ours
+    python -m bench.run                       # SchedulingBasic: both modes, 3 rounds
+    python -m bench.run --workload scale      # 15000 nodes, 30000 pods, backlog
+    python -m bench.run --workload small --mode backlog --repeat 1
+    python -m bench.run --nodes 500 --pods 2000 --schedulers ours,ceiling
 """
 
 from __future__ import annotations
@@ -20,22 +25,22 @@ import datetime
 import os
 import platform
 import signal
+import subprocess
 import sys
 from collections.abc import Sequence
-from dataclasses import asdict
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
-import orjson
-
 from bench.apiclient import ApiError
 from bench.podwatch import WatchError
-from bench.report import document, table
+from bench.profiles import our_default_profile, same_plugins_profile
+from bench.publish import RESULTS_DIR, ROOT, markdown, stem, write
+from bench.report import document
 from bench.results import RunResult
 from bench.runner import BenchError, RunOptions, run_benchmark
-from bench.schedulers import CLIENT_QPS, SchedulerError, SchedulerKind
-from bench.workload import DEFAULT_PRESET, PRESETS
+from bench.schedulers import CLIENT_QPS, PROFILE_NAMES, SchedulerError, SchedulerKind
+from bench.workload import DEFAULT_PRESET, PRESETS, Mode
 from localcluster import BinaryError, ControlPlaneError, control_plane_binary
 
 EXIT_FAILED = 1
@@ -87,34 +92,74 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--init-pods", type=_count, help="override the preset's init pods")
     parser.add_argument("--pods", type=_positive, help="override the preset's measured pods")
     parser.add_argument(
+        "--mode",
+        choices=[*(str(mode) for mode in Mode), "both"],
+        help="streaming, backlog or both (default: the preset's modes)",
+    )
+    parser.add_argument(
         "--schedulers",
         type=_kinds,
-        default=(SchedulerKind.OURS, SchedulerKind.UPSTREAM),
+        default=tuple(SchedulerKind),
         help="comma-separated, in the first round's order; later rounds alternate "
-        "(default: ours,upstream)",
+        "(default: " + ",".join(SchedulerKind) + ")",
     )
-    parser.add_argument("--repeat", type=_positive, default=1, help="rounds (default 1)")
+    parser.add_argument("--repeat", type=_positive, default=3, help="rounds (default 3)")
     parser.add_argument("--creators", type=_positive, default=30, help="parallel pod creators")
     parser.add_argument(
         "--timeout",
         type=float,
-        default=600.0,
-        help="seconds allowed for the init pods, and again for the measured pods (default 600)",
+        help="seconds allowed for the init pods, and again for the measured pods "
+        "(default: the preset's, 600 or 3600 for scale)",
     )
-    parser.add_argument("--out", type=Path, help="write the JSON report here")
+    parser.add_argument(
+        "--profile",
+        action=argparse.BooleanOptionalAction,
+        help="sample each scheduler's CPU while measuring (py-spy for ours, pprof for "
+        "upstream): snapshot update CPU per pod and the top functions "
+        "(default: on for the scale preset only)",
+    )
+    parser.add_argument(
+        "--results-dir",
+        type=Path,
+        default=RESULTS_DIR,
+        help="where <preset>-<mode>.json/.md/.png go (default bench/results)",
+    )
     return parser.parse_args(argv)
 
 
-def context(args: argparse.Namespace, options: RunOptions) -> dict[str, Any]:
+def commit() -> str:
+    """The checked-out commit, ``+dirty`` when the work tree has changes."""
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    head = git("rev-parse", "--short=12", "HEAD") or "unknown"
+    return f"{head}+dirty" if git("status", "--porcelain", "--untracked-files=no") else head
+
+
+def context(
+    args: argparse.Namespace, options: RunOptions, preset: str, argv: Sequence[str]
+) -> dict[str, Any]:
+    same = same_plugins_profile(
+        our_default_profile(PROFILE_NAMES[SchedulerKind.OURS]),
+        PROFILE_NAMES[SchedulerKind.UPSTREAM],
+    )
     return {
         "benchmark": "pyscheduler vs kube-scheduler, scheduler_perf-style SchedulingThroughput",
         "started": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "command": " ".join(["python -m bench.run", *sys.argv[1:]]),
-        "workload": asdict(options.workload),
+        "command": " ".join(["python -m bench.run", *argv]),
+        "commit": commit(),
+        "preset": preset,
+        "mode": str(options.mode),
+        "workload": options.workload.to_json(),
         "schedulers": [str(kind) for kind in args.schedulers],
+        "same_plugins": {"plugins": list(same.plugins), "ours_only": list(same.ours_only)},
         "repeat": args.repeat,
         "creators": options.creators,
         "client_qps": CLIENT_QPS,
+        "timeout_seconds": options.timeout_seconds,
+        "profiled": options.profile,
         "sample_interval_seconds": 1.0,
         "machine": {
             "cpus": os.cpu_count(),
@@ -133,20 +178,42 @@ def _interrupt(signum: int, _frame: FrameType | None) -> None:
     raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
+def modes(args: argparse.Namespace, preset_modes: Sequence[Mode]) -> list[Mode]:
+    if args.mode is None:
+        return list(preset_modes)
+    return list(Mode) if args.mode == "both" else [Mode(args.mode)]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    workload = PRESETS[args.workload].resized(args.nodes, args.init_pods, args.pods)
-    options = RunOptions(workload, creators=args.creators, timeout_seconds=args.timeout)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    args = parse_args(arguments)
+    preset = PRESETS[args.workload]
+    workload = preset.resized(args.nodes, args.init_pods, args.pods)
+    key = args.workload if workload is preset or workload == preset else "custom"
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # even if inherited as ignored
+    all_correct = True
     try:
-        about = context(args, options)
-        _say(
-            f"workload {workload.name}: {workload.nodes} nodes, {workload.init_pods} init pods, "
-            f"{workload.pods} measured pods; schedulers {','.join(about['schedulers'])}; "
-            f"{args.repeat} round(s)"
-        )
-        runs: list[RunResult] = run_benchmark(options, args.schedulers, args.repeat, _say)
+        for mode in modes(args, workload.modes):
+            options = RunOptions(
+                workload,
+                mode=mode,
+                creators=args.creators,
+                timeout_seconds=workload.timeout_seconds if args.timeout is None else args.timeout,
+                profile=workload.profile if args.profile is None else args.profile,
+            )
+            about = context(args, options, key, arguments)
+            _say(
+                f"workload {workload.name}: {workload.nodes} nodes, {workload.init_pods} init "
+                f"pods, {workload.pods} measured pods; mode {mode}; schedulers "
+                f"{','.join(about['schedulers'])}; {args.repeat} round(s)"
+            )
+            runs: list[RunResult] = run_benchmark(options, args.schedulers, args.repeat, _say)
+            report = document(runs, about)
+            print(markdown(report, None))
+            for path in write(report, args.results_dir, stem(key, str(mode))):
+                _say(f"wrote {path}")
+            all_correct = all_correct and report["all_correct"]
     except KeyboardInterrupt:
         _say("interrupted")
         return EXIT_INTERRUPTED
@@ -160,13 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ) as error:
         _say(f"benchmark failed: {error}")
         return EXIT_FAILED
-    report = document(runs, about)
-    print(table(runs))
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_bytes(orjson.dumps(report, option=orjson.OPT_INDENT_2))
-        _say(f"wrote {args.out}")
-    return 0 if report["all_correct"] else EXIT_FAILED
+    return 0 if all_correct else EXIT_FAILED
 
 
 if __name__ == "__main__":

@@ -3,13 +3,27 @@
 Phases, each bounded by a deadline:
 1. start etcd and kube-apiserver (no controller manager, no request throttling);
 2. start the pod watch, create the nodes (``creators`` concurrent POSTs);
-3. start the scheduler as its own process and wait for its ``/readyz``;
-4. create the init pods and wait until all are bound (not measured);
-5. measure: create the measured pods with ``creators`` concurrent creators
-   while the sampler reads the watch's bound count once per second, until all
-   are bound or the timeout;
-6. read the scheduler's CPU time, peak RSS and metrics, stop it, and check
+3. streaming mode: start the scheduler as its own process, wait for its
+   ``/readyz``, create the init pods and wait until all are bound (not
+   measured); then measure: create the measured pods with ``creators``
+   concurrent creators while the sampler reads the watch's bound count once
+   per second, until all are bound or the timeout;
+3'. backlog mode: create the init pods already bound (``spec.nodeName``,
+   round-robin: the same cluster state without a scheduler), create every
+   measured pod pending, then start the scheduler; the clock starts at the
+   first measured bind the watch sees and stops at the last;
+4. read the scheduler's CPU time, peak RSS and metrics, stop it, and check
    that every pod is bound and no node is overcommitted.
+
+Backlog's first pop: neither scheduler says when it popped its first pod
+(upstream logs it only at high verbosity, which costs throughput, and no
+metric carries a timestamp), so the clock starts at the first measured bind
+as the harness's watch sees it. That bind follows the first pop by one
+attempt and one Binding round trip (milliseconds); both ends of the clock are
+seen through the same watch, so its delay cancels, and the same rule holds
+for ours, upstream and the ceiling. The rate is the binds after the first
+over that time; the time from starting the process to that first bind
+(informer sync, filling the queue) is reported apart as ``startup_seconds``.
 
 Every task started here (the watch, the sampler, the creators) belongs to one
 TaskGroup and ends before the run returns; the scheduler and the control plane
@@ -21,26 +35,36 @@ from __future__ import annotations
 import asyncio
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import aiohttp
 
 from bench import schedulers
-from bench.apiclient import Api, Obj
+from bench.apiclient import Api
 from bench.apirequests import delta, request_counts, scheduler_writes
 from bench.checks import overcommitted_nodes, unbound_pods
-from bench.histogram import ATTEMPT_DURATION, RESULT_SCHEDULED, Buckets, histogram
+from bench.cpuprofile import CpuProfile, GoProfiler, PySpy
+from bench.histogram import (
+    ALGORITHM_DURATION,
+    ATTEMPT_DURATION,
+    RESULT_SCHEDULED,
+    Buckets,
+    histogram,
+)
 from bench.podwatch import PODS_PATH, PodWatch
-from bench.procstat import read_usage
-from bench.results import RunResult
+from bench.procstat import ProcessUsage, read_usage
+from bench.results import RunResult, progress_points
 from bench.schedulers import RunningScheduler, SchedulerKind
 from bench.throughput import ThroughputSampler, summarize
 from bench.workload import (
     INIT_NAMESPACE,
     MEASURED_NAMESPACE,
     NAMESPACES,
+    Mode,
+    Obj,
     Workload,
     init_pod_name,
     namespace_body,
@@ -67,8 +91,36 @@ class BenchError(RuntimeError):
 @dataclass(frozen=True)
 class RunOptions:
     workload: Workload
+    mode: Mode = Mode.STREAMING
     creators: int = 30
     timeout_seconds: float = 600.0
+    profile: bool = False
+
+
+class _Profiler(Protocol):
+    async def stop(self) -> CpuProfile | None: ...
+
+
+class _SyncProfiler:
+    """py-spy stops with a blocking wait: run it off the event loop."""
+
+    def __init__(self, spy: PySpy) -> None:
+        self._spy = spy
+
+    async def stop(self) -> CpuProfile | None:
+        return await asyncio.to_thread(self._spy.stop)
+
+
+@dataclass(frozen=True)
+class _Before:
+    """What is read when the clock starts, to subtract at its end."""
+
+    metrics: str
+    requests: dict[str, float]
+    usage: ProcessUsage
+    plane_cpu: float
+    bench_cpu: float
+    profiler: _Profiler | None = None
 
 
 def _quiet(_line: str) -> None:
@@ -96,7 +148,9 @@ def run_once(
     kind: SchedulerKind, options: RunOptions, round_index: int = 0, progress: Progress = _quiet
 ) -> RunResult:
     began = time.monotonic()
-    plane_options = ControlPlaneOptions(controller_manager=False, unlimited_inflight=True)
+    plane_options = ControlPlaneOptions(
+        controller_manager=options.workload.template.controller_manager, unlimited_inflight=True
+    )
     with (
         ControlPlane(plane_options) as plane,
         tempfile.TemporaryDirectory(prefix="pyscheduler-bench-") as workdir,
@@ -141,12 +195,13 @@ async def sample(watch: PodWatch, namespace: str, sampler: ThroughputSampler) ->
         sampler.observe(time.monotonic(), watch.pods.count(namespace))
 
 
-def attempt_quantiles(before: str, after: str, profile: str) -> tuple[float | None, float | None]:
-    """p50 and p99 (ms) of the attempts made between the two scrapes."""
-    labels = {"profile": profile, "result": RESULT_SCHEDULED}
-    measured: Buckets = histogram(after, ATTEMPT_DURATION, labels).minus(
-        histogram(before, ATTEMPT_DURATION, labels)
-    )
+def quantiles(
+    before: str, after: str, name: str, profile: str | None
+) -> tuple[float | None, float | None]:
+    """p50 and p99 (ms) of histogram ``name`` between the two scrapes: the
+    scheduled attempts of ``profile``, or every observation when None."""
+    labels = {} if profile is None else {"profile": profile, "result": RESULT_SCHEDULED}
+    measured: Buckets = histogram(after, name, labels).minus(histogram(before, name, labels))
     p50, p99 = measured.quantile(0.5), measured.quantile(0.99)
     return (
         None if p50 is None else p50 * 1000,
@@ -179,6 +234,7 @@ class _Run:
         self.kind = kind
         self.options = options
         self.workload = options.workload
+        self._pod_spec = options.workload.template.pod_spec
         self.workdir = workdir
         self.progress = progress
         self.phases: dict[str, float] = {}
@@ -190,8 +246,11 @@ class _Run:
             schedulers.http_session() as http,
             asyncio.TaskGroup() as group,
         ):
+            template = self.workload.template
             for namespace in NAMESPACES:
                 await api.create("/api/v1/namespaces", namespace_body(namespace))
+                for path, body in template.namespace_objects(namespace):
+                    await api.create(path, body)
             watch = PodWatch(api)
             await watch.start()
             follower = group.create_task(watch.follow(), name="pod-watch")
@@ -203,101 +262,246 @@ class _Run:
     async def _phases(self, io: _Io, round_index: int) -> RunResult:
         workload = self.workload
         began = time.monotonic()
-        nodes = (node_body(node_name(i)) for i in range(workload.nodes))
+        labels = workload.template.node_labels
+        nodes = (node_body(node_name(i), labels(i)) for i in range(workload.nodes))
         await create_all(io.api, NODES_PATH, nodes, self.options.creators)
+        for path, body in workload.template.cluster_objects(workload.nodes):
+            await io.api.create(path, body)
         self._phase("nodes", began, f"{workload.nodes} nodes created")
+        if self.options.mode is Mode.BACKLOG:
+            return await self._backlog(io, round_index)
 
         began = time.monotonic()
         scheduler = schedulers.start(self.kind, self.plane, self.workdir)
         try:
             await schedulers.wait_ready(io.http, scheduler, READY_TIMEOUT)
             self._phase("scheduler_ready", began, f"pid {scheduler.alive_pid()} ready")
-            await self._init_pods(io, scheduler)
-            return await self._measured_pods(io, scheduler, round_index)
+            await self._init_pods(io, scheduler.profile, scheduler)
+            return await self._streaming(io, scheduler, round_index)
         finally:
             await asyncio.to_thread(schedulers.stop, scheduler)
 
-    async def _init_pods(self, io: _Io, scheduler: RunningScheduler) -> None:
+    async def _backlog(self, io: _Io, round_index: int) -> RunResult:
+        """Init pods created bound (round-robin), measured pods created
+        pending, then the scheduler started; the clock runs from the first
+        measured bind the watch sees to the last one."""
+        profile = schedulers.PROFILE_NAMES[self.kind]
+        await self._init_pods(io, profile, None)
+        count = self.workload.pods
+        began = time.monotonic()
+        await create_all(
+            io.api,
+            _pods_path(MEASURED_NAMESPACE),
+            self._measured_bodies(profile),
+            self.options.creators,
+        )
+        self._phase("pod_creation", began, f"{count} measured pods created, pending")
+        # A fresh process: its histograms start empty, so "before" is nothing.
+        metrics_before = ""
+        requests_before = request_counts(await io.api.get_text(METRICS_PATH))
+        started = time.monotonic()
+        scheduler = schedulers.start(self.kind, self.plane, self.workdir)
+        try:
+            pid = scheduler.alive_pid()
+            sampler = ThroughputSampler()
+            sampling = io.group.create_task(
+                sample(io.watch, MEASURED_NAMESPACE, sampler), name="sampler"
+            )
+            if not await io.watch.wait_bound(MEASURED_NAMESPACE, 1, self.options.timeout_seconds):
+                raise BenchError(
+                    f"{self.kind}: no measured pod bound within "
+                    f"{self.options.timeout_seconds:g}s:\n{scheduler.process.tail()}"
+                )
+            usage_before = read_usage(pid)
+            plane_before = self._control_plane_cpu()
+            bench_before = time.process_time()
+            profiler = self._profiler(io, scheduler)
+            first = io.watch.pods.bind_times(MEASURED_NAMESPACE)[0]
+            self.phases["startup"] = first - started
+            self.progress(f"[{self.kind}] first measured bind {first - started:.1f}s after start")
+            completed = await io.watch.wait_bound(
+                MEASURED_NAMESPACE, count, self.options.timeout_seconds
+            )
+            sampling.cancel()
+            return await self._finish(
+                io,
+                scheduler,
+                round_index,
+                _Before(
+                    metrics_before,
+                    requests_before,
+                    usage_before,
+                    plane_before,
+                    bench_before,
+                    profiler,
+                ),
+                completed=completed,
+                clock_start=first,
+                samples=sampler.samples,
+                startup=first - started,
+            )
+        finally:
+            await asyncio.to_thread(schedulers.stop, scheduler)
+
+    def _measured_bodies(self, profile: str) -> Iterable[Obj]:
+        return (
+            pod_body(pod_name(i), MEASURED_NAMESPACE, profile, self._pod_spec)
+            for i in range(self.workload.pods)
+        )
+
+    async def _init_pods(self, io: _Io, profile: str, scheduler: RunningScheduler | None) -> None:
+        """Create the init pods and wait until all are bound: by ``scheduler``,
+        or, without one (backlog), created bound round-robin."""
         count, timeout = self.workload.init_pods, self.options.timeout_seconds
+        nodes = self.workload.nodes
         began = time.monotonic()
         bodies = (
-            pod_body(init_pod_name(i), INIT_NAMESPACE, scheduler.profile) for i in range(count)
+            pod_body(
+                init_pod_name(i),
+                INIT_NAMESPACE,
+                profile,
+                self._pod_spec,
+                node="" if scheduler else node_name(i % nodes),
+            )
+            for i in range(count)
         )
         await create_all(io.api, _pods_path(INIT_NAMESPACE), bodies, self.options.creators)
         if not await io.watch.wait_bound(INIT_NAMESPACE, count, timeout):
+            tail = scheduler.process.tail() if scheduler else ""
             raise BenchError(
                 f"{self.kind}: {io.watch.pods.count(INIT_NAMESPACE)}/{count} init pods bound "
-                f"within {timeout:g}s:\n{scheduler.process.tail()}"
+                f"within {timeout:g}s:\n{tail}"
             )
         self._phase("init_pods", began, f"{count} init pods bound")
 
-    async def _measured_pods(
-        self, io: _Io, scheduler: RunningScheduler, round_index: int
-    ) -> RunResult:
+    async def _streaming(self, io: _Io, scheduler: RunningScheduler, round_index: int) -> RunResult:
         count, timeout = self.workload.pods, self.options.timeout_seconds
         pid = scheduler.alive_pid()
-        metrics_before = await schedulers.scrape_metrics(io.http, scheduler)
-        requests_before = request_counts(await io.api.get_text(METRICS_PATH))
-        usage_before = read_usage(pid)
-        plane_before = self._control_plane_cpu()
-        bench_before = time.process_time()
+        before = _Before(
+            await schedulers.scrape_metrics(io.http, scheduler),
+            request_counts(await io.api.get_text(METRICS_PATH)),
+            read_usage(pid),
+            self._control_plane_cpu(),
+            time.process_time(),
+            self._profiler(io, scheduler),
+        )
         sampler = ThroughputSampler()
         sampling = io.group.create_task(
             sample(io.watch, MEASURED_NAMESPACE, sampler), name="sampler"
         )
-        bodies = (
-            pod_body(pod_name(i), MEASURED_NAMESPACE, scheduler.profile) for i in range(count)
-        )
         began = time.monotonic()
         creating = io.group.create_task(
-            self._timed_creation(io.api, bodies, began), name="measured-creators"
+            self._timed_creation(io.api, self._measured_bodies(scheduler.profile), began),
+            name="measured-creators",
         )
         completed = await io.watch.wait_bound(MEASURED_NAMESPACE, count, timeout)
-        wall = time.monotonic() - began
         sampling.cancel()
-        usage_measured = read_usage(pid)
-        plane_cpu = self._control_plane_cpu() - plane_before
-        bench_cpu = time.process_time() - bench_before
-        if completed:
-            await creating
-        else:
-            creating.cancel()
-        bound = io.watch.pods.count(MEASURED_NAMESPACE)
-        self._phase("measured", began, f"{bound}/{count} pods bound")
+        try:
+            return await self._finish(
+                io,
+                scheduler,
+                round_index,
+                before,
+                completed=completed,
+                clock_start=began,
+                samples=sampler.samples,
+            )
+        finally:
+            if completed:
+                await creating
+            else:
+                creating.cancel()
 
-        requests = delta(requests_before, request_counts(await io.api.get_text(METRICS_PATH)))
+    async def _finish(
+        self,
+        io: _Io,
+        scheduler: RunningScheduler,
+        round_index: int,
+        before: _Before,
+        *,
+        completed: bool,
+        clock_start: float,
+        samples: Sequence[float],
+        startup: float | None = None,
+    ) -> RunResult:
+        """Read everything at the end of the clock, then check the cluster."""
+        now = time.monotonic()
+        usage_measured = read_usage(scheduler.alive_pid())
+        plane_cpu = self._control_plane_cpu() - before.plane_cpu
+        bench_cpu = time.process_time() - before.bench_cpu
+        profile = None if before.profiler is None else await before.profiler.stop()
+        count = self.workload.pods
+        bound = io.watch.pods.count(MEASURED_NAMESPACE)
+        times = io.watch.pods.bind_times(MEASURED_NAMESPACE)
+        if self.options.mode is Mode.BACKLOG:
+            wall = (times[-1] if completed else now) - clock_start
+            rate = (bound - 1) / wall if wall > 0 else 0.0
+        else:
+            wall = now - clock_start
+            rate = bound / wall
+        self.phases["measured"] = wall
+        self.progress(f"[{self.kind}] {bound}/{count} measured pods bound in {wall:.1f}s")
+
+        requests = delta(before.requests, request_counts(await io.api.get_text(METRICS_PATH)))
         metrics_after = await schedulers.scrape_metrics(io.http, scheduler)
-        p50, p99 = attempt_quantiles(metrics_before, metrics_after, scheduler.profile)
+        attempts = quantiles(before.metrics, metrics_after, ATTEMPT_DURATION, scheduler.profile)
+        algorithm = quantiles(before.metrics, metrics_after, ALGORITHM_DURATION, None)
         usage_exit = read_usage(scheduler.alive_pid())
         nodes, _ = await io.api.list_all(NODES_PATH)
         pods, _ = await io.api.list_all(PODS_PATH)
         return RunResult(
             scheduler=str(self.kind),
             profile=scheduler.profile,
+            mode=str(self.options.mode),
             round_index=round_index,
             workload=self.workload,
-            throughput=summarize(sampler.samples),
-            pods_per_second=bound / wall,
+            throughput=summarize(samples),
+            pods_per_second=rate,
             wall_seconds=wall,
             measured_bound=bound,
             completed=completed,
             cpu_seconds=usage_exit.cpu_seconds,
-            cpu_seconds_measured=usage_measured.cpu_seconds - usage_before.cpu_seconds,
+            cpu_seconds_measured=usage_measured.cpu_seconds - before.usage.cpu_seconds,
             peak_rss_bytes=usage_exit.peak_rss_bytes,
             control_plane_cpu_seconds_measured=plane_cpu,
             bench_cpu_seconds_measured=bench_cpu,
             scheduler_writes_per_pod=scheduler_writes(requests) / bound if bound else None,
             apiserver_requests_measured=requests,
-            attempt_p50_ms=p50,
-            attempt_p99_ms=p99,
+            attempt_p50_ms=attempts[0],
+            attempt_p99_ms=attempts[1],
+            algorithm_p50_ms=algorithm[0],
+            algorithm_p99_ms=algorithm[1],
             unbound_pods=sum(len(unbound_pods(pods, ns)) for ns in NAMESPACES),
             overcommitted_nodes=overcommitted_nodes(nodes, pods),
+            startup_seconds=startup,
+            profile_cpu_seconds=None if profile is None else profile.total_seconds,
+            snapshot_cpu_seconds=None
+            if profile is None
+            else profile.snapshot_share * (usage_measured.cpu_seconds - before.usage.cpu_seconds),
+            profile_top=() if profile is None else profile.top_shares,
+            profile_cumulative=() if profile is None else profile.cumulative_shares,
+            progress=progress_points(times, clock_start),
             phase_seconds=dict(self.phases),
         )
 
     async def _timed_creation(self, api: Api, bodies: Iterable[Obj], began: float) -> None:
         await create_all(api, _pods_path(MEASURED_NAMESPACE), bodies, self.options.creators)
         self.phases["pod_creation"] = time.monotonic() - began
+
+    def _profiler(self, io: _Io, scheduler: RunningScheduler) -> _Profiler | None:
+        """A CPU profiler attached now, if asked for and its tool is here."""
+        if not self.options.profile:
+            return None
+        if scheduler.kind in schedulers.UPSTREAM_KINDS:
+            if GoProfiler.available():
+                directory = self.workdir / f"pprof-{scheduler.kind}"
+                directory.mkdir(exist_ok=True)
+                return GoProfiler(io.http, scheduler.base_url, directory)
+        elif PySpy.available():
+            spy = PySpy(scheduler.alive_pid(), self.workdir / f"py-spy-{scheduler.kind}.txt")
+            return _SyncProfiler(spy)
+        self.progress(f"[{self.kind}] no profiler available (py-spy or go): not profiled")
+        return None
 
     def _control_plane_cpu(self) -> float:
         """CPU seconds so far of etcd and kube-apiserver together."""

@@ -1,17 +1,24 @@
-"""Both schedulers, run the same way: each its own process, configured by a
-KubeSchedulerConfiguration file, serving /readyz and /metrics on loopback.
+"""The schedulers under test, run the same way: each its own process,
+serving /readyz and /metrics on loopback.
 
-- ours: ``pyscheduler --config F --kubeconfig K --port P --bind-address
-  127.0.0.1 --log-level warning``, profile ``pyscheduler``, plain HTTP;
-- upstream: ``kcp kube-scheduler --config F`` from the same control-plane
-  build (``ControlPlane.start_scheduler``), profile ``default-scheduler``. Its
-  ``--secure-port=0`` is overridden by a later ``--secure-port=P`` with
-  ``/metrics`` added to the always-allowed paths, so it serves the same
-  endpoints as ours (HTTPS, self-signed, anonymous).
+- ``ours``: ``pyscheduler --config F --kubeconfig K --secure-port P --bind-address
+  127.0.0.1 --v=0``, its default profile ``pyscheduler``, HTTPS with ``/metrics``
+  always allowed;
+- ``upstream``: ``kcp kube-scheduler --config F`` from the same control-plane
+  build (``ControlPlane.start_scheduler``) with exactly our plugins, weights
+  and args (``bench.profiles``), profile ``upstream-same``: the headline row;
+- ``upstream-default``: the same binary with its full default profile
+  ``default-scheduler``, for reference;
+- ``ceiling``: ``python -m bench.ceiling``, the bare round-robin binder
+  through our client stack (``bench.ceiling``), name ``bench-ceiling``.
+
+Upstream's ``--secure-port=0`` is overridden by a later ``--secure-port=P``
+with ``/metrics`` added to the always-allowed paths, so it serves the same
+endpoints as ours (HTTPS, self-signed, anonymous).
 
 Identical conditions: client QPS and burst 5000 (as scheduler_perf), leader
-election off, default plugins, warnings-only logging. "Ready" means the
-scheduler's own ``/readyz`` answers 200 (for both: informers synced).
+election off, warnings-only logging. "Ready" means the process's own
+``/readyz`` answers 200 (for all: informers synced).
 """
 
 from __future__ import annotations
@@ -27,6 +34,7 @@ from typing import Any
 import aiohttp
 import yaml
 
+from bench.profiles import our_default_profile, same_plugins_profile
 from localcluster import ControlPlane
 from localcluster.cluster import free_port
 from localcluster.process import ComponentProcess
@@ -34,19 +42,37 @@ from localcluster.process import ComponentProcess
 CLIENT_QPS = 5000
 LOOPBACK = "127.0.0.1"
 HTTP_TIMEOUT = aiohttp.ClientTimeout(total=10)
-_UPSTREAM_ALLOWED_PATHS = "/healthz,/readyz,/livez,/metrics"
+_UPSTREAM_ALLOWED_PATHS = "/healthz,/readyz,/livez,/metrics,/debug/pprof/*"
 
 
 class SchedulerKind(StrEnum):
     OURS = "ours"
     UPSTREAM = "upstream"
+    UPSTREAM_DEFAULT = "upstream-default"
+    CEILING = "ceiling"
 
 
-PROFILE_NAMES = {SchedulerKind.OURS: "pyscheduler", SchedulerKind.UPSTREAM: "default-scheduler"}
+PROFILE_NAMES = {
+    SchedulerKind.OURS: "pyscheduler",
+    SchedulerKind.UPSTREAM: "upstream-same",
+    SchedulerKind.UPSTREAM_DEFAULT: "default-scheduler",
+    SchedulerKind.CEILING: "bench-ceiling",
+}
+UPSTREAM_KINDS = frozenset({SchedulerKind.UPSTREAM, SchedulerKind.UPSTREAM_DEFAULT})
 
 
 class SchedulerError(RuntimeError):
     """A scheduler exited or did not become ready; the message holds its log."""
+
+
+def profile_document(kind: SchedulerKind) -> dict[str, Any]:
+    """The one profile ``kind`` runs (ours and upstream-default: the default one)."""
+    name = PROFILE_NAMES[kind]
+    if kind is SchedulerKind.UPSTREAM:
+        return same_plugins_profile(
+            our_default_profile(PROFILE_NAMES[SchedulerKind.OURS]), name
+        ).profile
+    return {"schedulerName": name}
 
 
 def config_document(kind: SchedulerKind, kubeconfig: Path, qps: int = CLIENT_QPS) -> str:
@@ -55,7 +81,7 @@ def config_document(kind: SchedulerKind, kubeconfig: Path, qps: int = CLIENT_QPS
         "kind": "KubeSchedulerConfiguration",
         "clientConnection": {"kubeconfig": str(kubeconfig), "qps": qps, "burst": qps},
         "leaderElection": {"leaderElect": False},
-        "profiles": [{"schedulerName": PROFILE_NAMES[kind]}],
+        "profiles": [profile_document(kind)],
     }
     return yaml.safe_dump(config, sort_keys=False)
 
@@ -82,18 +108,33 @@ def start(kind: SchedulerKind, plane: ControlPlane, workdir: Path) -> RunningSch
     config = workdir / f"{kind}-scheduler.yaml"
     config.write_text(config_document(kind, plane.kubeconfig))
     port = free_port()
+    if kind is SchedulerKind.CEILING:
+        argv = [
+            sys.executable,
+            "-m",
+            "bench.ceiling",
+            f"--kubeconfig={plane.kubeconfig}",
+            f"--scheduler-name={PROFILE_NAMES[kind]}",
+            f"--qps={CLIENT_QPS}",
+            f"--port={port}",
+            f"--bind-address={LOOPBACK}",
+        ]
+        process = ComponentProcess("ceiling", argv, plane.layout.logs / "ceiling.log")
+        process.start()
+        return RunningScheduler(kind, process, f"http://{LOOPBACK}:{port}")
     if kind is SchedulerKind.OURS:
         argv = [
             str(Path(sys.executable).parent / "pyscheduler"),
             f"--config={config}",
             f"--kubeconfig={plane.kubeconfig}",
-            f"--port={port}",
+            f"--secure-port={port}",
             f"--bind-address={LOOPBACK}",
-            "--log-level=warning",
+            "--v=0",
+            f"--authorization-always-allow-paths={_UPSTREAM_ALLOWED_PATHS}",
         ]
         process = ComponentProcess("pyscheduler", argv, plane.layout.logs / "pyscheduler.log")
         process.start()
-        return RunningScheduler(kind, process, f"http://{LOOPBACK}:{port}")
+        return RunningScheduler(kind, process, f"https://{LOOPBACK}:{port}")
     process = plane.start_scheduler(
         config,
         extra_args=[

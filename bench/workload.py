@@ -12,7 +12,10 @@ state with another, and both schedulers get byte-identical objects apart from
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import copy
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
 from typing import Any
 
 Obj = dict[str, Any]
@@ -21,9 +24,165 @@ NODE_CAPACITY = {"cpu": "4", "memory": "32Gi", "pods": "110"}
 POD_REQUESTS = {"cpu": "100m", "memory": "500Mi"}
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 
+
+class Mode(StrEnum):
+    """How the measured pods reach the scheduler.
+
+    - ``streaming``: created by parallel creators while the scheduler runs
+      (scheduler_perf's way); the clock runs from the first creation to the
+      last bind;
+    - ``backlog``: all created, pending, before the scheduler starts; the
+      clock runs from the first measured bind to the last (see
+      ``bench.runner`` for why the first bind stands for the first pop).
+    """
+
+    STREAMING = "streaming"
+    BACKLOG = "backlog"
+
+
 INIT_NAMESPACE = "bench-init"
 MEASURED_NAMESPACE = "bench-measured"
 NAMESPACES = (INIT_NAMESPACE, MEASURED_NAMESPACE)
+
+
+def _no_labels(index: int) -> Mapping[str, str]:
+    return {}
+
+
+# (API collection path, body) of an object a workload needs besides nodes and pods
+Extra = tuple[str, Obj]
+
+
+def _no_cluster_objects(nodes: int) -> list[Extra]:
+    return []
+
+
+def _no_namespace_objects(namespace: str) -> list[Extra]:
+    return []
+
+
+@dataclass(frozen=True)
+class Template:
+    """How a workload's objects differ from scheduler_perf's defaults: the
+    labels of the node with a given index, fields added to every pod's spec
+    (copied, never shared), objects created once after the nodes and in each
+    namespace before its pods (DRA's classes, slices and claim templates),
+    and whether the resourceclaim controller must run."""
+
+    node_labels: Callable[[int], Mapping[str, str]] = _no_labels
+    pod_spec: Mapping[str, Any] = field(default_factory=dict)
+    cluster_objects: Callable[[int], list[Extra]] = _no_cluster_objects
+    namespace_objects: Callable[[str], list[Extra]] = _no_namespace_objects
+    controller_manager: bool = False
+
+
+DEFAULT_TEMPLATE = Template()
+
+ZONE_LABEL = "topology.kubernetes.io/zone"
+
+# scheduler_perf's SchedulingNodeAffinity: every node labelled zone1
+# (labelNodePrepareStrategy), pods from pod-with-node-affinity.yaml.
+NODE_AFFINITY_TEMPLATE = Template(
+    node_labels=lambda index: {ZONE_LABEL: "zone1"},
+    pod_spec={
+        "affinity": {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [
+                        {
+                            "matchExpressions": [
+                                {"key": ZONE_LABEL, "operator": "In", "values": ["zone1", "zone2"]}
+                            ]
+                        }
+                    ]
+                }
+            }
+        }
+    },
+)
+
+
+# scheduler_perf's dra/performance-config.yaml, SchedulingWithResourceClaimTemplate:
+# createResourceDriver publishes one ResourceSlice per node (pool = node name)
+# with 10 devices "instance-<n>" (model A100, family GPU, driverVersion 1.2.3,
+# dra.example.com/numa, capacity memory 1Gi); class test-class selects the
+# driver; each pod gets its own claim from template test-claim-template.
+DRA_DRIVER = "test-driver.cdi.k8s.io"
+DRA_DEVICES_PER_NODE = 10
+DRA_CLASS = "test-class"
+DRA_CLAIM_TEMPLATE = "test-claim-template"
+DRA_SELECTOR = (
+    f'device.attributes["{DRA_DRIVER}"].driverVersion.major() >= 1 && '
+    f'device.capacity["{DRA_DRIVER}"].memory.isGreaterThan(quantity("1Mi"))'
+)
+_RESOURCE = "/apis/resource.k8s.io/v1"
+
+
+def _dra_cluster_objects(nodes: int) -> list[Extra]:
+    device_class = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": DRA_CLASS},
+        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{DRA_DRIVER}"'}}]},
+    }
+    objects: list[Extra] = [(f"{_RESOURCE}/deviceclasses", device_class)]
+    for index in range(nodes):
+        node = node_name(index)
+        devices = [
+            {
+                "name": f"instance-{n}",
+                "attributes": {
+                    "model": {"string": "A100"},
+                    "family": {"string": "GPU"},
+                    "driverVersion": {"version": "1.2.3"},
+                    "dra.example.com/numa": {"int": n},
+                },
+                "capacity": {"memory": {"value": "1Gi"}},
+            }
+            for n in range(DRA_DEVICES_PER_NODE)
+        ]
+        body = {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "metadata": {"name": f"{node}-{DRA_DRIVER}"},
+            "spec": {
+                "driver": DRA_DRIVER,
+                "nodeName": node,
+                "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
+                "devices": devices,
+            },
+        }
+        objects.append((f"{_RESOURCE}/resourceslices", body))
+    return objects
+
+
+def _claim_template(selectors: tuple[str, ...]) -> Callable[[str], list[Extra]]:
+    def objects(namespace: str) -> list[Extra]:
+        exactly: Obj = {"deviceClassName": DRA_CLASS}
+        if selectors:
+            exactly["selectors"] = [{"cel": {"expression": s}} for s in selectors]
+        body = {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceClaimTemplate",
+            "metadata": {"name": DRA_CLAIM_TEMPLATE, "namespace": namespace},
+            "spec": {"spec": {"devices": {"requests": [{"name": "req-0", "exactly": exactly}]}}},
+        }
+        return [(f"{_RESOURCE}/namespaces/{namespace}/resourceclaimtemplates", body)]
+
+    return objects
+
+
+_DRA_POD_SPEC = {
+    "resourceClaims": [{"name": "resource", "resourceClaimTemplateName": DRA_CLAIM_TEMPLATE}]
+}
+DRA_TEMPLATE = Template(
+    pod_spec=_DRA_POD_SPEC,
+    cluster_objects=_dra_cluster_objects,
+    namespace_objects=_claim_template(()),
+    controller_manager=True,
+)
+# The structured-parameters variant with upstream's selector_* CEL selector.
+DRA_SELECTOR_TEMPLATE = replace(DRA_TEMPLATE, namespace_objects=_claim_template((DRA_SELECTOR,)))
 
 
 @dataclass(frozen=True)
@@ -34,19 +193,35 @@ class Workload:
     nodes: int
     init_pods: int
     pods: int
+    template: Template = DEFAULT_TEMPLATE
+    modes: tuple[Mode, ...] = (Mode.STREAMING, Mode.BACKLOG)
+    # Sample each scheduler's CPU while measuring (bench.cpuprofile).
+    profile: bool = False
+    # Allowed for the init pods, and again for the measured pods.
+    timeout_seconds: float = 600.0
+
+    def to_json(self) -> dict[str, Any]:
+        """The sizes and the pod template (node labels are a function: not data)."""
+        return {
+            "name": self.name,
+            "nodes": self.nodes,
+            "init_pods": self.init_pods,
+            "pods": self.pods,
+            "pod_spec": dict(self.template.pod_spec),
+        }
 
     def resized(
         self, nodes: int | None = None, init_pods: int | None = None, pods: int | None = None
     ) -> Workload:
         """This workload with some sizes overridden (renamed ``custom`` if any changed)."""
-        sized = Workload(
-            self.name,
-            self.nodes if nodes is None else nodes,
-            self.init_pods if init_pods is None else init_pods,
-            self.pods if pods is None else pods,
+        sized = replace(
+            self,
+            nodes=self.nodes if nodes is None else nodes,
+            init_pods=self.init_pods if init_pods is None else init_pods,
+            pods=self.pods if pods is None else pods,
         )
         if (sized.nodes, sized.init_pods, sized.pods) != (self.nodes, self.init_pods, self.pods):
-            sized = Workload("custom", sized.nodes, sized.init_pods, sized.pods)
+            sized = replace(sized, name="custom")
         return sized
 
 
@@ -55,7 +230,43 @@ class Workload:
 # phase long enough for 1 s samples to mean something at Python's speed.
 PRESETS = {
     "basic": Workload("SchedulingBasic", nodes=5000, init_pods=1000, pods=5000),
+    "basic500": Workload("SchedulingBasic500", nodes=500, init_pods=500, pods=2000),
     "small": Workload("small", nodes=100, init_pods=100, pods=500),
+    # Memory and snapshot cost at size: backlog only (scheduler_perf's
+    # SchedulingDaemonset scale, 15000 nodes, with plain pods).
+    "scale": Workload(
+        "scale",
+        nodes=15000,
+        init_pods=0,
+        pods=30000,
+        modes=(Mode.BACKLOG,),
+        profile=True,
+        timeout_seconds=3600.0,
+    ),
+    # scheduler_perf's affinity/performance-config.yaml, 5000Nodes.
+    "nodeaffinity": Workload(
+        "SchedulingNodeAffinity",
+        nodes=5000,
+        init_pods=5000,
+        pods=1000,
+        template=NODE_AFFINITY_TEMPLATE,
+    ),
+    # scheduler_perf's SchedulingWithResourceClaimTemplate/5000pods_500nodes:
+    # 500 nodes x 10 devices, 2500 + 2500 pods with a claim each (fills them).
+    "dra": Workload(
+        "SchedulingWithResourceClaimTemplate",
+        nodes=500,
+        init_pods=2500,
+        pods=2500,
+        template=DRA_TEMPLATE,
+    ),
+    "dra-selector": Workload(
+        "SchedulingWithResourceClaimTemplateSelector",
+        nodes=500,
+        init_pods=2500,
+        pods=2500,
+        template=DRA_SELECTOR_TEMPLATE,
+    ),
 }
 DEFAULT_PRESET = "basic"
 
@@ -72,11 +283,14 @@ def pod_name(index: int) -> str:
     return f"pod-{index:05d}"
 
 
-def node_body(name: str) -> Obj:
+def node_body(name: str, labels: Mapping[str, str] | None = None) -> Obj:
+    metadata: Obj = {"name": name}
+    if labels:
+        metadata["labels"] = dict(labels)
     return {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {"name": name},
+        "metadata": metadata,
         "spec": {},
         "status": {
             "capacity": dict(NODE_CAPACITY),
@@ -86,12 +300,22 @@ def node_body(name: str) -> Obj:
     }
 
 
-def pod_body(name: str, namespace: str, scheduler_name: str) -> Obj:
+def pod_body(
+    name: str,
+    namespace: str,
+    scheduler_name: str,
+    spec: Mapping[str, Any] | None = None,
+    node: str = "",
+) -> Obj:
+    """A pod for ``scheduler_name``; with ``node``, created already bound there
+    (backlog mode's init pods: the cluster state without a scheduler)."""
     return {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "namespace": namespace},
         "spec": {
+            **copy.deepcopy(dict(spec or {})),
+            **({"nodeName": node} if node else {}),
             "schedulerName": scheduler_name,
             "containers": [
                 {

@@ -340,7 +340,10 @@ class ControlPlane:
         def ready() -> bool:
             if not self.ca_file.exists():
                 return False
-            context = ssl.create_default_context(cafile=str(self.ca_file))
+            try:
+                context = ssl.create_default_context(cafile=str(self.ca_file))
+            except ssl.SSLError:
+                return False  # the apiserver is still writing its certificate
             return _http_ok(f"{self.server}/readyz", context, self.token) and _http_ok(
                 f"{self.server}/api/v1/namespaces/default", context, self.token
             )

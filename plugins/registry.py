@@ -12,7 +12,10 @@ Score plugins and ignores for the others).
 from __future__ import annotations
 
 from plugins import (
+    autoscale_enforcer,
     default_binder,
+    default_preemption,
+    dynamicresources,
     image_locality,
     inter_pod_affinity,
     node_affinity,
@@ -48,8 +51,9 @@ DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
     (volume_zone.NAME, 0),
     (pod_topology_spread.NAME, 2),
     (inter_pod_affinity.NAME, 2),
-    # DynamicResources (2: upstream inserts it right before DefaultPreemption)
-    # DefaultPreemption (0)
+    # upstream inserts DynamicResources right before DefaultPreemption, weight 2
+    (dynamicresources.NAME, 2),
+    (default_preemption.NAME, 0),
     (node_resources_balanced_allocation.NAME, 1),
     (image_locality.NAME, 1),
     (default_binder.NAME, 0),
@@ -74,9 +78,12 @@ def in_tree_registry() -> Registry:
             volume_zone.SPEC,
             pod_topology_spread.SPEC,
             inter_pod_affinity.SPEC,
+            dynamicresources.SPEC,
             node_resources_balanced_allocation.SPEC,
             image_locality.SPEC,
+            default_preemption.SPEC,
             default_binder.SPEC,
             node_declared_features.SPEC,
+            autoscale_enforcer.SPEC,  # not in the default profile
         ]
     )

@@ -91,15 +91,24 @@ class PreFilterState:
 def existing_anti_affinity_counts(
     pod: Pod, namespace_labels: Mapping[str, str], nodes: Iterable[NodeInfo]
 ) -> PairCounts:
+    """Counts only grow here, so no pair reaches 0 (hot path: no method calls
+    per pod beyond the term match)."""
     counts = PairCounts()
+    namespace, labels = pod.namespace, pod.labels
     for node_info in nodes:
+        with_affinity = node_info.pods_with_affinity
+        if not with_affinity:
+            continue
         node = node_info.node
         if node is None:
             continue
-        for existing in node_info.pods_with_affinity.values():
+        node_labels = node.labels
+        for existing in with_affinity.values():
             for term in existing.pod_affinity.required_anti_affinity:
-                if term.matches(pod.namespace, pod.labels, namespace_labels):
-                    counts.update_pair(node, term.topology_key, 1)
+                value = node_labels.get(term.topology_key)
+                if value is not None and term.matches(namespace, labels, namespace_labels):
+                    pair = (term.topology_key, value)
+                    counts[pair] = counts.get(pair, 0) + 1
     return counts
 
 
@@ -108,20 +117,33 @@ def incoming_counts(
     anti_affinity_terms: Sequence[AffinityTerm],
     nodes: Iterable[NodeInfo],
 ) -> tuple[PairCounts, PairCounts]:
+    """Counts only grow here, so no pair reaches 0; nodes without pods are
+    passed over before anything else is read."""
     affinity, anti = PairCounts(), PairCounts()
     if not affinity_terms and not anti_affinity_terms:
         return affinity, anti
     for node_info in nodes:
+        pods = node_info.pods
+        if not pods:
+            continue
         node = node_info.node
         if node is None:
             continue
-        for existing in node_info.pods.values():
+        node_labels = node.labels
+        for existing in pods.values():
             if affinity_terms and matches_all(affinity_terms, existing):
                 for term in affinity_terms:
-                    affinity.update_pair(node, term.topology_key, 1)
+                    value = node_labels.get(term.topology_key)
+                    if value is not None:
+                        pair = (term.topology_key, value)
+                        affinity[pair] = affinity.get(pair, 0) + 1
             for term in anti_affinity_terms:
-                if term.matches(existing.namespace, existing.labels, _NO_LABELS):
-                    anti.update_pair(node, term.topology_key, 1)
+                value = node_labels.get(term.topology_key)
+                if value is not None and term.matches(
+                    existing.namespace, existing.labels, _NO_LABELS
+                ):
+                    pair = (term.topology_key, value)
+                    anti[pair] = anti.get(pair, 0) + 1
     return affinity, anti
 
 

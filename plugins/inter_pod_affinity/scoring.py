@@ -66,10 +66,12 @@ def compute_pre_score_state(
 ) -> PreScoreState:
     state = PreScoreState()
     for node_info in nodes:
+        pods = node_info.pods if all_pods else node_info.pods_with_affinity
+        if not pods:
+            continue
         node = node_info.node
         if node is None or not node.labels:
             continue
-        pods = node_info.pods if all_pods else node_info.pods_with_affinity
         for existing in pods.values():
             _process_existing_pod(state, incoming, existing, node, hard_pod_affinity_weight)
     return state

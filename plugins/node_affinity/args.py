@@ -4,8 +4,8 @@ Mirrors upstream ``kubescheduler.config.k8s.io/v1`` ``NodeAffinityArgs``:
 ``addedAffinity`` is a ``v1.NodeAffinity`` that every pod of the profile must
 also satisfy (required terms) and is scored by (preferred terms). Validation
 is upstream's ``ValidateNodeAffinityArgs``: both parts must parse strictly;
-errors name the field path (``addedAffinity.requiredDuringScheduling...
-.nodeSelectorTerms[0].matchExpressions[0].operator``).
+errors name the field path below ``addedAffinity`` (``requiredDuringScheduling
+IgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from scheduler.framework import (
 
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
-_PATH = "addedAffinity"
 
 
 class NodeAffinityArgs(BaseModel):
@@ -42,7 +41,7 @@ class NodeAffinityArgs(BaseModel):
             return None
         unknown = sorted(set(value) - {REQUIRED, PREFERRED})
         if unknown:
-            raise ValueError(f"{_PATH}: unknown field(s) {', '.join(map(repr, unknown))}")
+            raise ValueError(f"unknown field(s) {', '.join(map(repr, unknown))}")
         problems = []
         try:
             _required(value)
@@ -69,11 +68,11 @@ def _required(affinity: dict[str, Any]) -> NodeSelector | None:
     raw = affinity.get(REQUIRED)
     if raw is None:
         return None
-    return strict_node_selector(raw, f"{_PATH}.{REQUIRED}")
+    return strict_node_selector(raw, REQUIRED)
 
 
 def _preferred(affinity: dict[str, Any]) -> PreferredTerms | None:
     raw = affinity.get(PREFERRED)
     if not raw:
         return None
-    return parse_preferred_terms(raw, f"{_PATH}.{PREFERRED}")
+    return parse_preferred_terms(raw, PREFERRED)

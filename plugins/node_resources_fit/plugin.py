@@ -34,6 +34,7 @@ from scheduler.framework import (
     CycleState,
     EnqueueExtensions,
     EventResource,
+    ExtendedResourceClasses,
     FilterPlugin,
     Handle,
     Node,
@@ -79,7 +80,12 @@ class NodeResourcesFit(
 ):
     name = NAME
 
-    def __init__(self, args: NodeResourcesFitArgs) -> None:
+    def __init__(
+        self, args: NodeResourcesFitArgs, extended: ExtendedResourceClasses | None = None
+    ) -> None:
+        # Extended resources a DeviceClass serves are left to DynamicResources
+        # on nodes that do not advertise them (DRAExtendedResource, beta on).
+        self._extended = extended
         self._ignored = frozenset(args.ignored_resources)
         self._ignored_groups = frozenset(args.ignored_resource_groups)
         self._resources = tuple(spec.name for spec in args.scoring_strategy.resources)
@@ -87,9 +93,16 @@ class NodeResourcesFit(
         # The default resources get a direct path: Score runs per node per cycle.
         self._cpu_memory_only = self._resources == (CPU, MEMORY)
 
-    def sign_pod(self, pod: Pod) -> Hashable:
-        """Node-local: the result for a node depends only on this part of the pod."""
+    def sign_pod(self, pod: Pod) -> Hashable | None:
+        """Node-local: the result for a node depends only on this part of the pod
+        (not when DynamicResources may serve one of its extended resources)."""
+        if self._uses_dra(pod):
+            return None
         return (pod.requests.key(), pod.non_zero_requests.key())
+
+    def _uses_dra(self, pod: Pod) -> bool:
+        scalar = pod.requests.scalar
+        return bool(scalar) and self._extended is not None and self._extended.any_backed(scalar)
 
     def events_to_register(self) -> list[ClusterEventWithHint]:
         return [
@@ -104,6 +117,15 @@ class NodeResourcesFit(
                     EventResource.NODE, ActionType.ADD | ActionType.UPDATE_NODE_ALLOCATABLE
                 ),
                 self.is_schedulable_after_node_change,
+            ),
+            *(
+                [
+                    ClusterEventWithHint(
+                        ClusterEvent(EventResource.DEVICE_CLASS, ActionType.ADD | ActionType.UPDATE)
+                    )
+                ]
+                if self._extended is not None
+                else []
             ),
         ]
 
@@ -147,6 +169,14 @@ class NodeResourcesFit(
         insufficient = fits_request(
             pre_filter.request, node_info, self._ignored, self._ignored_groups
         )
+        if insufficient and self._extended is not None and pod.requests.scalar:
+            extended = self._extended
+            scalar = node_info.allocatable.scalar
+            insufficient = [
+                item
+                for item in insufficient
+                if not extended.delegated(item.resource, scalar.get(item.resource, 0))
+            ]
         if not insufficient:
             return None
         reasons = tuple(item.reason for item in insufficient)
@@ -184,4 +214,7 @@ def new(args: object, handle: Handle) -> NodeResourcesFit:
         args = NodeResourcesFitArgs()
     if not isinstance(args, NodeResourcesFitArgs):
         raise TypeError(f"{NAME} wants NodeResourcesFitArgs, got {type(args).__name__}")
-    return NodeResourcesFit(args)
+    # A handle without informers (some tests) means no DeviceClass index.
+    informers = getattr(handle, "informers", None)
+    extended = ExtendedResourceClasses.subscribe(informers) if informers is not None else None
+    return NodeResourcesFit(args, extended)

@@ -23,8 +23,7 @@ from plugins.pod_topology_spread.args import (
     NodeInclusionPolicy,
     WhenUnsatisfiable,
 )
-from plugins.pod_topology_spread.node_inclusion import RequiredNodeAffinity, tolerates_hard_taints
-from scheduler.framework import Node, ObjectStore, Pod
+from scheduler.framework import Node, ObjectStore, Pod, Taint, Toleration
 from scheduler.framework.labels import Selector, parse_label_selector, selector_from_set
 
 LABEL_HOSTNAME = "kubernetes.io/hostname"
@@ -34,6 +33,7 @@ HONOR = NodeInclusionPolicy.HONOR
 IGNORE = NodeInclusionPolicy.IGNORE
 
 _EMPTY: Mapping[str, Any] = {}
+_HARD_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,9 +45,18 @@ class Constraint:
     node_affinity_policy: NodeInclusionPolicy = HONOR
     node_taints_policy: NodeInclusionPolicy = IGNORE
 
-    def includes(self, pod: Pod, node: Node, required: RequiredNodeAffinity) -> bool:
+    def filters_nodes(self, pod: Pod) -> bool:
+        """Whether ``includes`` can be False for this pod on some node (else
+        the hot loops skip the call)."""
+        if self.node_affinity_policy is HONOR and not pod.required_affinity.empty:
+            return True
+        return self.node_taints_policy is HONOR
+
+    def includes(self, pod: Pod, node: Node) -> bool:
         """Upstream ``matchNodeInclusionPolicies``: does ``node`` count?"""
-        if self.node_affinity_policy is HONOR and not required.matches(node):
+        if self.node_affinity_policy is HONOR and not pod.required_affinity.matches(
+            node.name, node.labels
+        ):
             return False
         return not (
             self.node_taints_policy is HONOR
@@ -68,7 +77,10 @@ SYSTEM_DEFAULT_CONSTRAINTS = (
 
 
 def _policy(raw: object) -> NodeInclusionPolicy | None:
-    return NodeInclusionPolicy(raw) if raw in ("Honor", "Ignore") else None
+    try:
+        return NodeInclusionPolicy(str(raw))
+    except ValueError:
+        return None
 
 
 def filter_constraints(
@@ -182,9 +194,25 @@ def controller_of(pod: Pod) -> tuple[str, str, str] | None:
     return None
 
 
+def tolerates_hard_taints(taints: Sequence[Taint], tolerations: Sequence[Toleration]) -> bool:
+    """No NoSchedule/NoExecute taint is left untolerated (``nodeTaintsPolicy: Honor``)."""
+    for taint in taints:
+        if taint.effect in _HARD_EFFECTS and not any(t.tolerates(taint) for t in tolerations):
+            return False
+    return True
+
+
 def node_has_all_keys(labels: Mapping[str, str], constraints: Sequence[Constraint]) -> bool:
     """Upstream ``nodeLabelsMatchSpreadConstraints``."""
     return all(constraint.topology_key in labels for constraint in constraints)
+
+
+def all_keys(labels: Mapping[str, str], keys: tuple[str, ...]) -> bool:
+    """``node_has_all_keys`` with the keys precomputed (hot loops)."""
+    for key in keys:  # noqa: SIM110 - hot path, no generator
+        if key not in labels:
+            return False
+    return True
 
 
 def count_matching(pods: Iterable[Pod], selector: Selector, namespace: str) -> int:

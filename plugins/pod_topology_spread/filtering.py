@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 
 from plugins.pod_topology_spread.constraints import (
     Constraint,
+    all_keys,
     count_matching,
     node_has_all_keys,
 )
-from plugins.pod_topology_spread.node_inclusion import RequiredNodeAffinity
 from scheduler.framework import Node, NodeInfo, Pod
 
 MAX_INT32 = 2**31 - 1
@@ -61,14 +61,12 @@ class PreFilterState:
     constraints: tuple[Constraint, ...]
     critical_paths: list[CriticalPaths]
     counts: list[dict[str, int]]  # per constraint: topology value -> matching pods
-    required_affinity: RequiredNodeAffinity
 
     def clone(self) -> PreFilterState:
         return PreFilterState(
             self.constraints,
             [paths.clone() for paths in self.critical_paths],
             [dict(counts) for counts in self.counts],
-            self.required_affinity,
         )
 
     def min_match(self, index: int, min_domains: int) -> int:
@@ -87,7 +85,7 @@ class PreFilterState:
         for index, constraint in enumerate(self.constraints):
             if not constraint.selector.matches(changed.labels):
                 continue
-            if not constraint.includes(pod, node, self.required_affinity):
+            if not constraint.includes(pod, node):
                 continue
             value = node.labels[constraint.topology_key]
             counts = self.counts[index]
@@ -98,28 +96,40 @@ class PreFilterState:
 def compute_pre_filter_state(
     pod: Pod, constraints: tuple[Constraint, ...], nodes: Sequence[NodeInfo]
 ) -> PreFilterState:
-    """Upstream ``calPreFilterState`` over all nodes."""
-    required = RequiredNodeAffinity(pod)
+    """Upstream ``calPreFilterState`` over all nodes (a hot loop: per node only
+    what the constraints need)."""
     counts: list[dict[str, int]] = [{} for _ in constraints]
     namespace = pod.namespace
+    keys = tuple(constraint.topology_key for constraint in constraints)
+    plan = [
+        (constraint, counts[index], constraint.filters_nodes(pod), constraint.selector.empty)
+        for index, constraint in enumerate(constraints)
+    ]
     for node_info in nodes:
         node = node_info.node
-        if node is None or not node_has_all_keys(node.labels, constraints):
+        if node is None:
             continue
-        pods = node_info.pods.values()
-        for index, constraint in enumerate(constraints):
-            if not constraint.includes(pod, node, required):
+        labels = node.labels
+        if not all_keys(labels, keys):
+            continue
+        pods = node_info.pods
+        for constraint, domains, check, empty in plan:
+            if check and not constraint.includes(pod, node):
                 continue
-            value = node.labels[constraint.topology_key]
-            matched = count_matching(pods, constraint.selector, namespace)
-            counts[index][value] = counts[index].get(value, 0) + matched
+            value = labels[constraint.topology_key]
+            matched = (
+                count_matching(pods.values(), constraint.selector, namespace)
+                if pods and not empty
+                else 0
+            )
+            domains[value] = domains.get(value, 0) + matched
     paths = []
     for domain_counts in counts:
         critical = CriticalPaths()
         for value, count in domain_counts.items():
             critical.update(value, count)
         paths.append(critical)
-    return PreFilterState(constraints, paths, counts, required)
+    return PreFilterState(constraints, paths, counts)
 
 
 def violated(state: PreFilterState, pod: Pod, node: Node) -> tuple[bool, bool]:

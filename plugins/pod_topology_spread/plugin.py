@@ -18,6 +18,7 @@ from plugins.pod_topology_spread.args import (
     DO_NOT_SCHEDULE,
     SCHEDULE_ANYWAY,
     DefaultingType,
+    NodeInclusionPolicy,
     PodTopologySpreadArgs,
 )
 from plugins.pod_topology_spread.constraints import (
@@ -153,7 +154,7 @@ class PodTopologySpread(
             if (
                 pod.uid == new.uid
                 and new.tolerations != old.tolerations
-                and any(c.node_taints_policy == "Honor" for c in constraints)
+                and any(c.node_taints_policy is NodeInclusionPolicy.HONOR for c in constraints)
             ):
                 return QueueingHint.QUEUE
             if dict(new.labels) == dict(old.labels):

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from plugins.pod_topology_spread.constraints import (
     LABEL_HOSTNAME,
     Constraint,
+    all_keys,
     count_matching,
     node_has_all_keys,
 )
-from plugins.pod_topology_spread.node_inclusion import RequiredNodeAffinity
 from scheduler.framework import MAX_NODE_SCORE, NodeInfo, NodeScore, Pod
 
 
@@ -82,22 +82,28 @@ def compute_pre_score_state(
             size = len(filtered) - len(state.ignored_nodes)
         state.weights.append(normalizing_weight(size))
 
-    required = RequiredNodeAffinity(pod)
     namespace = pod.namespace
+    keys = tuple(constraint.topology_key for constraint in constraints)
+    plan = [
+        (constraint, state.counts[index], constraint.filters_nodes(pod), constraint.selector.empty)
+        for index, constraint in enumerate(constraints)
+    ]
     for node_info in all_nodes:
         node = node_info.node
         if node is None:
             continue
-        if require_all_topologies and not node_has_all_keys(node.labels, constraints):
+        labels = node.labels
+        if require_all_topologies and not all_keys(labels, keys):
             continue
-        for index, constraint in enumerate(constraints):
-            if not constraint.includes(pod, node, required):
+        pods = node_info.pods
+        for constraint, domains, check, empty in plan:
+            if check and not constraint.includes(pod, node):
                 continue
-            value = node.labels.get(constraint.topology_key, "")
-            counts = state.counts[index]
-            if value not in counts:
+            value = labels.get(constraint.topology_key, "")
+            if value not in domains:
                 continue
-            counts[value] += count_matching(node_info.pods.values(), constraint.selector, namespace)
+            if pods and not empty:
+                domains[value] += count_matching(pods.values(), constraint.selector, namespace)
     return state
 
 

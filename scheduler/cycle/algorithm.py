@@ -4,7 +4,9 @@ pick one. Synchronous and pure over the snapshot and the CycleState.
 Follows upstream ``schedulePod``: PreFilter (with node-set narrowing), the
 nominated node first, a rotating start index with early stop after
 ``num_feasible_nodes_to_find`` feasible nodes, PreScore/Score/Normalize with
-weights, and a uniformly random choice among the best. Filtering is
+weights, and a uniformly random choice among the best. A node with pods
+nominated to it of greater or equal priority is filtered with them counted
+(``scheduler.runtime.nominated``), outside the verdict cache. Filtering is
 sequential: upstream's parallelism only changes which feasible nodes are found
 first, not the semantics.
 """
@@ -14,8 +16,9 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from scheduler.cache.snapshot import Snapshot
 from scheduler.cycle.selection import num_feasible_nodes_to_find, select_host
@@ -25,6 +28,7 @@ from scheduler.framework.objects import Pod
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import Diagnosis, FitError, NodeToStatus, ScoreTable
 from scheduler.runtime.framework import Framework
+from scheduler.runtime.nominated import run_filters_with_nominated_pods, yielding_to
 
 log = logging.getLogger(__name__)
 
@@ -59,13 +63,27 @@ class ScheduleResult:
     diagnosis: Diagnosis = field(default_factory=Diagnosis)
 
 
+class NominatedPods(Protocol):
+    def nominated_by_node(self) -> Mapping[str, Sequence[Pod]]:
+        """Pods nominated to each node (the queue's nominator), read-only."""
+
+
 class Algorithm:
     """Holds the only state that survives cycles: the rotating start index."""
 
-    def __init__(self, rng: random.Random, percentage_of_nodes_to_score: int = 0) -> None:
+    def __init__(
+        self,
+        rng: random.Random,
+        percentage_of_nodes_to_score: int = 0,
+        nominated: NominatedPods | None = None,
+    ) -> None:
         self._rng = rng
         self._global_percentage = percentage_of_nodes_to_score
+        self._nominated = nominated
         self.next_start_node_index = 0
+
+    def _nominations(self) -> Mapping[str, Sequence[Pod]]:
+        return self._nominated.nominated_by_node() if self._nominated is not None else {}
 
     def schedule_pod(
         self,
@@ -166,7 +184,8 @@ class Algorithm:
         node_info = snapshot.get(pod.nominated_node_name)
         if node_info is None:
             return None
-        status = framework.run_filter(state, pod, node_info)
+        nominated = self._nominations().get(node_info.name, ())
+        status = run_filters_with_nominated_pods(framework, state, pod, node_info, nominated)
         if status is None:
             return node_info
         if status.is_error():
@@ -212,10 +231,21 @@ class Algorithm:
         verdicts = framework.filter_verdicts(state, pod, filters, len(nodes))
         passed = 0  # nodes that ran every filter (for the evaluation counts)
         rejected_by: dict[str, int] = {}
+        nominations = self._nominations() or None  # usually empty: one test per node
         for offset in range(count):
             node_info = nodes[(start + offset) % count]
             cached = verdicts.get(node_info.name) if verdicts is not None else None
-            if cached is not None and cached[0] == node_info.generation:
+            ahead = (
+                yielding_to(pod, nominations.get(node_info.name, ()))
+                if nominations is not None
+                else None
+            )
+            if ahead:
+                # Nominated pods to yield to: not a node-local verdict, never cached.
+                status = run_filters_with_nominated_pods(
+                    framework, state, pod, node_info, ahead, filters=filters
+                )
+            elif cached is not None and cached[0] == node_info.generation:
                 status = cached[1]
             else:
                 status = run_filters(filters, state, pod, node_info)

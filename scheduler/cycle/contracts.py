@@ -5,7 +5,7 @@ loop), the in-flight ``Binding``, and the single-node FitError."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from scheduler.framework.cycle_state import CycleState
@@ -35,6 +35,12 @@ class SchedulingQueueLike(Protocol):
     ) -> None: ...
 
     def activate(self, pods: Any) -> None: ...
+
+    def add_nominated_pod(self, pod: Pod, info: NominatingInfo | None) -> None: ...
+
+    def delete_nominated_pod_if_exists(self, pod: Pod) -> None: ...
+
+    def nominated_by_node(self) -> Mapping[str, Sequence[Pod]]: ...
 
     def move_all_to_active_or_backoff(
         self,

@@ -65,6 +65,8 @@ from scheduler.runtime.framework import Framework
 log = logging.getLogger(__name__)
 
 PLUGIN_METRICS_SAMPLE_RATE = 0.1
+# Upstream ``clearNominatedNode``: every failure but a PostFilter result.
+CLEAR_NOMINATION = NominatingInfo(mode=NominatingMode.OVERRIDE)
 # Longest stretch of back-to-back scheduling cycles before other tasks
 # (binding cycles, informers, writers) get the event loop.
 YIELD_INTERVAL_SECONDS = 0.002
@@ -101,7 +103,7 @@ class Scheduler:
         self._attempts = attempts
         self._profile_percentages = dict(profile_percentages or {})
         self._rng = rng or random.Random()
-        self._algorithm = Algorithm(self._rng, percentage_of_nodes_to_score)
+        self._algorithm = Algorithm(self._rng, percentage_of_nodes_to_score, nominated=queue)
         self._snapshot = snapshot if snapshot is not None else Snapshot()
         self._slots = asyncio.Semaphore(max_binding)
         self._binding = BindingCycles(
@@ -219,6 +221,7 @@ class Scheduler:
                 framework, pinfo, None, Status.as_error(error), cycle=cycle, started=started
             )
             return False
+        self._queue.delete_nominated_pod_if_exists(pod)
         binding = Binding(framework, state, pinfo, assumed, host, started, cycle)
         self._current = binding
 
@@ -349,6 +352,8 @@ class Scheduler:
         )
         fresh = self._requeue(pinfo, cycle)
         if fresh is not None:
+            # Upstream ``AddNominatedPod``: in memory first, then the API write.
+            self._queue.add_nominated_pod(fresh, nominating or CLEAR_NOMINATION)
             self._tell_user(framework, fresh, reason, message, nominating)
         log.info(
             "pod %s is unschedulable: %s" if rejected else "error scheduling pod %s: %s",

@@ -6,6 +6,11 @@ and from nothing else in ``scheduler`` (an import-linter contract).
 
 from scheduler.clock import Clock
 from scheduler.framework.cycle_state import CycleState, StateData, StateKey, StateNotFound
+from scheduler.framework.deviceclasses import (
+    IMPLICIT_PREFIX,
+    ExtendedResourceClasses,
+    is_dra_extended_resource_name,
+)
 from scheduler.framework.events import (
     ActionType,
     ClusterEvent,
@@ -16,12 +21,14 @@ from scheduler.framework.events import (
 from scheduler.framework.events import (
     Resource as EventResource,
 )
+from scheduler.framework.features import KNOWN_GATES, FeatureGates
 from scheduler.framework.handle import (
     ApiWriter,
     EventRecorder,
     Handle,
     InformerAccess,
     ObjectStore,
+    PluginMetrics,
     SnapshotLister,
     WaitingPod,
 )
@@ -79,22 +86,35 @@ from scheduler.framework.resource import (
     is_scalar_resource_name,
     pod_requests,
 )
+from scheduler.framework.services import (
+    HttpHandler,
+    HttpRequest,
+    HttpResponse,
+    PluginHttp,
+    PluginServices,
+)
 from scheduler.framework.status import Code, Status, is_success, status_code
 from scheduler.framework.types import (
     MAX_NODE_SCORE,
     MIN_NODE_SCORE,
+    Diagnosis,
     NodeScore,
     NodeToStatus,
+    NominatingInfo,
+    NominatingMode,
     PostFilterResult,
     PreFilterResult,
     QueuedPodInfo,
     default_normalize,
+    fit_error_message,
     go_div,
 )
 
 __all__ = [
     "CPU",
     "EPHEMERAL_STORAGE",
+    "IMPLICIT_PREFIX",
+    "KNOWN_GATES",
     "MAX_NODE_SCORE",
     "MEMORY",
     "MIN_NODE_SCORE",
@@ -107,13 +127,19 @@ __all__ = [
     "ClusterEventWithHint",
     "Code",
     "CycleState",
+    "Diagnosis",
     "EnqueueExtensions",
     "EventRecorder",
     "EventResource",
+    "ExtendedResourceClasses",
     "ExtensionPoint",
+    "FeatureGates",
     "FilterPlugin",
     "Handle",
     "HostPort",
+    "HttpHandler",
+    "HttpRequest",
+    "HttpResponse",
     "InformerAccess",
     "Node",
     "NodeInfo",
@@ -121,10 +147,15 @@ __all__ = [
     "NodeSelector",
     "NodeSelectorError",
     "NodeToStatus",
+    "NominatingInfo",
+    "NominatingMode",
     "ObjectStore",
     "PermitPlugin",
     "Plugin",
     "PluginFactory",
+    "PluginHttp",
+    "PluginMetrics",
+    "PluginServices",
     "PluginSpec",
     "Pod",
     "PostBindPlugin",
@@ -159,7 +190,9 @@ __all__ = [
     "Toleration",
     "WaitingPod",
     "default_normalize",
+    "fit_error_message",
     "go_div",
+    "is_dra_extended_resource_name",
     "is_extended_resource_name",
     "is_native_resource_name",
     "is_scalar_resource_name",

@@ -8,12 +8,16 @@ coroutines (API writes) belong to PreBind/Bind or background tasks.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from scheduler.clock import Clock
+from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.features import FeatureGates
 from scheduler.framework.nodeinfo import NodeInfo
 from scheduler.framework.objects import Pod
+from scheduler.framework.services import PluginServices
+from scheduler.framework.status import Status
 
 RawObject = Mapping[str, Any]
 
@@ -39,12 +43,18 @@ class ObjectStore(Protocol):
 
 
 class InformerAccess(Protocol):
-    def store(self, resource: str) -> ObjectStore:
+    def store(self, resource: str, *, field_selector: str | None = None) -> ObjectStore:
         """The shared store for a resource such as ``resourceclaims`` or ``nodes``;
-        one watch per resource in the process, however many ask for it."""
+        one watch per resource in the process, however many ask for it. A
+        ``field_selector`` narrows that one watch (e.g. to one ConfigMap); asking
+        for a different selector on the same resource later is an error."""
 
     def on_change(
-        self, resource: str, handler: Callable[[RawObject | None, RawObject | None], None]
+        self,
+        resource: str,
+        handler: Callable[[RawObject | None, RawObject | None], None],
+        *,
+        field_selector: str | None = None,
     ) -> None:
         """Call ``handler(old, new)`` for every change to the resource."""
 
@@ -77,9 +87,30 @@ class WaitingPod(Protocol):
     def reject(self, plugin: str, message: str) -> None: ...
 
 
+class PluginMetrics(Protocol):
+    """Upstream metrics that in-tree plugins record themselves."""
+
+    def preemption_attempt(self) -> None:
+        """``scheduler_preemption_attempts_total``."""
+
+    def preemption_victims(self, count: int) -> None:
+        """``scheduler_preemption_victims``."""
+
+    def resourceclaim_create(self, status: str) -> None:
+        """``scheduler_resourceclaim_creates_total{status}`` (DynamicResources)."""
+
+    def binding_conditions(self, profile: str, driver: str, status: str, seconds: float) -> None:
+        """``scheduler_dra_bindingconditions_wait_duration_seconds`` and
+        ``scheduler_dra_bindingconditions_allocations_total`` (DynamicResources)."""
+
+
 class Handle(Protocol):
     @property
     def profile_name(self) -> str: ...
+
+    @property
+    def feature_gates(self) -> FeatureGates:
+        """The feature gates in force (``--feature-gates`` over v1.36 defaults)."""
 
     @property
     def clock(self) -> Clock: ...
@@ -101,3 +132,35 @@ class Handle(Protocol):
     def waiting_pod(self, uid: str) -> WaitingPod | None: ...
 
     def waiting_pods(self) -> Sequence[WaitingPod]: ...
+
+    # ------------------------------------------------ for PostFilter plugins
+    def nominated_pods_for_node(self, node_name: str) -> Sequence[Pod]:
+        """Pods nominated to run on ``node_name`` (waiting for room freed by
+        preemption), newest versions."""
+
+    def run_filter_plugins_with_nominated_pods(
+        self, state: CycleState, pod: Pod, node_info: NodeInfo
+    ) -> Status | None:
+        """The profile's Filter plugins on ``node_info`` (may be a what-if
+        copy), counting nominated pods of greater or equal priority."""
+
+    def run_pre_filter_extension_add_pod(
+        self, state: CycleState, pod: Pod, pod_to_add: Pod, node_info: NodeInfo
+    ) -> Status | None:
+        """Every PreFilter plugin's ``add_pod`` extension (what-if: a pod added)."""
+
+    def run_pre_filter_extension_remove_pod(
+        self, state: CycleState, pod: Pod, pod_to_remove: Pod, node_info: NodeInfo
+    ) -> Status | None:
+        """Every PreFilter plugin's ``remove_pod`` extension (what-if: a pod removed)."""
+
+    def spawn(self, name: str, work: Coroutine[Any, Any, None]) -> None:
+        """Run API work in the background, outside the scheduling cycle; the
+        scheduler owns the task and stops it at shutdown."""
+
+    @property
+    def metrics(self) -> PluginMetrics: ...
+
+    @property
+    def services(self) -> PluginServices:
+        """HTTP endpoints, metrics and start-up steps (``framework.services``)."""

@@ -261,7 +261,10 @@ class NodeSelector:
     terms: tuple[NodeSelectorTerm, ...]
 
     def matches(self, name: str, labels: Mapping[str, str]) -> bool:
-        return any(term.matches(name, labels) for term in self.terms)
+        for term in self.terms:  # noqa: SIM110 - a loop: hot path, no generator
+            if term.matches(name, labels):
+                return True
+        return False
 
     def errors(self) -> tuple[str, ...]:
         return tuple(error for term in self.terms for error in term.errors)

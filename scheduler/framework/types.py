@@ -181,12 +181,13 @@ def reason_histogram(
 def fit_error_message(
     num_all_nodes: int, diagnosis: Diagnosis, counts: dict[str, int] | None = None
 ) -> str:
-    """``0/<N> nodes are available: <prefilter or histogram>. <postfilter>.``
+    """``0/<N> nodes are available: <prefilter or histogram>. <postfilter>``
 
-    Each part ends with ". ", as upstream's ``SeparatorFormat`` (" %v.") has
-    it, even the PostFilter message that often ends with a period already.
-    A PreFilter message replaces the histogram: PreFilter gave every node the
-    same status, so the histogram would only repeat it."""
+    The PreFilter message or the histogram ends with a period; the PostFilter
+    message is appended as it is (upstream 1.36 ``FitError.Error``; older
+    releases added a period after it too). A PreFilter message replaces the
+    histogram: PreFilter gave every node the same status, so the histogram
+    would only repeat it."""
     message = f"0/{num_all_nodes} nodes are available:"
     if diagnosis.pre_filter_msg:
         message += f" {diagnosis.pre_filter_msg}."
@@ -195,7 +196,7 @@ def fit_error_message(
         if histogram:
             message += f" {histogram}."
     if diagnosis.post_filter_msg:
-        message += f" {diagnosis.post_filter_msg}."
+        message += f" {diagnosis.post_filter_msg}"
     return message
 
 

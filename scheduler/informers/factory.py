@@ -117,18 +117,22 @@ class FactoryInformerAccess:
         self._factory = factory
         self._resources = resources
 
-    def _informer(self, resource: str) -> Informer:
+    def _informer(self, resource: str, field_selector: str | None = None) -> Informer:
         try:
             resource_type = self._resources[resource]
         except KeyError:
             raise KeyError(f"no informer for unknown resource {resource!r}") from None
-        return self._factory.informer(resource_type)
+        return self._factory.informer(resource_type, field_selector=field_selector)
 
-    def store(self, resource: str) -> ObjectStore:
-        return self._informer(resource).store
+    def store(self, resource: str, *, field_selector: str | None = None) -> ObjectStore:
+        return self._informer(resource, field_selector).store
 
     def on_change(
-        self, resource: str, handler: Callable[[RawObject | None, RawObject | None], None]
+        self,
+        resource: str,
+        handler: Callable[[RawObject | None, RawObject | None], None],
+        *,
+        field_selector: str | None = None,
     ) -> None:
         def on_add(new: Raw) -> None:
             handler(None, new)
@@ -139,4 +143,4 @@ class FactoryInformerAccess:
         def on_delete(old: Raw) -> None:
             handler(old, None)
 
-        self._informer(resource).add_handler(on_add, on_update, on_delete)
+        self._informer(resource, field_selector).add_handler(on_add, on_update, on_delete)

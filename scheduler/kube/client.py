@@ -24,8 +24,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncGenerator, Mapping
-from typing import Any
+from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 import aiohttp
 
@@ -58,6 +60,26 @@ _READ_BUFSIZE = 2**21
 _TRANSPORT_ERRORS = (aiohttp.ClientError, TimeoutError, OSError)
 
 
+class RequestMetrics(Protocol):
+    """Where the client reports each request (client-go's ``rest_client_*``)."""
+
+    def rest_request(self, method: str, host: str, code: str, seconds: float) -> None: ...
+
+    def rate_limiter_wait(self, verb: str, host: str, seconds: float) -> None: ...
+
+
+class _NoMetrics:
+    def rest_request(self, method: str, host: str, code: str, seconds: float) -> None:
+        pass
+
+    def rate_limiter_wait(self, verb: str, host: str, seconds: float) -> None:
+        pass
+
+
+# ``code`` of a request that got no HTTP answer, as client-go.
+NO_ANSWER = "<error>"
+
+
 class KubeClient:
     """Create with ``await KubeClient.connect(...)``; ``await close()`` at shutdown."""
 
@@ -82,6 +104,8 @@ class KubeClient:
         )
         self._watch_open_timeout = request_timeout
         self._watch_margin = watch_margin
+        self._metrics: RequestMetrics = _NoMetrics()
+        self._host = urlsplit(connection.host).netloc
 
     @classmethod
     async def connect(
@@ -146,6 +170,10 @@ class KubeClient:
     def limiter(self) -> RateLimiter:
         return self._limiter
 
+    def report_to(self, metrics: RequestMetrics) -> None:
+        """Report every request from now on (the root wires the registry)."""
+        self._metrics = metrics
+
     async def close(self) -> None:
         self._limiter.close()
         await self._session.close()
@@ -199,6 +227,7 @@ class KubeClient:
         path = resource.collection_path(namespace)
         silence = timeout_seconds + self._watch_margin
         loop = asyncio.get_running_loop()
+        started = time.perf_counter()
         try:
             async with asyncio.timeout(self._watch_open_timeout):
                 response = await self._session.request(
@@ -210,7 +239,12 @@ class KubeClient:
                     **self._request_extras(),
                 )
         except _TRANSPORT_ERRORS as err:
+            self._metrics.rest_request("GET", self._host, NO_ANSWER, time.perf_counter() - started)
             raise TransportError(f"watch {path}: {err!r}") from err
+        # A watch counts when its answer starts (its duration: until the headers).
+        self._metrics.rest_request(
+            "GET", self._host, str(response.status), time.perf_counter() - started
+        )
         async with response:
             if response.status != 200:
                 body = await self._read_body(response, path)
@@ -275,6 +309,22 @@ class KubeClient:
             priority=Priority.LOW,
         )
 
+    async def create_core_event(self, namespace: str, event: Mapping[str, Any]) -> None:
+        """POST a core/v1 Event (the fallback when events.k8s.io is refused)."""
+        await self._call(
+            "POST", f"/api/v1/namespaces/{namespace}/events", body=event, priority=Priority.LOW
+        )
+
+    async def patch_core_event(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        """Merge-patch a core/v1 Event (count and lastTimestamp)."""
+        await self._call(
+            "PATCH",
+            f"/api/v1/namespaces/{namespace}/events/{name}",
+            body=patch,
+            content_type=MERGE_PATCH,
+            priority=Priority.LOW,
+        )
+
     async def request(
         self,
         method: str,
@@ -308,11 +358,14 @@ class KubeClient:
         priority: Priority | None = None,
     ) -> Any:
         if priority is not None:
+            waited = time.perf_counter()
             await self._limiter.acquire(priority)
+            self._metrics.rate_limiter_wait(method, self._host, time.perf_counter() - waited)
         data = encode_json(body) if body is not None else None
         if data is not None and content_type is None:
             content_type = JSON
         headers = await self._headers(content_type)
+        started = time.perf_counter()
         try:
             async with self._session.request(
                 method,
@@ -326,7 +379,9 @@ class KubeClient:
                 status = response.status
                 payload = await response.read()
         except _TRANSPORT_ERRORS as err:
+            self._metrics.rest_request(method, self._host, NO_ANSWER, time.perf_counter() - started)
             raise TransportError(f"{method} {path}: {err!r}") from err
+        self._metrics.rest_request(method, self._host, str(status), time.perf_counter() - started)
         if not 200 <= status < 300:
             raise error_from_response(status, payload)
         return decode_json(payload)

@@ -91,6 +91,12 @@ RESOURCE_CLAIM_TEMPLATES = ResourceType(
 )
 RESOURCE_SLICES = ResourceType("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False)
 DEVICE_CLASSES = ResourceType("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", False)
+CONFIG_MAPS = ResourceType("", "v1", "configmaps", "ConfigMap", namespaced=True)
+# NeonVM custom resources (AutoscaleEnforcer); JSON only, NeonVM has no protobuf.
+VIRTUAL_MACHINES = ResourceType("vm.neon.tech", "v1", "virtualmachines", "VirtualMachine", True)
+VIRTUAL_MACHINE_MIGRATIONS = ResourceType(
+    "vm.neon.tech", "v1", "virtualmachinemigrations", "VirtualMachineMigration", namespaced=True
+)
 
 _ALL = (
     PODS,
@@ -115,6 +121,9 @@ _ALL = (
     RESOURCE_CLAIM_TEMPLATES,
     RESOURCE_SLICES,
     DEVICE_CLASSES,
+    CONFIG_MAPS,
+    VIRTUAL_MACHINES,
+    VIRTUAL_MACHINE_MIGRATIONS,
 )
 
 # By plural name, as plugins ask for them (``InformerAccess.store("resourceclaims")``).

@@ -32,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from scheduler.clock import Clock
 from scheduler.framework.events import (
@@ -44,7 +44,7 @@ from scheduler.framework.events import (
     Resource,
 )
 from scheduler.framework.objects import Pod
-from scheduler.framework.types import QueuedPodInfo
+from scheduler.framework.types import NominatingInfo, QueuedPodInfo
 from scheduler.queue import crosstopology
 from scheduler.queue.backoff import BackoffPolicy, failed_with_error
 from scheduler.queue.hints import HintEvaluator, Strategy, is_pod_updated, pod_update_events
@@ -57,6 +57,7 @@ from scheduler.queue.metrics import (
     QueueMetrics,
     QueueName,
 )
+from scheduler.queue.nominator import Nominator
 from scheduler.queue.placement import Placement
 from scheduler.queue.profile import QueueProfile
 
@@ -97,6 +98,7 @@ class SchedulingQueue:
             metrics=self._metrics,
         )
         self._in_flight = InFlight(self._metrics)
+        self._nominator = Nominator()
         self._hints = HintEvaluator(self._profiles, self._metrics, clock)
         self._deleted_in_flight: set[str] = set()
         self._cycle = 0
@@ -110,7 +112,8 @@ class SchedulingQueue:
         """A new unassigned pod of one of our profiles."""
         if pod.scheduler_name not in self._profiles or pod.assigned:
             return
-        self._place.to_active(self._new_pinfo(pod), UNSCHEDULED_POD_ADD.label)
+        if self._place.to_active(self._new_pinfo(pod), UNSCHEDULED_POD_ADD.label):
+            self._nominator.add(pod, None)
         self._changed()
 
     def update(self, old: Pod, new: Pod) -> None:
@@ -126,8 +129,12 @@ class SchedulingQueue:
             return
         found = self._place.find(new.key)
         if found is None:
-            self._place.to_active(self._new_pinfo(new), UNSCHEDULED_POD_UPDATE.label)
-        elif found[0] in (QueueName.ACTIVE, QueueName.BACKOFF):
+            if self._place.to_active(self._new_pinfo(new), UNSCHEDULED_POD_UPDATE.label):
+                self._nominator.add(new, None)
+            self._changed()
+            return
+        self._nominator.update(old, new)
+        if found[0] in (QueueName.ACTIVE, QueueName.BACKOFF):
             found[1].pod = new
             self._place.active.fix(new.key)
             self._place.backoff.fix(new.key)
@@ -142,6 +149,7 @@ class SchedulingQueue:
 
     def delete(self, pod: Pod) -> None:
         """Forget the pod everywhere; if it is in flight, it will not come back."""
+        self._nominator.delete(pod)
         removed = self._place.remove(pod.key)
         if removed is not None:
             self._count_rejectors(removed, -1)
@@ -183,6 +191,23 @@ class SchedulingQueue:
                 from_backoff = True
             self._place.to_active(pinfo, MoveEvent.FORCE_ACTIVATE, from_backoff=from_backoff)
         self._changed()
+
+    # ------------------------------------------------------------ nominator
+    def add_nominated_pod(self, pod: Pod, info: NominatingInfo | None) -> None:
+        """Record (or clear) where ``pod`` is nominated: the failure handler
+        after PostFilter, before the API write that persists it."""
+        self._nominator.add(pod, info)
+
+    def delete_nominated_pod_if_exists(self, pod: Pod) -> None:
+        """The pod was assumed on a node: it no longer holds a nomination."""
+        self._nominator.delete(pod)
+
+    def nominated_pods_for_node(self, node_name: str) -> Sequence[Pod]:
+        return self._nominator.pods_for_node(node_name)
+
+    def nominated_by_node(self) -> Mapping[str, Sequence[Pod]]:
+        """Every nomination by node, read-only (for one scheduling cycle)."""
+        return self._nominator.by_node()
 
     # ------------------------------------------------------------ scheduling loop
     @property

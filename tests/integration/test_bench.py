@@ -7,7 +7,6 @@ that every pod was bound and that no node was overcommitted.
 
 from __future__ import annotations
 
-import math
 import os
 import subprocess
 import sys
@@ -16,18 +15,22 @@ from typing import Any
 
 import orjson
 import pytest
+import yaml
 
 from bench.apirequests import delta, mutating, request_counts, scheduler_writes
 from bench.checks import overcommitted_nodes, unbound_pods
 from bench.histogram import ATTEMPT_DURATION, histogram
 from bench.podwatch import BoundPods
 from bench.procstat import cpu_seconds, peak_rss_bytes
+from bench.profiles import our_default_profile, same_plugins_profile
 from bench.report import METRICS
+from bench.schedulers import PROFILE_NAMES, SchedulerKind, config_document
 from bench.throughput import ThroughputSampler, percentile, summarize
 from bench.workload import PRESETS, node_body, node_name, pod_body
+from localcluster import control_plane_binary
 
 ROOT = Path(__file__).resolve().parents[2]
-RUN_DEADLINE_SECONDS = 300  # bounds a hung run; the tiny workload needs ~15 s
+RUN_DEADLINE_SECONDS = 400  # bounds a hung run; four tiny runs need about a minute
 
 
 # ------------------------------------------------------------ sampling rules
@@ -245,25 +248,79 @@ def test_bound_pods_counts_each_bound_pod_once(
 
 def test_presets_match_the_documented_sizes() -> None:
     sizes = {key: (w.nodes, w.init_pods, w.pods) for key, w in PRESETS.items()}
-    assert sizes == {"basic": (5000, 1000, 5000), "small": (100, 100, 500)}
+    assert sizes == {
+        "basic": (5000, 1000, 5000),
+        "basic500": (500, 500, 2000),
+        "small": (100, 100, 500),
+        "scale": (15000, 0, 30000),
+        "nodeaffinity": (5000, 5000, 1000),
+        "dra": (500, 2500, 2500),
+        "dra-selector": (500, 2500, 2500),
+    }
+
+
+def test_node_affinity_workload_is_scheduler_perfs() -> None:
+    workload = PRESETS["nodeaffinity"]
+    assert workload.name == "SchedulingNodeAffinity"
+    labels = workload.template.node_labels
+    node = node_body(node_name(7), labels(7))
+    assert node["metadata"]["labels"] == {"topology.kubernetes.io/zone": "zone1"}
+    first = pod_body("a", "ns", "pyscheduler", workload.template.pod_spec)
+    second = pod_body("b", "ns", "pyscheduler", workload.template.pod_spec)
+    required = first["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]
+    assert required["nodeSelectorTerms"][0]["matchExpressions"] == [
+        {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["zone1", "zone2"]}
+    ]
+    assert first["spec"]["affinity"] is not second["spec"]["affinity"]  # never shared
+    assert workload.resized(pods=10).template is workload.template
+    assert "labels" not in node_body(node_name(0))["metadata"]
+
+
+# ------------------------------------------------- upstream's configuration
+@pytest.mark.integration  # runs the control-plane binary's kube-scheduler
+@pytest.mark.parametrize("kind", [SchedulerKind.UPSTREAM, SchedulerKind.UPSTREAM_DEFAULT])
+def test_upstream_accepts_the_generated_configuration(tmp_path: Path, kind: SchedulerKind) -> None:
+    """kube-scheduler builds its frameworks from the file (plugins and args
+    validated) and writes the completed configuration back, without a cluster."""
+    kubeconfig = tmp_path / "unused.kubeconfig"
+    kubeconfig.write_text(
+        "apiVersion: v1\nkind: Config\n"
+        "clusters: [{name: x, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "users: [{name: x, user: {token: t}}]\n"
+        "contexts: [{name: x, context: {cluster: x, user: x}}]\ncurrent-context: x\n"
+    )
+    config = tmp_path / "config.yaml"
+    config.write_text(config_document(kind, kubeconfig))
+    written = tmp_path / "written.yaml"
+    done = subprocess.run(
+        [
+            str(control_plane_binary()),
+            "kube-scheduler",
+            f"--config={config}",
+            f"--write-config-to={written}",
+            "--secure-port=0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    (profile,) = yaml.safe_load(written.read_text())["profiles"]
+    assert profile["schedulerName"] == PROFILE_NAMES[kind]
+    if kind is SchedulerKind.UPSTREAM:
+        enabled = [entry["name"] for entry in profile["plugins"]["multiPoint"]["enabled"]]
+        ours = our_default_profile(PROFILE_NAMES[SchedulerKind.OURS])
+        assert enabled == list(same_plugins_profile(ours, "x").plugins)
 
 
 # -------------------------------------------------------------- end to end
-@pytest.mark.integration  # bench.run starts its own control plane
-def test_tiny_benchmark_binds_every_pod_with_both_schedulers(tmp_path: Path) -> None:
-    out = tmp_path / "report.json"
-    argv = [
-        sys.executable,
-        "-m",
-        "bench.run",
-        "--nodes=5",
-        "--init-pods=5",
-        "--pods=20",
-        "--schedulers=ours,upstream",
-        f"--out={out}",
-    ]
+def _bench(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "bench.run", "--repeat=1", f"--results-dir={tmp_path}", *args]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run(
+    return subprocess.run(
         argv,
         cwd=ROOT,
         env=env,
@@ -272,33 +329,77 @@ def test_tiny_benchmark_binds_every_pod_with_both_schedulers(tmp_path: Path) -> 
         timeout=RUN_DEADLINE_SECONDS,
         check=False,
     )
-    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
-    report = orjson.loads(out.read_bytes())
 
-    assert report["workload"] == {"name": "custom", "nodes": 5, "init_pods": 5, "pods": 20}
+
+@pytest.mark.integration  # bench.run starts its own control planes
+@pytest.mark.parametrize(
+    ("mode", "args"),
+    [
+        pytest.param("streaming", ["--workload=small", "--init-pods=4"], id="streaming"),
+        # The scale preset's path (backlog, no init pods), at a tiny size.
+        pytest.param("backlog", ["--workload=scale"], id="backlog"),
+    ],
+)
+def test_tiny_benchmark_binds_every_pod_with_every_scheduler(
+    tmp_path: Path, mode: str, args: list[str]
+) -> None:
+    done = _bench(tmp_path, *args, "--nodes=3", "--pods=12", f"--mode={mode}")
+    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    report = orjson.loads((tmp_path / f"custom-{mode}.json").read_bytes())
+    assert (tmp_path / f"custom-{mode}.md").read_text().startswith("# custom, " + mode)
+
+    assert report["mode"] == mode
+    assert report["workload"]["pods"] == 12
     assert report["all_correct"] is True
+    assert report["machine"]["cpus"] >= 1
+    assert report["commit"]
     runs = {run["scheduler"]: run for run in report["runs"]}
-    assert set(runs) == {"ours", "upstream"}
-    assert {run["profile"] for run in runs.values()} == {"pyscheduler", "default-scheduler"}
+    assert set(runs) == {str(kind) for kind in SchedulerKind}
+    assert {run["profile"] for run in runs.values()} == set(PROFILE_NAMES.values())
     for run in runs.values():
         assert run["correct"], run
-        assert (run["measured_bound"], run["unbound_pods"]) == (20, 0)
-        assert run["completed"] is True
-        assert run["overcommitted_nodes"] == {}
-        assert run["cpu_seconds"] > 0
+        assert (run["measured_bound"], run["unbound_pods"]) == (12, 0)
         assert run["peak_rss_bytes"] > 0
-        assert run["wall_seconds"] > 0
-        assert {"nodes", "scheduler_ready", "init_pods", "measured"} <= set(run["phase_seconds"])
-        # A run this short may end before the first full 1 s sample.
-        assert run["throughput"] is None or set(run["throughput"]) >= {"average", "p50", "p99"}
-
+        assert run["cpu_seconds"] > 0
+        assert run["cpu_ms_per_pod"] is not None
+        assert run["progress"][-1][1] == 12
+        assert run["apiserver_requests_measured"]["POST pods/binding"] == 12
+        assert (run["startup_seconds"] is not None) == (mode == "backlog")
+    for name in ("ours", "upstream", "upstream-default"):
+        assert runs[name]["attempt_p99_ms"] is not None, name
+    assert runs["ceiling"]["attempt_p99_ms"] is None
+    assert runs["ceiling"]["scheduler_writes_per_pod"] == 1.0  # binds only
     metric_keys = {metric.key for metric in METRICS}
-    assert set(report["summary"]) == {"ours", "upstream"}
-    assert all(set(means) == metric_keys for means in report["summary"].values())
-    assert set(report["ratios"]) == metric_keys
-    assert report["ratios"]["pods_per_second"] > 0
+    assert all(set(spreads) == metric_keys for spreads in report["summary"].values())
+    assert set(report["ratios"]) == {
+        "ours/upstream",
+        "ours/ceiling",
+        "upstream/ceiling",
+        "ours/upstream-default",
+    }
+    assert report["ratios"]["ours/ceiling"]["pods_per_second"]["ratio"] > 0
+    assert "| metric |" in done.stdout
+    assert report["profiled"] is (mode == "backlog")  # the scale preset profiles
     for run in runs.values():
-        assert run["apiserver_requests_measured"]["POST pods/binding"] == 20
-        assert run["scheduler_writes_per_pod"] >= 1
-    assert math.isfinite(report["ratios"]["peak_rss_mib"])
-    assert "ours/upstream" in done.stdout
+        if run["profile_cpu_seconds"] is not None:  # py-spy / go present
+            assert 0 <= run["snapshot_cpu_seconds"] <= run["profile_cpu_seconds"] + 1e-9
+
+
+@pytest.mark.integration  # bench.run starts its own control planes
+def test_tiny_dra_benchmark_binds_every_pod_with_both_schedulers(tmp_path: Path) -> None:
+    done = _bench(
+        tmp_path,
+        "--workload=dra",
+        "--nodes=3",
+        "--init-pods=3",
+        "--pods=6",
+        "--mode=streaming",
+        "--schedulers=ours,upstream",
+    )
+    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    report = orjson.loads((tmp_path / "custom-streaming.json").read_bytes())
+    sizes = {key: report["workload"][key] for key in ("name", "nodes", "init_pods", "pods")}
+    assert sizes == {"name": "custom", "nodes": 3, "init_pods": 3, "pods": 6}
+    assert report["all_correct"] is True
+    for run in report["runs"]:
+        assert (run["measured_bound"], run["unbound_pods"]) == (6, 0), run

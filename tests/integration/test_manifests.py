@@ -30,6 +30,7 @@ from kubernetes_asyncio import client
 
 from tests.integration.conftest import Cluster, NodePool
 from tests.support.builders import make_node, make_pod
+from tests.support.dradriver import allocated_devices, simulated_driver
 from tests.support.kubeapi import condition, read_json, read_pod
 from tests.support.manifests import (
     MANIFESTS,
@@ -39,6 +40,7 @@ from tests.support.manifests import (
     resources,
     shipped_config_text,
 )
+from tests.support.ops import kubeconfig_token, ops_get
 from tests.support.scheduler import running_scheduler, unique_scheduler_name
 from tests.support.wait import eventually
 
@@ -254,6 +256,12 @@ DRA = "resource.k8s.io"
         ),
         pytest.param(_access("create", "events", namespace="team-a"), True, id="core events"),
         pytest.param(
+            _access("delete", "pods", namespace="team-a"), True, id="delete a preemption victim"
+        ),
+        pytest.param(
+            _access("watch", "poddisruptionbudgets", group="policy"), True, id="watch PDBs"
+        ),
+        pytest.param(
             _access("create", "leases", group=LEASES["group"], namespace=NAMESPACE),
             True,
             id="create its lease",
@@ -327,19 +335,29 @@ DRA = "resource.k8s.io"
         ),
         pytest.param(_access("create", "pods", namespace="team-a"), False, id="create pods"),
         pytest.param(_access("update", "pods", namespace="team-a"), False, id="update pod spec"),
-        pytest.param(_access("delete", "pods", namespace="team-a"), False, id="delete pods"),
+        pytest.param(_access("delete", "nodes"), False, id="delete nodes"),
         pytest.param(_access("patch", "nodes"), False, id="patch nodes"),
         pytest.param(_access("get", "secrets", namespace=NAMESPACE), False, id="read secrets"),
         pytest.param(_access("list", "configmaps"), False, id="list configmaps"),
         pytest.param(
             _access("update", "resourceclaims", group=DRA, namespace="team-a"),
-            False,
-            id="change a resourceclaim's spec",
+            True,
+            id="resourceclaims update (PreBind's finalizer, as system:kube-scheduler)",
         ),
         pytest.param(
             _access("create", "clusterrolebindings", group="rbac.authorization.k8s.io"),
             False,
             id="grant itself more",
+        ),
+        pytest.param(
+            _access("create", "tokenreviews", group="authentication.k8s.io"),
+            True,
+            id="review a scraper's token (ops port)",
+        ),
+        pytest.param(
+            _access("create", "subjectaccessreviews", group="authorization.k8s.io"),
+            True,
+            id="review a scraper's access (ops port)",
         ),
     ],
 )
@@ -434,6 +452,7 @@ async def _lease(kube: client.ApiClient, name: str) -> Obj:
 async def test_scheduler_binds_and_reports_with_only_its_service_account(
     leader_elect: bool,
     *,
+    control_plane: Cluster,
     service_account_kubeconfig: Path,
     kube: client.ApiClient,
     namespace: str,
@@ -479,9 +498,49 @@ async def test_scheduler_binds_and_reports_with_only_its_service_account(
         else:
             assert app.elector is None
         assert (app.event_sink.failed, app.event_sink.dropped) == (0, 0)
+        # The ops port's delegated reviews work with only the ServiceAccount's rights.
+        base = f"https://127.0.0.1:{app.server.bound_port}"
+        admin = kubeconfig_token(control_plane.kubeconfig)
+        assert (await ops_get(base, "/metrics"))[0] == 403
+        assert (await ops_get(base, "/metrics", admin))[0] == 200
 
     if leader_elect:
         released = await _lease(kube, lease_name)
         assert not released["spec"].get("holderIdentity"), "lease released on stop"
+    refused = [r.getMessage() for r in caplog.records if FORBIDDEN.search(r.getMessage())]
+    assert refused == []
+
+
+async def test_scheduler_allocates_a_dra_claim_with_only_its_service_account(
+    *,
+    service_account_kubeconfig: Path,
+    kube: client.ApiClient,
+    namespace: str,
+    nodes: NodePool,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """DynamicResources under the ClusterRole: claims, slices and classes are
+    read; the finalizer, allocation and reservedFor are written."""
+    caplog.set_level(logging.INFO)
+    core = client.CoreV1Api(kube)
+    name = unique_scheduler_name()
+    config_text = _shipped_config_for(name, leader_elect=False)
+    node = await nodes.create(make_node("gpu").obj())
+    async with (
+        simulated_driver(kube) as driver,
+        running_scheduler(service_account_kubeconfig, name, config_text=config_text),
+    ):
+        await driver.publish([node], devices=1)
+        await driver.template(namespace)
+        body = make_pod("trainer", namespace).scheduler(name).claim_template("gpu", "gpu").obj()
+        await core.create_namespaced_pod(namespace, _body(body))
+
+        async def bound() -> str:
+            return str((await read_pod(core, namespace, "trainer"))["spec"].get("nodeName", ""))
+
+        assert await eventually(bound, timeout=60, what="DRA pod bound") == node
+        (claim,) = await driver.claims(namespace)
+        assert allocated_devices([claim]) == [(driver.name, node, "gpu-0")]
+        assert [ref["name"] for ref in claim["status"]["reservedFor"]] == ["trainer"]
     refused = [r.getMessage() for r in caplog.records if FORBIDDEN.search(r.getMessage())]
     assert refused == []

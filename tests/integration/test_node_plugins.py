@@ -27,8 +27,10 @@ async def _node_of(core: client.CoreV1Api, namespace: str, name: str) -> str | N
 
 def upstream_messages(fit: str, preemption: str) -> set[str]:
     """Upstream's message, with or without the DefaultPreemption tail (the
-    plugin may or may not be in this build's default profile yet)."""
-    return {fit, f"{fit} {preemption}"}
+    plugin may or may not be in this build's default profile yet), after
+    DynamicResources' PostFilter tail (the default profile has it)."""
+    dra = "no new claims to deallocate"
+    return {fit, f"{fit} {preemption}", f"{fit} {dra}", f"{fit} {dra}, {preemption}"}
 
 
 async def test_node_selector_nobody_matches_waits_then_binds_to_a_matching_new_node(

@@ -8,7 +8,6 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import orjson
 import pytest
 from kubernetes_asyncio import client
@@ -18,6 +17,7 @@ from tests.integration.conftest import Cluster, NodePool
 from tests.support.builders import make_node, make_pod
 from tests.support.faultproxy import FaultProxy, Kind
 from tests.support.kubeapi import condition, create_all, list_pods, read_json, read_pod
+from tests.support.ops import kubeconfig_token, ops_get
 from tests.support.scheduler import running_scheduler, unique_scheduler_name
 from tests.support.wait import eventually
 
@@ -88,7 +88,13 @@ async def test_unschedulable_pod_is_told_why_then_binds_soon_after_a_node_is_add
         .taint("dedicated", "x")
         .obj()
     )
-    expected = "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu."
+    # The tail: DynamicResources' and DefaultPreemption's PostFilter reasons,
+    # as upstream's default profile has them.
+    expected = (
+        "0/3 nodes are available: 1 node(s) had untolerated taint(s), 2 Insufficient cpu. "
+        "no new claims to deallocate, "
+        "preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
+    )
     async with running_scheduler(control_plane.kubeconfig, name) as app:
         pod = make_pod("waiting", namespace).scheduler(name).requests(cpu="2")
         await core.create_namespaced_pod(namespace, pod.obj())
@@ -153,7 +159,10 @@ async def test_pods_bound_by_others_use_up_node_capacity(
             return found.get("message") if found else None
 
         message = await eventually(rejected, what="pod rejected for lack of cpu")
-        assert message == "0/1 nodes are available: 1 Insufficient cpu."
+        assert message == (
+            "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, "
+            "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+        )
 
         await core.delete_namespaced_pod("placed-by-hand", namespace, grace_period_seconds=0)
         placed = await eventually(
@@ -323,18 +332,16 @@ async def test_ops_endpoints_report_readiness_metrics_and_pod_diagnosis(
             return app.attempt_log.attempts(namespace, "too-big")
 
         await eventually(diagnosed, what="attempt recorded")
-        base = f"http://127.0.0.1:{app.server.bound_port}"
-        async with aiohttp.ClientSession() as session:
-            async with session.get(f"{base}/readyz") as response:
-                assert (response.status, await response.text()) == (200, "ok")
-            async with session.get(f"{base}/metrics") as response:
-                text = await response.text()
-            assert (
-                f'scheduler_schedule_attempts_total{{profile="{name}",result="unschedulable"}}'
-                in text
-            )
-            async with session.get(f"{base}/debug/pods/{namespace}/too-big") as response:
-                body = orjson.loads(await response.read())
+        base = f"https://127.0.0.1:{app.server.bound_port}"
+        admin = kubeconfig_token(control_plane.kubeconfig)
+        assert await ops_get(base, "/readyz") == (200, "ok")
+        status, text = await ops_get(base, "/metrics", admin)
+        assert status == 200
+        assert (
+            f'scheduler_schedule_attempts_total{{profile="{name}",result="unschedulable"}}' in text
+        )
+        status, text = await ops_get(base, f"/debug/pods/{namespace}/too-big", admin)
+        body = orjson.loads(text)
         attempt = body["attempts"][-1]
         assert attempt["result"] == "Unschedulable"
         verdict = next(iter(attempt["nodes"].values()))

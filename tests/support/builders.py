@@ -135,6 +135,18 @@ class PodBuilder:
         self._obj["spec"]["priority"] = priority
         return self
 
+    def priority_class(self, name: str) -> Self:
+        self._obj["spec"]["priorityClassName"] = name
+        return self
+
+    def start_time(self, timestamp: str) -> Self:
+        self._obj.setdefault("status", {})["startTime"] = timestamp
+        return self
+
+    def preemption_policy(self, policy: str) -> Self:
+        self._obj["spec"]["preemptionPolicy"] = policy
+        return self
+
     def nominated(self, node_name: str) -> Self:
         self._obj.setdefault("status", {})["nominatedNodeName"] = node_name
         return self
@@ -216,6 +228,12 @@ class PodBuilder:
         """One more request on the first container (for extended resource names)."""
         container = self._obj["spec"]["containers"][0]
         container.setdefault("resources", {}).setdefault("requests", {})[name] = quantity
+        return self
+
+    def limit(self, name: str, quantity: str) -> Self:
+        """A limit on the first container (extended resources need limit = request)."""
+        container = self._obj["spec"]["containers"][0]
+        container.setdefault("resources", {}).setdefault("limits", {})[name] = quantity
         return self
 
     def host_port(self, port: int, protocol: str = "TCP", host_ip: str = "") -> Self:
@@ -456,3 +474,60 @@ class LeaseBuilder:
 
 def make_lease(name: str = "pyscheduler", namespace: str = "kube-system") -> LeaseBuilder:
     return LeaseBuilder(name, namespace)
+
+
+class VirtualMachineBuilder:
+    """A NeonVM ``VirtualMachine`` (``vm.neon.tech/v1``): cpus in vCPUs or
+    millicpu quantities, memory in slots of ``slot_size``."""
+
+    def __init__(self, name: str, namespace: str = "default") -> None:
+        self._obj: Obj = {
+            "apiVersion": "vm.neon.tech/v1",
+            "kind": "VirtualMachine",
+            "metadata": {"name": name, "namespace": namespace, "labels": {}},
+            "spec": {
+                "schedulerName": "autoscale-scheduler",
+                "guest": {
+                    "cpus": {"min": 1, "max": 4, "use": 1},
+                    "memorySlots": {"min": 1, "max": 4, "use": 1},
+                    "memorySlotSize": "1Gi",
+                },
+            },
+            "status": {},
+        }
+
+    def cpus(self, min_: int | str, max_: int | str, use: int | str) -> Self:
+        self._obj["spec"]["guest"]["cpus"] = {"min": min_, "max": max_, "use": use}
+        return self
+
+    def memory_slots(self, min_: int, max_: int, use: int) -> Self:
+        self._obj["spec"]["guest"]["memorySlots"] = {"min": min_, "max": max_, "use": use}
+        return self
+
+    def slot_size(self, size: str) -> Self:
+        self._obj["spec"]["guest"]["memorySlotSize"] = size
+        return self
+
+    def pod_name(self, name: str) -> Self:
+        self._obj["status"]["podName"] = name
+        return self
+
+    def label(self, key: str, value: str) -> Self:
+        self._obj["metadata"]["labels"][key] = value
+        return self
+
+    def obj(self) -> Obj:
+        return copy.deepcopy(self._obj)
+
+
+def make_vm(name: str, namespace: str = "default") -> VirtualMachineBuilder:
+    return VirtualMachineBuilder(name, namespace)
+
+
+def make_config_map(name: str, namespace: str, data: dict[str, str]) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}"},
+        "data": dict(data),
+    }

@@ -301,14 +301,22 @@ def _overcommitted(info: NodeInfo) -> list[str]:
     return [f"{info.name}: overcommitted {', '.join(over)}"] if over else []
 
 
+@dataclass
+class SeedResult:
+    ours: Outcomes
+    upstream: Outcomes
+    disagreements: list[str]
+    violations: list[str]
+
+
 async def compare_seed(
     core: client.CoreV1Api,
     workload: Workload,
     namespaces: tuple[str, str, str],
     runners: tuple[Runner, Runner],
-) -> tuple[list[str], list[str]]:
-    """(disagreements, hard-constraint violations) for one workload;
-    ``namespaces`` = (placed pods, ours, upstream), all existing."""
+) -> SeedResult:
+    """Both outcomes, their disagreements and the hard-constraint violations
+    for one workload; ``namespaces`` = (placed pods, ours, upstream), all existing."""
     placed_ns, ours_ns, upstream_ns = namespaces
     ours_run, upstream_run = runners
     await create_cluster_state(core, workload, placed_ns)
@@ -325,4 +333,4 @@ async def compare_seed(
         for who, pods in (("ours", ours_pods), ("upstream", upstream_pods))
         for problem in hard_constraint_violations(workload.nodes, pods, placed)
     ]
-    return disagreements(ours, upstream), violations
+    return SeedResult(ours, upstream, disagreements(ours, upstream), violations)

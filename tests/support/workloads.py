@@ -132,9 +132,9 @@ def pod_requests(draft: Draft, pod: PodBuilder) -> None:
     roll = rng.random()
     if roll < 0.06 and draft.gpu_pods < MAX_GPU_PODS:
         draft.gpu_pods += 1
-        pod.request(GPU, "1")
+        pod.request(GPU, "1").limit(GPU, "1")
     elif roll < 0.09:
-        pod.request(GPU, "100")
+        pod.request(GPU, "100").limit(GPU, "100")
 
 
 def pod_node_selector(draft: Draft, pod: PodBuilder) -> None:

@@ -5,7 +5,7 @@ the framework are real."""
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,7 +13,9 @@ from scheduler.cache import Cache
 from scheduler.cycle.reporting import StatusWriter
 from scheduler.cycle.scheduler import Scheduler
 from scheduler.framework import ClusterEvent, Pod, QueuedPodInfo
+from scheduler.framework.types import NominatingInfo
 from scheduler.metrics import AttemptResult
+from scheduler.queue.nominator import Nominator
 from scheduler.runtime.framework import Framework
 from tests.support.clock import FakeClock
 from tests.unit.engine.objects import node
@@ -38,6 +40,7 @@ class FakeQueue:
     activated: list[Any] = field(default_factory=list)
     moves: list[tuple[ClusterEvent, Callable[[Pod], bool] | None]] = field(default_factory=list)
     journal: list[str] = field(default_factory=list)  # requeues and moves, in order
+    nominator: Nominator = field(default_factory=Nominator)
 
     @property
     def scheduling_cycle(self) -> int:
@@ -69,6 +72,15 @@ class FakeQueue:
 
     def activate(self, pods: Any) -> None:
         self.activated.extend(pods)
+
+    def add_nominated_pod(self, pod: Pod, info: NominatingInfo | None) -> None:
+        self.nominator.add(pod, info)
+
+    def delete_nominated_pod_if_exists(self, pod: Pod) -> None:
+        self.nominator.delete(pod)
+
+    def nominated_by_node(self) -> Mapping[str, Sequence[Pod]]:
+        return self.nominator.by_node()
 
     def move_all_to_active_or_backoff(
         self,

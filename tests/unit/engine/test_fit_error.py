@@ -72,13 +72,13 @@ def statuses(**by_node: Status) -> NodeToStatus:
                 "victims found for incoming pod.",
             ),
             "0/2 nodes are available: 2 Insufficient cpu. preemption: 0/2 nodes are "
-            "available: 2 No preemption victims found for incoming pod..",
-            id="the PostFilter message follows, with upstream's double period",
+            "available: 2 No preemption victims found for incoming pod.",
+            id="the PostFilter message follows as it is (1.36: no second period)",
         ),
         pytest.param(
             1,
             Diagnosis(pre_filter_msg="no", post_filter_msg="not helpful"),
-            "0/1 nodes are available: no. not helpful.",
+            "0/1 nodes are available: no. not helpful",
             id="PreFilter and PostFilter messages",
         ),
         pytest.param(

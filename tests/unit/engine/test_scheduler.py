@@ -146,7 +146,7 @@ async def test_post_filter_message_and_nomination_are_reported() -> None:
     )
     h = harness(framework)
     await schedule(h)
-    message = "0/1 nodes are available: 1 full. preemption: wait."
+    message = "0/1 nodes are available: 1 full. preemption: wait"
     assert h.recorder.events == [failed(message)]
     (_, _, patch), *_ = h.status.submitted
     assert patch["status"]["nominatedNodeName"] == "n1"
@@ -430,7 +430,7 @@ async def test_post_filter_error_message_is_reported() -> None:
     )
     h = harness(framework)
     await schedule(h)
-    assert h.recorder.events == [failed("0/1 nodes are available: 1 full. cannot list PDBs.")]
+    assert h.recorder.events == [failed("0/1 nodes are available: 1 full. cannot list PDBs")]
 
 
 async def test_a_deleting_pod_is_reported_as_skipped() -> None:

@@ -16,6 +16,9 @@ from plugins.node_affinity import (
     NodeAffinityArgs,
 )
 from plugins.node_affinity.plugin import new
+from plugins.registry import in_tree_registry
+from scheduler.app import resolve
+from scheduler.config import ConfigError, parse_config
 from scheduler.framework import (
     ActionType,
     ClusterEvent,
@@ -432,7 +435,7 @@ def test_preferred_term_that_does_not_parse_is_an_error() -> None:
                     "nodeSelectorTerms": [term(expression("zone", "Near", "a"))]
                 }
             },
-            "addedAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
+            "requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
             '.matchExpressions[0].operator: Unsupported value: "Near"',
             id="unknown operator",
         ),
@@ -442,7 +445,7 @@ def test_preferred_term_that_does_not_parse_is_an_error() -> None:
                     {"weight": 1, "preference": term(expression("zone", "In"))}
                 ]
             },
-            "addedAffinity.preferredDuringSchedulingIgnoredDuringExecution[0]"
+            "preferredDuringSchedulingIgnoredDuringExecution[0]"
             ".matchExpressions[0].values: Invalid value",
             id="In without values",
         ),
@@ -538,3 +541,40 @@ def test_sign_covers_selectors() -> None:
 
 def test_name() -> None:
     assert NodeAffinity.name == NAME == "NodeAffinity"
+
+
+CONFIG = """
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+profiles:
+- schedulerName: pinned
+  pluginConfig:
+  - name: NodeAffinity
+    args:
+      addedAffinity:
+        requiredDuringSchedulingIgnoredDuringExecution:
+          nodeSelectorTerms:
+          - matchExpressions:
+            - {key: pool, operator: %s, values: [batch]}
+"""
+
+
+def test_added_affinity_through_plugin_config() -> None:
+    config = parse_config(CONFIG % "In")
+    (profile,) = resolve(config, in_tree_registry())
+    args = profile.plugin_args[NAME]
+    assert isinstance(args, NodeAffinityArgs)
+    required = args.required()
+    assert required is not None
+    assert required.matches("n", {"pool": "batch"})
+    assert not required.matches("n", {"pool": "web"})
+
+
+def test_bad_added_affinity_names_the_field() -> None:
+    with pytest.raises(ConfigError) as raised:
+        resolve(parse_config(CONFIG % "Near"), in_tree_registry())
+    assert (
+        "profiles[0].pluginConfig[NodeAffinity].args.addedAffinity: "
+        "requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
+        '.matchExpressions[0].operator: Unsupported value: "Near"'
+    ) in str(raised.value)

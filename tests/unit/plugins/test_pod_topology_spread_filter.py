@@ -13,6 +13,7 @@ from plugins.pod_topology_spread import (
     PodTopologySpreadArgs,
     new,
 )
+from plugins.pod_topology_spread.filtering import CriticalPaths
 from scheduler.framework import Code, CycleState, Handle, NodeInfo, Status
 from tests.support.builders import make_node, make_pod
 from tests.unit.plugins.support import FakeHandle, FakeSnapshot, Obj, node_info, pod
@@ -289,3 +290,20 @@ def test_add_pod_without_pre_filter_state_is_an_error() -> None:
     status = plugin.add_pod(CycleState(), incoming, pod(web("w", "a1")), nodes[0])
     assert status is not None
     assert status.is_error()
+
+
+def test_critical_paths_track_two_domains_as_upstream() -> None:
+    paths = CriticalPaths()
+    for value, count in (("a", 3), ("b", 1), ("c", 2)):
+        paths.update(value, count)
+    assert (paths.values, paths.counts) == (["b", "c"], [1, 2])
+    paths.update("c", 0)  # a tracked domain drops below the first: they swap
+    assert (paths.values, paths.counts) == (["c", "b"], [0, 1])
+    paths.update("a", 5)  # an untracked domain that is not smaller: ignored
+    assert (paths.values, paths.counts) == (["c", "b"], [0, 1])
+    # A tracked domain grows past an untracked one (a: 3): upstream keeps it.
+    paths.update("b", 7)
+    assert (paths.values, paths.counts) == (["c", "b"], [0, 7])
+    clone = paths.clone()
+    clone.update("c", 9)
+    assert paths.counts == [0, 7], "clones are independent"

@@ -1,0 +1,213 @@
+"""Agent requests against the state: grants, denials and the migration choice.
+
+Pure and synchronous. ``handle_request`` applies one validated request (the
+protocol module has already turned wire units into millicores and bytes):
+
+- per resource, independently (the reference's deliberate choice): a request
+  at or below the pod's reservation is a notification and always accepted
+  (reservation := request, pressure cleared); an increase is granted up to
+  the node's remaining room rounded down to whole compute units, and never
+  less than the agent's ``lastPermit`` (a restarted plugin honours grants it
+  made before); what is not granted becomes capacity pressure;
+- the pod's start-up buffer is cleared: the agent has told us what it uses;
+- the outcome is checked before it is committed: no permit field is zero,
+  above the request, (for an increase) below the old reservation, or not
+  expressible in the request's protocol version. A
+  violation raises ``AgentRequestBug`` and leaves the state as it was.
+
+``RequestError`` carries the documented 4xx answers (unknown pod, migrating
+pod changing size, request not a multiple of the compute unit).
+
+Migration: a request from the pod to move asks for its migration
+(``wants_migration``; the adapter creates the VirtualMachineMigration);
+once the object exists the pod is migrating, and its agent's next answer
+carries ``migrate`` (increases become pressure); after that the agent may
+not change size. A node is under too much pressure when, for either resource,
+what is above the watermark plus pressure exceeds what migrations already
+account for plus slack. The pod to move is the first migratable,
+non-migrating pod in ``migration_order``: pods with metrics before pods
+without, then least loaded (``loadAvg1M``) first. Only VMs that opted in
+(``autoscaling.neon.tech/auto-migration-enabled=true``) or carry the
+testing label are candidates.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from plugins.autoscale_enforcer.state import ZERO, Amounts, NodeState, PodState, State
+
+ONE = Amounts(1, 1)
+
+
+class RequestError(Exception):
+    """A request refused with a documented status (4xx) and text body."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class AgentRequestBug(Exception):
+    """The computed answer broke a promise to agents; nothing was changed."""
+
+
+@dataclass(frozen=True, slots=True)
+class AgentInput:
+    pod_key: str
+    resources: Amounts
+    unit: Amounts  # the compute unit to grant in (the agent's from v4.0, else the node's)
+    last_permit: Amounts | None
+    metrics: float | None  # loadAvg1M
+    check_unit: bool  # protocols before v4.0: requests must be whole compute units
+    granularity: Amounts = ONE  # the permit must be expressible on the wire
+
+
+@dataclass(frozen=True, slots=True)
+class AgentOutcome:
+    permit: Amounts
+    migrate: bool
+    unit: Amounts  # the node's compute unit (sent to agents before v3.0)
+    node: str
+    freed: bool = False  # the node's reservation went down (pending pods may fit)
+    wants_migration: bool = False  # start migrating this pod (create the object)
+    pod_key: str = ""
+
+
+def _grant(
+    requested: int,
+    reserved: int,
+    remaining: int,
+    unit: int,
+    force_minimum: int,
+) -> tuple[int, int]:
+    """(new reservation, pressure) for one resource; ``remaining`` is the
+    node's free room (total minus everything reserved, this pod included)."""
+    if requested <= reserved:
+        return requested, 0
+    wanted = requested - reserved
+    most = (remaining // unit) * unit if unit > 0 else remaining
+    most = max(most, force_minimum - reserved)
+    if wanted > most:
+        return reserved + most, wanted - most
+    return requested, 0
+
+
+def _divides(requested: Amounts, unit: Amounts, pod: PodState) -> bool:
+    vm = pod.vm
+    if vm is not None and (
+        requested.cpu in (vm.cpu_min, vm.cpu_max) or requested.mem in (vm.mem_min, vm.mem_max)
+    ):
+        return True  # the reference relaxes the rule at the bounds (free-tier VMs)
+    if unit.has_zero() or requested.cpu % unit.cpu or requested.mem % unit.mem:
+        return False
+    return requested.cpu // unit.cpu == requested.mem // unit.mem
+
+
+def too_much_pressure(node: NodeState) -> bool:
+    reserved, watermark = node.reserved, node.watermark
+    if reserved.fits_in(watermark):
+        return False
+    for attr in ("cpu", "mem"):
+        r, w = getattr(reserved, attr), getattr(watermark, attr)
+        logical = max(0, r - w)
+        slack = getattr(node.buffer, attr) + max(0, w - r)
+        pressure = getattr(node.pressure, attr)
+        if logical + pressure > getattr(node.pressure_accounted_for, attr) + slack:
+            return True
+    return False
+
+
+def migration_order(node: NodeState) -> Sequence[PodState]:
+    """Migratable, not-yet-migrating VM pods, cheapest to move first."""
+    candidates = [
+        pod
+        for pod in node.pods.values()
+        if pod.vm is not None and not pod.migrating and (pod.vm.migratable or pod.vm.always_migrate)
+    ]
+    candidates.sort(
+        key=lambda pod: (pod.metrics is None, pod.metrics or 0.0, pod.key),
+    )
+    return candidates
+
+
+def handle_request(state: State, request: AgentInput, *, migration_allowed: bool) -> AgentOutcome:
+    """Apply one agent request; raises ``RequestError`` or ``AgentRequestBug``,
+    and then nothing has changed (not even the stored metrics)."""
+    pod = state.pods.get(request.pod_key)
+    if pod is None or pod.vm is None:
+        raise RequestError(404, "pod not found")
+    node = state.nodes[pod.node]
+
+    order = migration_order(node)
+    at_top = bool(order) and order[0] is pod
+    should_migrate = at_top and too_much_pressure(node)
+    forced = pod.vm.always_migrate and pod.metrics is not None
+    wants_migration = (should_migrate or forced) and not pod.migrating and migration_allowed
+    # Tell the agent only once its migration object exists (the pod is migrating).
+    migrate = pod.migrating and not pod.migrate_told
+
+    requested = request.resources
+    if pod.migrate_told and requested != pod.reserved:
+        raise RequestError(
+            400, "cannot change resources: agent has already been informed that pod is migrating"
+        )
+    if request.check_unit and pod.agent_contact and not _divides(requested, node.unit, pod):
+        raise RequestError(
+            400,
+            f"requested resources {_show(requested)} do not divide cleanly by previous "
+            f"compute unit {_show(node.unit)}",
+        )
+
+    remaining = node.remaining  # node.reserved includes this pod's reservation
+    last = request.last_permit or ZERO
+    if migrate:
+        cpu = (min(requested.cpu, pod.reserved.cpu), max(0, requested.cpu - pod.reserved.cpu))
+        mem = (min(requested.mem, pod.reserved.mem), max(0, requested.mem - pod.reserved.mem))
+    else:
+        cpu = _grant(requested.cpu, pod.reserved.cpu, remaining.cpu, request.unit.cpu, last.cpu)
+        mem = _grant(requested.mem, pod.reserved.mem, remaining.mem, request.unit.mem, last.mem)
+    permit = Amounts(cpu[0], mem[0])
+    _check_permit(requested, pod.reserved, permit, request.granularity)
+    new = dataclasses.replace(
+        pod,
+        reserved=permit,
+        pressure=Amounts(cpu[1], mem[1]),
+        buffer=ZERO,
+        agent_contact=True,
+        metrics=request.metrics,
+        migrate_told=pod.migrate_told or migrate,
+    )
+    before = node.reserved
+    state.replace_pod(pod, new)
+    freed = not before.fits_in(node.reserved)
+    return AgentOutcome(
+        permit, migrate, node.unit, node.name, freed, wants_migration, request.pod_key
+    )
+
+
+def _check_permit(requested: Amounts, old: Amounts, permit: Amounts, step: Amounts) -> None:
+    for attr in ("cpu", "mem"):
+        q, r, p = getattr(requested, attr), getattr(old, attr), getattr(permit, attr)
+        bad_step = p % getattr(step, attr) != 0
+        if p == 0 or p > q or (q > r and p < r) or (q <= r and p != q) or bad_step:
+            raise AgentRequestBug(
+                f"refusing to answer permit {_show(permit)} to request {_show(requested)} "
+                f"with reservation {_show(old)}"
+            )
+
+
+def _show(amounts: Amounts) -> str:
+    return f"{{cpu: {amounts.cpu}m, mem: {amounts.mem}}}"
+
+
+def choose_migration(state: State, node_name: str) -> PodState | None:
+    """The pod to migrate off ``node_name`` now, if the node is over its watermark."""
+    node = state.nodes.get(node_name)
+    if node is None or not too_much_pressure(node):
+        return None
+    order = migration_order(node)
+    return order[0] if order else None

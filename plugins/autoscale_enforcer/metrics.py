@@ -1,0 +1,134 @@
+"""The ``autoscaling_plugin_*`` metrics, registered on the daemon's registry.
+
+Counters are updated where things happen; the per-node resource gauges are
+read from the state at scrape time by a collector, so they can never drift
+from it. Labels come from the constants here, never retyped.
+
+| metric | type | labels |
+| --- | --- | --- |
+| ``autoscaling_plugin_extension_calls_total`` | counter | method |
+| ``autoscaling_plugin_extension_call_fails_total`` | counter | method, status |
+| ``autoscaling_plugin_resource_requests_total`` | counter | code |
+| ``autoscaling_plugin_resource_requests_results_total`` | counter | code, node |
+| ``autoscaling_plugin_node_cpu_resources_current`` (cores) | gauge | node, field |
+| ``autoscaling_plugin_node_mem_resources_current`` (bytes) | gauge | node, field |
+| ``autoscaling_plugin_migrations_created_total`` | counter | |
+| ``autoscaling_plugin_migration_create_fails_total`` | counter | |
+| ``autoscaling_plugin_migrations_deleted_total`` | counter | phase |
+| ``autoscaling_plugin_migration_delete_fails_total`` | counter | phase |
+| ``autoscaling_plugin_reserve_should_deny_total`` | counter | node |
+| ``autoscaling_plugin_config_rejected_total`` | counter | |
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable, Iterator
+
+from prometheus_client import CollectorRegistry, Counter
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from plugins.autoscale_enforcer.state import Amounts, NodeState, State
+
+PREFIX = "autoscaling_plugin"
+
+
+class Method(enum.StrEnum):
+    FILTER = "Filter"
+    SCORE = "Score"
+    NORMALIZE_SCORE = "NormalizeScore"
+    RESERVE = "Reserve"
+    UNRESERVE = "Unreserve"
+
+
+class Field(enum.StrEnum):
+    TOTAL = "Total"
+    RESERVED = "Reserved"
+    BUFFER = "Buffer"
+    WATERMARK = "Watermark"
+    CAPACITY_PRESSURE = "CapacityPressure"
+    PRESSURE_ACCOUNTED_FOR = "PressureAccountedFor"
+    MIGRATING = "Migrating"
+
+
+def _fields(node: NodeState) -> dict[Field, Amounts]:
+    return {
+        Field.TOTAL: node.total,
+        Field.RESERVED: node.reserved,
+        Field.BUFFER: node.buffer,
+        Field.WATERMARK: node.watermark,
+        Field.CAPACITY_PRESSURE: node.pressure,
+        Field.PRESSURE_ACCOUNTED_FOR: node.pressure_accounted_for,
+        Field.MIGRATING: node.migrating,
+    }
+
+
+class NodeGauges(Collector):
+    """Per-node gauges read from the state at scrape time."""
+
+    def __init__(self, state: Callable[[], State | None]) -> None:
+        self._state = state
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        cpu = GaugeMetricFamily(
+            f"{PREFIX}_node_cpu_resources_current",
+            "Node CPU (cores) by field, as the AutoscaleEnforcer accounts it",
+            labels=["node", "field"],
+        )
+        mem = GaugeMetricFamily(
+            f"{PREFIX}_node_mem_resources_current",
+            "Node memory (bytes) by field, as the AutoscaleEnforcer accounts it",
+            labels=["node", "field"],
+        )
+        state = self._state()
+        for node in () if state is None else state.nodes.values():
+            if node.budget is None:
+                continue
+            for field, amounts in _fields(node).items():
+                cpu.add_metric([node.name, field], amounts.cpu / 1000)
+                mem.add_metric([node.name, field], amounts.mem)
+        yield cpu
+        yield mem
+
+
+class AutoscaleMetrics:
+    def __init__(self, registry: CollectorRegistry, state: Callable[[], State | None]) -> None:
+        def counter(name: str, doc: str, labels: tuple[str, ...] = ()) -> Counter:
+            return Counter(f"{PREFIX}_{name}", doc, labels, registry=registry)
+
+        self.extension_calls = counter(
+            "extension_calls_total", "Calls to the plugin's extension points", ("method",)
+        )
+        # Children bound once: Filter and Score count a call per node.
+        self.calls = {method: self.extension_calls.labels(method) for method in Method}
+        self.extension_call_fails = counter(
+            "extension_call_fails_total",
+            "Extension point calls that failed (Unschedulable from Filter not counted)",
+            ("method", "status"),
+        )
+        self.requests = counter(
+            "resource_requests_total", "Agent API requests by HTTP status", ("code",)
+        )
+        self.request_results = counter(
+            "resource_requests_results_total",
+            "Agent API requests for known pods by HTTP status and node",
+            ("code", "node"),
+        )
+        self.migrations_created = counter("migrations_created", "Migrations created")
+        self.migration_create_fails = counter(
+            "migration_create_fails", "Failed attempts to create a migration"
+        )
+        self.migrations_deleted = counter(
+            "migrations_deleted", "Finished migrations deleted", ("phase",)
+        )
+        self.migration_delete_fails = counter(
+            "migration_delete_fails", "Failed deletions of finished migrations", ("phase",)
+        )
+        self.reserve_should_deny = counter(
+            "reserve_should_deny", "Reserve calls for a pod that does not fit", ("node",)
+        )
+        self.config_rejected = counter(
+            "config_rejected", "ConfigMap updates rejected (the last good config stays)"
+        )
+        registry.register(NodeGauges(state))

@@ -1,0 +1,303 @@
+"""AutoscaleEnforcer: the thin adapter between the framework and the pure state.
+
+The state is fed by ``cluster.ClusterFeed`` (informers, config); agents are
+answered by ``agent_api.AgentApi``; migrations are created and cleaned up by
+``migration.MigrationController``. This module wires them to the Handle.
+
+Extension points (lifecycle order): Filter, Score (+ NormalizeScore, which
+randomizes only when configured), Reserve, Unreserve. Decisions read the
+state built from shared informers (nodes, pods, VirtualMachines), never the
+API: no call per Filter.
+
+- VM pods carry the ``vm.neon.tech/name`` label and are sized by their VM's
+  current ``use``; other pods by their requests.
+- Filter and Score ask the state "what if" over the framework's view of the
+  node (pods it lists that we hold, plus pods it lists that we do not), and
+  change nothing. Reserve holds the pod (refusing, and counting
+  ``reserve_should_deny``, when it does not fit), Unreserve releases a pod
+  Reserve held and no informer confirmed; both are idempotent.
+- Start step: wait up to ``initConfigMapTimeoutSeconds`` for a valid config
+  in the ConfigMap, check it names this profile, then rebuild the state from
+  the informer stores (VM pods first seen bound are held at their maximum
+  until their agent reports). Until then no agent request is answered.
+- Config updates apply to every node at once; an invalid one keeps the last
+  good config, is logged, counted and reported as a Warning event on the
+  ConfigMap.
+- The agent API (POST, port 10299) and ``GET /debug/plugins/autoscale-enforcer/state``
+  are served by the daemon (``Handle.services``); followers answer 503.
+- Migration (``doMigration``, default on): when an agent of the pod to move
+  asks, a VirtualMachineMigration is created by the migration worker; the
+  informer shows it, the pod is marked migrating and its agent is told
+  ``migrate`` on its next request; finished migrations we created are deleted.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+
+import orjson
+
+from plugins.autoscale_enforcer import scoring
+from plugins.autoscale_enforcer.agent_api import AgentApi
+from plugins.autoscale_enforcer.args import AutoscaleEnforcerArgs
+from plugins.autoscale_enforcer.cluster import ClusterFeed
+from plugins.autoscale_enforcer.metrics import AutoscaleMetrics, Method
+from plugins.autoscale_enforcer.migration import MigrationController
+from plugins.autoscale_enforcer.protocol import MAX_HTTP_BODY_SIZE
+from plugins.autoscale_enforcer.state import Amounts, NodeState, State
+from plugins.autoscale_enforcer.vm import VmError, VmInfo, vm_name_of_pod
+from scheduler.framework import (
+    CycleState,
+    FilterPlugin,
+    Handle,
+    HttpRequest,
+    HttpResponse,
+    NodeInfo,
+    NodeScore,
+    Pod,
+    ReservePlugin,
+    ScoreExtensions,
+    ScorePlugin,
+    Status,
+    parse_pod,
+)
+
+log = logging.getLogger(__name__)
+
+NAME = "AutoscaleEnforcer"
+AGENT_LISTENER = "autoscale-enforcer-agents"
+MIGRATION_WORKER = "autoscale-enforcer-migrations"
+STATE_DUMP_PATH = "autoscale-enforcer/state"
+
+MAX_WAITING_FOR_ROOM = 10_000
+REASON_NO_ROOM = "Not enough resources for pod"
+REASON_NO_ROOM_RESERVE = "Not enough resources to reserve for pod"
+REASON_NOT_STARTED = "AutoscaleEnforcer has no configuration yet"
+
+
+class _PodError(Exception):
+    def __init__(self, status: Status) -> None:
+        super().__init__(status.message)
+        self.status = status
+
+
+class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugin):
+    name = NAME
+
+    def __init__(
+        self, args: AutoscaleEnforcerArgs, handle: Handle, rng: random.Random | None = None
+    ) -> None:
+        self._args = args
+        self._handle = handle
+        self._rng = rng or random.Random()
+        try:
+            self._metrics = AutoscaleMetrics(
+                handle.services.metrics_registry, lambda: self._feed.state
+            )
+        except ValueError as error:  # its metrics are already registered
+            raise ValueError(
+                f"{NAME} can be enabled in one profile only (also in {handle.profile_name!r})"
+            ) from error
+        self._migrations = MigrationController(handle.api, self._metrics, sleep=handle.clock.sleep)
+        self._feed = ClusterFeed(args, handle, self._metrics, self._migrations.finished)
+        self._api: AgentApi | None = None
+        # Pods Filter rejected for room: an agent shrinking a VM is no cluster
+        # event, so they are woken here when room is freed. Bounded.
+        self._waiting_for_room: dict[str, None] = {}
+        services = handle.services
+        services.http.listen(
+            AGENT_LISTENER, args.agent_port, self._serve_agent, max_body_bytes=MAX_HTTP_BODY_SIZE
+        )
+        services.http.debug(STATE_DUMP_PATH, self._serve_dump)
+        services.on_start(NAME, self.start)
+        services.run(MIGRATION_WORKER, self._migrations.run)
+
+    # ------------------------------------------------------------ start-up
+    async def start(self) -> None:
+        """Wait for a valid config and rebuild the state (``ClusterFeed.start``)."""
+        state = await self._feed.start()
+        self._api = AgentApi(state, lambda: state.config.migration_enabled)
+
+    @property
+    def _state(self) -> State | None:
+        return self._feed.state
+
+    # ------------------------------------------------------- pod sizing
+    def _amount(self, state: State, pod: Pod) -> tuple[Amounts, VmInfo | None]:
+        """What the pod would reserve; raises ``_PodError`` with the status to return."""
+        name = vm_name_of_pod(pod.labels)
+        if name is None:
+            return Amounts(pod.requests.milli_cpu, pod.requests.memory), None
+        raw = self._feed.vm(pod.namespace, name)
+        if raw is None:
+            raise _PodError(
+                Status.unschedulable(f"VirtualMachine {pod.namespace}/{name} not found")
+            )
+        try:
+            vm = self._feed.parse_vm(raw)
+        except VmError as error:
+            raise _PodError(Status.unresolvable(f"Error getting pod vmInfo: {error}")) from None
+        if vm.slot_bytes != state.config.slot_bytes:
+            raise _PodError(
+                Status.unresolvable(
+                    f"VM for pod has bad MemSlotSize: expected {state.config.slot_bytes}, "
+                    f"found {vm.slot_bytes}"
+                )
+            )
+        return Amounts(vm.cpu_use, vm.mem_use), vm
+
+    def _reserved_after(
+        self, state: State, pod: Pod, node_info: NodeInfo, amount: Amounts
+    ) -> tuple[NodeState, Amounts] | None:
+        """What the node would reserve with the pod, over the framework's view of
+        it: pods it does not list are left out (a preemption what-if), pods it
+        lists that we do not hold are added by their requests (assumed pods of
+        other profiles). None for a node we cannot place on."""
+        node = state.nodes.get(node_info.name)
+        if node is None or node.budget is None:
+            return None
+        listed, held = node_info.pods, node.pods
+        reserved = node.reserved
+        if (
+            len(listed) == len(held)
+            and pod.key not in held
+            and all(p.uid in listed for p in held.values())
+        ):  # the common case: the same pods on both sides
+            return node, reserved + amount
+        for key, ours in held.items():
+            if ours.uid not in listed or key == pod.key:
+                reserved = reserved.minus(ours.reserved)
+        for uid, other in listed.items():
+            known = state.pods.get(other.key)
+            if uid != pod.uid and (known is None or known.node != node.name):
+                reserved = reserved + Amounts(other.requests.milli_cpu, other.requests.memory)
+        return node, reserved + amount
+
+    # --------------------------------------------------------- extension points
+    def _fail(self, method: Method, status: Status) -> Status:
+        self._metrics.extension_call_fails.labels(method, status.code.label).inc()
+        return status
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        self._metrics.calls[Method.FILTER].inc()
+        plugin_state = self._state
+        if plugin_state is None:
+            return self._fail(Method.FILTER, Status.as_error(REASON_NOT_STARTED))
+        try:
+            amount, _ = self._amount(plugin_state, pod)
+        except _PodError as error:
+            return self._fail(Method.FILTER, error.status)
+        found = self._reserved_after(plugin_state, pod, node_info, amount)
+        if found is None or not found[1].fits_in(found[0].total):
+            self._remember_waiting(pod.key)
+            return Status.unschedulable(REASON_NO_ROOM)
+        return None
+
+    def _remember_waiting(self, key: str) -> None:
+        waiting = self._waiting_for_room
+        waiting[key] = None
+        if len(waiting) > MAX_WAITING_FOR_ROOM:
+            del waiting[next(iter(waiting))]
+
+    def _wake_waiting(self) -> None:
+        keys, self._waiting_for_room = list(self._waiting_for_room), {}
+        pods = [parse_pod(raw) for key in keys if (raw := self._feed.pod(key)) is not None]
+        pending = [pod for pod in pods if not pod.node_name]
+        if pending:
+            self._handle.activate(pending)
+
+    def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
+        self._metrics.calls[Method.SCORE].inc()
+        plugin_state = self._state
+        if plugin_state is None:
+            return 0, self._fail(Method.SCORE, Status.as_error(REASON_NOT_STARTED))
+        try:
+            amount, _ = self._amount(plugin_state, pod)
+        except _PodError as error:
+            return 0, self._fail(Method.SCORE, Status.as_error(error.status.message()))
+        found = self._reserved_after(plugin_state, pod, node_info, amount)
+        if found is None:
+            return 0, None
+        node, after = found
+        return scoring.score(after, node.total, plugin_state.max_total(), plugin_state.config), None
+
+    def score_extensions(self) -> ScoreExtensions:
+        return self
+
+    def normalize_score(
+        self, state: CycleState, pod: Pod, scores: list[NodeScore]
+    ) -> Status | None:
+        values = self.normalize_values([entry.score for entry in scores])
+        if values is not None:
+            for entry, value in zip(scores, values, strict=True):
+                entry.score = value
+        return None
+
+    def normalize_values(self, values: list[int]) -> list[int] | None:
+        plugin_state = self._state
+        if plugin_state is None or not plugin_state.config.randomize:
+            return values
+        return scoring.randomized(values, self._rng)
+
+    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        self._metrics.calls[Method.RESERVE].inc()
+        plugin_state = self._state
+        if plugin_state is None:
+            return self._fail(Method.RESERVE, Status.as_error(REASON_NOT_STARTED))
+        try:
+            amount, vm = self._amount(plugin_state, pod)
+        except _PodError as error:
+            return self._fail(Method.RESERVE, error.status)
+        if not plugin_state.reserve(pod.key, pod.uid, node_name, amount, vm):
+            self._metrics.reserve_should_deny.labels(node_name).inc()
+            return self._fail(Method.RESERVE, Status.unschedulable(REASON_NO_ROOM_RESERVE))
+        return None
+
+    def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        self._metrics.calls[Method.UNRESERVE].inc()
+        if self._state is not None:
+            self._state.unreserve(pod.key, node_name)
+
+    # ------------------------------------------------------------------ HTTP
+    def _serve_agent(self, request: HttpRequest) -> HttpResponse:
+        api = self._api
+        if api is None:  # the daemon gates this; kept for direct callers
+            return HttpResponse(503, "text/plain", b"not ready")
+        answer = api.handle(request.method, request.body)
+        code = str(answer.status)
+        self._metrics.requests.labels(code).inc()
+        if answer.node:
+            self._metrics.request_results.labels(code, answer.node).inc()
+        outcome = answer.outcome
+        if outcome is not None and outcome.freed:
+            self._wake_waiting()
+        if outcome is not None and outcome.wants_migration:
+            self._start_migration(outcome.pod_key)
+        return HttpResponse(answer.status, answer.content_type, answer.body)
+
+    def _start_migration(self, pod_key: str) -> None:
+        state = self._state
+        pod = None if state is None else state.pods.get(pod_key)
+        if pod is None or pod.vm is None:
+            return
+        namespace, pod_name = pod_key.split("/", 1)
+        self._migrations.want(namespace, pod_name, pod.vm.name)
+
+    def _serve_dump(self, request: HttpRequest) -> HttpResponse:
+        state = self._state
+        if state is None:
+            return HttpResponse(503, "text/plain", b"not ready")
+        body = orjson.dumps(state.dump(), option=orjson.OPT_NON_STR_KEYS)
+        return HttpResponse(200, "application/json", body)
+
+    # -------------------------------------------------------------- for tests
+    @property
+    def state(self) -> State | None:
+        return self._state
+
+
+def new(args: object, handle: Handle) -> AutoscaleEnforcer:
+    if not isinstance(args, AutoscaleEnforcerArgs):
+        args = AutoscaleEnforcerArgs()
+    return AutoscaleEnforcer(args, handle)

@@ -1,0 +1,399 @@
+"""The pure node-capacity state of the AutoscaleEnforcer: no I/O, no asyncio.
+
+Per node and per resource (cpu in millicores, memory in bytes):
+
+- ``total``: what pods may reserve (allocatable minus the config's ``system``);
+- ``watermark``: the level above which the node sheds VMs (migration);
+- ``reserved``: the sum of every pod's ``reserved`` on the node. A VM pod's
+  reservation is the upper bound its agent may use; any other pod counts by
+  its requests (whoever scheduled it, requests of zero included);
+- ``buffer``: the part of ``reserved`` that only exists because the plugin
+  does not know yet what a VM uses (a VM first seen bound, e.g. after a
+  restart, is reserved at its maximum until its agent reports);
+- ``pressure``: increases asked for by agents and denied for lack of room;
+- ``pressure_accounted_for``: ``reserved + pressure`` of migrating pods;
+- ``migrating``: ``reserved`` of migrating pods.
+
+Invariants (``check_invariants`` proves them in tests):
+- every node counter equals the sum of its pods' contributions, so no
+  counter is ever negative; a pod's ``buffer`` never exceeds its ``reserved``;
+- a pod is on exactly one node and is keyed by ``namespace/name``;
+- a pod changes only by detach, change, attach (``replace_pod``), so the
+  node's sums stay exact; arithmetic on remaining room saturates at zero;
+- ``reserved`` may exceed ``total`` only through events the plugin does not
+  decide (pods bound by others, a node shrinking, start-up buffers, an
+  agent's ``lastPermit``), never through ``reserve`` or a granted increase.
+
+``fits``/``what_if`` answer Filter and Score without changing anything;
+``reserve``/``unreserve`` are symmetric and idempotent: ``unreserve`` drops
+only a pod that Reserve added and no informer has confirmed bound.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from plugins.autoscale_enforcer.config import Config, NodeBudget, derive_node
+from plugins.autoscale_enforcer.vm import VmInfo
+
+
+@dataclass(frozen=True, slots=True)
+class Amounts:
+    """cpu (millicores) and memory (bytes); never negative."""
+
+    cpu: int = 0
+    mem: int = 0
+
+    def __add__(self, other: Amounts) -> Amounts:
+        return Amounts(self.cpu + other.cpu, self.mem + other.mem)
+
+    def minus(self, other: Amounts) -> Amounts:
+        """Saturating subtraction: never below zero."""
+        return Amounts(max(0, self.cpu - other.cpu), max(0, self.mem - other.mem))
+
+    def fits_in(self, other: Amounts) -> bool:
+        return self.cpu <= other.cpu and self.mem <= other.mem
+
+    def has_zero(self) -> bool:
+        return self.cpu == 0 or self.mem == 0
+
+
+ZERO = Amounts()
+
+
+@dataclass(slots=True)
+class PodState:
+    key: str  # namespace/name
+    uid: str
+    node: str
+    reserved: Amounts
+    vm: VmInfo | None = None
+    buffer: Amounts = ZERO
+    pressure: Amounts = ZERO
+    confirmed: bool = False  # seen bound by the informer (else: only Reserved)
+    migrating: bool = False  # a migration object exists for it
+    migrate_told: bool = False  # its agent has been answered ``migrate``
+    metrics: float | None = None  # the agent's last loadAvg1M
+    agent_contact: bool = False  # has had a successful agent request
+
+    @property
+    def vm_key(self) -> str | None:
+        return f"{self.vm.namespace}/{self.vm.name}" if self.vm is not None else None
+
+
+@dataclass(slots=True)
+class NodeState:
+    name: str
+    allocatable: Amounts = ZERO
+    budget: NodeBudget | None = None  # None: node unknown or deleted (total 0)
+    reserved: Amounts = ZERO
+    buffer: Amounts = ZERO
+    pressure: Amounts = ZERO
+    pressure_accounted_for: Amounts = ZERO
+    migrating: Amounts = ZERO
+    pods: dict[str, PodState] = field(default_factory=dict)
+
+    @property
+    def total(self) -> Amounts:
+        budget = self.budget
+        return ZERO if budget is None else Amounts(budget.cpu_total, budget.mem_total)
+
+    @property
+    def watermark(self) -> Amounts:
+        budget = self.budget
+        return ZERO if budget is None else Amounts(budget.cpu_watermark, budget.mem_watermark)
+
+    @property
+    def unit(self) -> Amounts:
+        """The node's configured compute unit (cpu millicores, memory bytes)."""
+        budget = self.budget
+        return Amounts(1, 1) if budget is None else Amounts(budget.cpu_unit, budget.mem_unit)
+
+    @property
+    def remaining(self) -> Amounts:
+        return self.total.minus(self.reserved)
+
+
+def _contribution(pod: PodState) -> tuple[Amounts, Amounts, Amounts, Amounts, Amounts]:
+    """(reserved, buffer, pressure, migrating, accounted-for) the pod adds to its node."""
+    migrating = pod.reserved if pod.migrating else ZERO
+    accounted = pod.reserved + pod.pressure if pod.migrating else ZERO
+    return pod.reserved, pod.buffer, pod.pressure, migrating, accounted
+
+
+class State:
+    """Every node and pod the plugin accounts for. Single-threaded: called from
+    the event loop only (informer handlers, the scheduling cycle, the agent
+    handler), never across an await."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.nodes: dict[str, NodeState] = {}
+        self.pods: dict[str, PodState] = {}
+        self._pods_by_vm: dict[str, str] = {}
+        self._max_total: Amounts | None = None  # cached; None after node changes
+
+    # ------------------------------------------------------------ config
+    def set_config(self, config: Config) -> None:
+        """Replace the config; every node's budget is recomputed at once."""
+        self.config = config
+        self._max_total = None
+        for node in self.nodes.values():
+            if node.budget is not None:
+                node.budget = self._budget(node.name, node.allocatable)
+
+    def _budget(self, name: str, allocatable: Amounts) -> NodeBudget:
+        config = self.config
+        return derive_node(
+            config.node_config(name), config.slot_bytes, allocatable.cpu, allocatable.mem
+        )
+
+    def max_total(self) -> Amounts:
+        """The largest node total of each resource among current nodes
+        (cached: Score asks once per node per cycle)."""
+        if self._max_total is not None:
+            return self._max_total
+        cpu = mem = 0
+        for node in self.nodes.values():
+            total = node.total
+            cpu, mem = max(cpu, total.cpu), max(mem, total.mem)
+        self._max_total = Amounts(cpu, mem)
+        return self._max_total
+
+    # ------------------------------------------------------------- nodes
+    def upsert_node(self, name: str, allocatable: Amounts) -> None:
+        node = self.nodes.get(name)
+        if node is None:
+            node = self.nodes[name] = NodeState(name)
+        node.allocatable = allocatable
+        node.budget = self._budget(name, allocatable)
+        self._max_total = None
+
+    def remove_node(self, name: str) -> None:
+        """The node is gone; its pods are forgotten with it (they cannot run)."""
+        node = self.nodes.pop(name, None)
+        if node is None:
+            return
+        self._max_total = None
+        for key in list(node.pods):
+            self.pods.pop(key, None)
+        self._pods_by_vm = {vm: key for vm, key in self._pods_by_vm.items() if key in self.pods}
+
+    def _node(self, name: str) -> NodeState:
+        node = self.nodes.get(name)
+        if node is None:  # a pod seen before its node: holds nothing until it comes
+            node = self.nodes[name] = NodeState(name)
+        return node
+
+    # --------------------------------------------------- pod bookkeeping
+    def _attach(self, pod: PodState) -> None:
+        node = self._node(pod.node)
+        reserved, buffer, pressure, migrating, accounted = _contribution(pod)
+        node.reserved += reserved
+        node.buffer += buffer
+        node.pressure += pressure
+        node.migrating += migrating
+        node.pressure_accounted_for += accounted
+        node.pods[pod.key] = pod
+        self.pods[pod.key] = pod
+        vm_key = pod.vm_key
+        if vm_key is not None:
+            self._pods_by_vm[vm_key] = pod.key
+
+    def _detach(self, pod: PodState) -> None:
+        node = self.nodes[pod.node]
+        reserved, buffer, pressure, migrating, accounted = _contribution(pod)
+        node.reserved = node.reserved.minus(reserved)
+        node.buffer = node.buffer.minus(buffer)
+        node.pressure = node.pressure.minus(pressure)
+        node.migrating = node.migrating.minus(migrating)
+        node.pressure_accounted_for = node.pressure_accounted_for.minus(accounted)
+        del node.pods[pod.key]
+        del self.pods[pod.key]
+        vm_key = pod.vm_key
+        if vm_key is not None and self._pods_by_vm.get(vm_key) == pod.key:
+            del self._pods_by_vm[vm_key]
+        if node.budget is None and not node.pods:
+            del self.nodes[node.name]
+
+    def replace_pod(self, old: PodState, new: PodState) -> None:
+        """Swap a pod's record, keeping the node sums exact."""
+        self._detach(old)
+        self._attach(new)
+
+    def remove_pod(self, key: str) -> None:
+        """A pod deleted or terminal: release everything it held. Idempotent."""
+        pod = self.pods.get(key)
+        if pod is not None:
+            self._detach(pod)
+
+    def set_migrating(self, key: str, migrating: bool) -> None:
+        """A migration object for the pod appeared (True) or ended (False)."""
+        pod = self.pods.get(key)
+        if pod is None or pod.migrating == migrating:
+            return
+        told = pod.migrate_told and migrating
+        self.replace_pod(pod, dataclasses.replace(pod, migrating=migrating, migrate_told=told))
+
+    def pod_of_vm(self, vm_key: str) -> PodState | None:
+        key = self._pods_by_vm.get(vm_key)
+        return None if key is None else self.pods.get(key)
+
+    # --------------------------------------------------------- decisions
+    def reserved_if(
+        self, node_name: str, add: Amounts, *, without: Iterable[str] = (), extra: Amounts = ZERO
+    ) -> Amounts:
+        """What the node would reserve with ``add`` on top, leaving out the pods
+        ``without`` and counting ``extra`` for pods we do not know. Pure."""
+        node = self.nodes.get(node_name)
+        reserved = ZERO if node is None else node.reserved
+        for key in without:
+            pod = None if node is None else node.pods.get(key)
+            if pod is not None:
+                reserved = reserved.minus(pod.reserved)
+        return reserved + extra + add
+
+    def fits(
+        self, node_name: str, add: Amounts, *, without: Iterable[str] = (), extra: Amounts = ZERO
+    ) -> bool:
+        """Would ``add`` fit on the node (reserved <= total for both resources)?"""
+        node = self.nodes.get(node_name)
+        if node is None or node.budget is None:
+            return False
+        return self.reserved_if(node_name, add, without=without, extra=extra).fits_in(node.total)
+
+    def reserve(
+        self, key: str, uid: str, node_name: str, amount: Amounts, vm: VmInfo | None
+    ) -> bool:
+        """Reserve a pod being scheduled at ``amount`` (a VM at its current use).
+
+        Idempotent: a pod already held on this node is left as it is. False,
+        and nothing changes, when it does not fit."""
+        current = self.pods.get(key)
+        if current is not None and current.node == node_name:
+            return True
+        if current is not None:
+            self._detach(current)
+        if not self.fits(node_name, amount):
+            if current is not None:
+                self._attach(current)
+            return False
+        self._attach(PodState(key=key, uid=uid, node=node_name, reserved=amount, vm=vm))
+        return True
+
+    def unreserve(self, key: str, node_name: str) -> None:
+        """Undo ``reserve``: only a pod no informer has confirmed bound there.
+        Callable any number of times, with or without a prior Reserve."""
+        pod = self.pods.get(key)
+        if pod is not None and pod.node == node_name and not pod.confirmed:
+            self._detach(pod)
+
+    # ----------------------------------------------------- what we observe
+    def observe_pod(
+        self, key: str, uid: str, node_name: str, requests: Amounts, vm: VmInfo | None
+    ) -> None:
+        """A pod the informer shows bound to ``node_name``.
+
+        Known on that node: confirmed; a non-VM pod follows its requests (in-place
+        resize). New (bound by someone else, or before a restart): a non-VM pod
+        counts its requests; a VM pod is assumed at its maximum, the excess over
+        its use held as buffer until its agent reports."""
+        current = self.pods.get(key)
+        if current is not None and current.uid != uid:
+            self._detach(current)  # same name, new pod
+            current = None
+        if current is not None and current.node == node_name:
+            if current.confirmed and (current.vm is not None or current.reserved == requests):
+                return
+            new = dataclasses.replace(current, confirmed=True)
+            if current.vm is None:
+                new.reserved = requests
+            self.replace_pod(current, new)
+            return
+        if current is not None:
+            self._detach(current)
+        if vm is None:
+            pod = PodState(key=key, uid=uid, node=node_name, reserved=requests, confirmed=True)
+        else:
+            maximum = Amounts(vm.cpu_max, vm.mem_max)
+            use = Amounts(vm.cpu_use, vm.mem_use)
+            pod = PodState(
+                key=key,
+                uid=uid,
+                node=node_name,
+                reserved=maximum,
+                buffer=maximum.minus(use),
+                vm=vm,
+                confirmed=True,
+            )
+        self._attach(pod)
+
+    def observe_vm(self, vm: VmInfo) -> None:
+        """A VM changed (resized by hand or by its agent, bounds, labels).
+
+        Before any agent contact the pod is reserved at exactly the VM's use
+        (buffers aside); afterwards the reservation never drops below use."""
+        pod = self.pod_of_vm(f"{vm.namespace}/{vm.name}")
+        if pod is None:
+            return
+        use = Amounts(vm.cpu_use, vm.mem_use)
+        new = dataclasses.replace(pod, vm=vm)
+        if pod.agent_contact or pod.buffer != ZERO:
+            new.reserved = Amounts(max(pod.reserved.cpu, use.cpu), max(pod.reserved.mem, use.mem))
+        else:
+            new.reserved = use
+        if new == pod:
+            return
+        self.replace_pod(pod, new)
+
+    # --------------------------------------------------------------- tests
+    def check_invariants(self) -> None:
+        """Raise AssertionError if a counter differs from its pods' sum."""
+        for node in self.nodes.values():
+            sums = [ZERO] * 5
+            for pod in node.pods.values():
+                assert pod.node == node.name, pod
+                assert self.pods.get(pod.key) is pod, pod
+                assert pod.buffer.fits_in(pod.reserved), pod
+                sums = [a + b for a, b in zip(sums, _contribution(pod), strict=True)]
+            counters = (
+                node.reserved,
+                node.buffer,
+                node.pressure,
+                node.migrating,
+                node.pressure_accounted_for,
+            )
+            assert tuple(sums) == counters, (node.name, sums, counters)
+        assert sum(len(n.pods) for n in self.nodes.values()) == len(self.pods)
+        cached, self._max_total = self._max_total, None
+        assert cached is None or cached == self.max_total(), (cached, self.max_total())
+
+    def dump(self) -> Mapping[str, object]:
+        """A JSON-ready view for the debug endpoint."""
+        return {
+            "nodes": {name: _dump_node(node) for name, node in sorted(self.nodes.items())},
+            "maxTotal": dataclasses.asdict(self.max_total()),
+            "config": self.config.model_dump(mode="json", by_alias=True),
+        }
+
+
+def _dump_node(node: NodeState) -> dict[str, object]:
+    fields = ("total", "watermark", "reserved", "buffer", "pressure", "migrating")
+    dumped: dict[str, object] = {f: dataclasses.asdict(getattr(node, f)) for f in fields}
+    dumped["pressureAccountedFor"] = dataclasses.asdict(node.pressure_accounted_for)
+    dumped["pods"] = {
+        key: {
+            "reserved": dataclasses.asdict(pod.reserved),
+            "buffer": dataclasses.asdict(pod.buffer),
+            "pressure": dataclasses.asdict(pod.pressure),
+            "vm": pod.vm_key,
+            "confirmed": pod.confirmed,
+            "migrating": pod.migrating,
+            "migrateTold": pod.migrate_told,
+            "agentContact": pod.agent_contact,
+        }
+        for key, pod in sorted(node.pods.items())
+    }
+    return dumped

@@ -1,0 +1,103 @@
+"""NeonVM VirtualMachines (``vm.neon.tech/v1``) as the plugin sees them.
+
+``vm_info(raw)`` extracts a VM's cpu (millicores) and memory (bytes) bounds
+and current use from the raw object; it never mutates it and raises
+``VmError`` with the field's path when something is missing or malformed.
+``spec.guest.cpus`` values may be whole vCPUs (old NeonVM) or millicpu
+quantities (``"250m"``, ``0.5``); memory is ``memorySlots`` times ``memorySlotSize``.
+A missing ``use`` means ``min``, as NeonVM defaults it. ``min <= use <= max``
+is enforced by NeonVM; here a violation only widens the bounds (later
+upstream only warns too), so a VM is always reserved at its real ``use``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from scheduler.framework.quantity import QuantityError, to_milli, to_units
+
+LABEL_VM = "vm.neon.tech/name"
+LABEL_AUTO_MIGRATION = "autoscaling.neon.tech/auto-migration-enabled"
+LABEL_ALWAYS_MIGRATE = "autoscaling.neon.tech/testing-only-always-migrate"
+LABEL_ALWAYS_MIGRATE_OLD = "autoscaler/testing-only-always-migrate"
+
+VM_RESOURCE = "virtualmachines"
+MIGRATION_RESOURCE = "virtualmachinemigrations"
+
+
+class VmError(ValueError):
+    """A VirtualMachine this plugin cannot use."""
+
+
+@dataclass(frozen=True, slots=True)
+class VmInfo:
+    namespace: str
+    name: str
+    cpu_min: int
+    cpu_max: int
+    cpu_use: int
+    mem_min: int
+    mem_max: int
+    mem_use: int
+    slot_bytes: int
+    migratable: bool
+    always_migrate: bool
+
+
+def _number(value: Any, path: str, *, milli: bool) -> int:
+    if value is None or isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise VmError(f"{path}: expected a number, got {value!r}")
+    try:
+        result = to_milli(value) if milli else to_units(value)
+    except QuantityError as error:
+        raise VmError(f"{path}: {error}") from None
+    if result < 0:
+        raise VmError(f"{path}: must not be negative")
+    return result
+
+
+def _bounds(spec: Any, path: str, *, milli: bool) -> tuple[int, int, int]:
+    if not isinstance(spec, Mapping):
+        raise VmError(f"{path}: missing")
+    low = _number(spec.get("min"), f"{path}.min", milli=milli)
+    high = _number(spec.get("max"), f"{path}.max", milli=milli)
+    raw_use = spec.get("use")
+    use = low if raw_use is None else _number(raw_use, f"{path}.use", milli=milli)
+    if low > high:
+        raise VmError(f"{path}: min {spec.get('min')} > max {spec.get('max')}")
+    if use == 0:
+        raise VmError(f"{path}.use: must be non-zero")
+    return min(low, use), max(high, use), use
+
+
+def vm_info(raw: Mapping[str, Any]) -> VmInfo:
+    metadata = raw.get("metadata") or {}
+    guest = (raw.get("spec") or {}).get("guest") or {}
+    labels = metadata.get("labels") or {}
+    cpu_min, cpu_max, cpu_use = _bounds(guest.get("cpus"), "spec.guest.cpus", milli=True)
+    slot_min, slot_max, slot_use = _bounds(
+        guest.get("memorySlots"), "spec.guest.memorySlots", milli=False
+    )
+    slot_bytes = _number(guest.get("memorySlotSize"), "spec.guest.memorySlotSize", milli=False)
+    if slot_bytes == 0:
+        raise VmError("spec.guest.memorySlotSize: must be non-zero")
+    return VmInfo(
+        namespace=metadata.get("namespace") or "",
+        name=metadata.get("name") or "",
+        cpu_min=cpu_min,
+        cpu_max=cpu_max,
+        cpu_use=cpu_use,
+        mem_min=slot_min * slot_bytes,
+        mem_max=slot_max * slot_bytes,
+        mem_use=slot_use * slot_bytes,
+        slot_bytes=slot_bytes,
+        migratable=labels.get(LABEL_AUTO_MIGRATION) == "true",
+        always_migrate=LABEL_ALWAYS_MIGRATE in labels or LABEL_ALWAYS_MIGRATE_OLD in labels,
+    )
+
+
+def vm_name_of_pod(labels: Mapping[str, str]) -> str | None:
+    """The VM a pod runs, from the ``vm.neon.tech/name`` label (None: not a VM pod)."""
+    return labels.get(LABEL_VM) or None

@@ -1,0 +1,582 @@
+"""The structured allocator: which devices of one node satisfy a pod's claims.
+
+Upstream ``k8s.io/dynamic-resource-allocation/structured`` (the *incubating*
+variant used with 1.36 defaults): a deterministic first-fit depth-first
+search over device slots (claim -> request -> device), with backtracking and
+an undo per device. An ``Allocator`` is built once per scheduling cycle over
+the in-use snapshot, the classes and the slices; ``allocate(node, claims)``
+is called per node and returns one allocation (the API's
+``status.allocation`` as a dict) per claim, None when there is no solution,
+or raises:
+
+- ``AllocationError`` for a broken claim or class (missing class, bad CEL,
+  more than 32 devices...): the plugin fails the attempt, whatever the node;
+- ``NodeAllocationError`` when no solution exists and some pool visible from
+  this node is invalid: unschedulable on this node only;
+- ``AllocationTimeout`` past the deadline (``filterTimeout``).
+
+Search order and checks (cheap first): pools (``pools.gather_pools``) ->
+slices -> devices; in use (the snapshot, or picked earlier in this call);
+class then request selectors (CEL, cached per device) and per-device node
+selection; consumable capacity; counters; taints vs. tolerations;
+constraints. ExactCount requests pick devices in increasing position only
+(combinations, not permutations). ``firstAvailable`` tries subrequests in
+order, each with everything after it. Admin-access requests ignore devices
+in use elsewhere but never take one twice inside a claim.
+
+Invariants: the allocator never mutates its inputs; all per-call state lives
+in ``_Run``; results are byte-for-byte predictable except ``shareID``, which
+comes from the injected ``new_share_id``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from plugins.dynamicresources.capacity import consumed_capacity, fits_capacity
+from plugins.dynamicresources.cel import CelEnvironment, SelectorError
+from plugins.dynamicresources.constraints import Constraint, DistinctAttribute, MatchAttribute
+from plugins.dynamicresources.model import (
+    ALLOCATION_RESULTS_MAX_SIZE,
+    MODE_ALL,
+    MODE_EXACT_COUNT,
+    TAINT_NO_EXECUTE,
+    TAINT_NO_SCHEDULE,
+    Claim,
+    Device,
+    DeviceClass,
+    DeviceID,
+    Request,
+    Slice,
+)
+from plugins.dynamicresources.pools import (
+    Pool,
+    PoolCache,
+    PoolID,
+    device_matches_node,
+    gather_pools,
+)
+from plugins.dynamicresources.results import Picked, allocation_result
+
+_ZERO = Decimal(0)
+_HARD_TAINTS = frozenset({TAINT_NO_SCHEDULE, TAINT_NO_EXECUTE})
+
+
+class AllocationError(Exception):
+    """The claims cannot be allocated anywhere as written (fails the attempt)."""
+
+
+class NodeAllocationError(AllocationError):
+    """No solution on this node, and some pool visible from it is invalid."""
+
+
+class AllocationTimeout(AllocationError):
+    """The search ran past its deadline."""
+
+
+class _MaxSizeExceeded(Exception):
+    """A choice would put more than 32 devices into one claim."""
+
+
+# (claim, request, subrequest, device) indices of one device slot
+_At = tuple[int, int, int, int]
+# (pool, slice, device) indices where the search for a slot starts
+_Location = tuple[int, int, int]
+_START: _Location = (0, 0, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class AllocatedState:
+    """Devices in use: exclusive allocations (admin access excluded), shared
+    allocations by (device, shareID), and the capacity consumed per shared
+    device. Built by the plugin's in-use index, frozen for one cycle."""
+
+    devices: frozenset[DeviceID] = frozenset()
+    shared: frozenset[tuple[DeviceID, str]] = frozenset()
+    capacity: Mapping[DeviceID, Mapping[str, Decimal]] = field(default_factory=dict)
+
+    def is_allocated(self, device_id: DeviceID) -> bool:
+        """In use in any way (the counter bookkeeping's view)."""
+        return (
+            device_id in self.devices
+            or device_id in self.capacity
+            or any(shared_id == device_id for shared_id, _ in self.shared)
+        )
+
+
+@dataclass(slots=True)
+class _RequestData:
+    request: Request
+    device_class: DeviceClass
+    num_devices: int
+    all_devices: list[tuple[Device, Slice, Pool]] | None = None
+
+
+class Allocator:
+    def __init__(
+        self,
+        allocated: AllocatedState,
+        classes: Mapping[str, DeviceClass],
+        slices: Sequence[Slice],
+        cel: CelEnvironment,
+        *,
+        new_share_id: Callable[[], str] = lambda: str(uuid.uuid4()),
+        clock: Callable[[], float] | None = None,
+        pool_cache: PoolCache | None = None,
+    ) -> None:
+        self.allocated = allocated
+        self.pool_cache = pool_cache
+        self.classes = classes
+        self.cel = cel
+        self.new_share_id = new_share_id
+        self.clock = clock
+        self.by_node: dict[str, list[Slice]] = {}
+        self.shared: list[Slice] = []
+        self.by_pool: dict[PoolID, list[Slice]] = {}
+        for slice_ in slices:
+            if slice_.node_name:
+                self.by_node.setdefault(slice_.node_name, []).append(slice_)
+            else:
+                self.shared.append(slice_)
+            self.by_pool.setdefault(slice_.pool_id, []).append(slice_)
+        self._available_counters: dict[PoolID, dict[str, dict[str, Decimal]]] = {}
+        self.invocations = 0  # allocate_one calls, for search-efficiency tests
+
+    def allocate(
+        self,
+        node_name: str,
+        labels: Mapping[str, str],
+        claims: Sequence[Claim],
+        deadline: float | None = None,
+    ) -> list[dict[str, Any]] | None:
+        def gather() -> list[Pool]:
+            slices = [*self.by_node.get(node_name, ()), *self.shared]
+            return gather_pools(slices, node_name, labels, self.by_pool)
+
+        cache = self.pool_cache
+        pools = gather() if cache is None else cache.get(node_name, labels, gather)
+        run = _Run(
+            self, node_name=node_name, labels=labels, claims=claims, pools=pools, deadline=deadline
+        )
+        return run.allocate()
+
+    def available_counters(self, pool: Pool) -> dict[str, dict[str, Decimal]]:
+        """Counter sets minus what already-allocated devices consume (cached)."""
+        cached = self._available_counters.get(pool.id)
+        if cached is not None:
+            return cached
+        available = {name: dict(counters) for name, counters in pool.counter_sets.items()}
+        for slice_ in (*pool.slices, *pool.other_slices):
+            for device in slice_.devices:
+                if not self.allocated.is_allocated(device.id):
+                    continue
+                for set_name, counters in device.consumes_counters:
+                    target = available.get(set_name, {})
+                    for counter, value in counters.items():
+                        if counter in target:
+                            target[counter] -= value
+        self._available_counters[pool.id] = available
+        return available
+
+
+class _Run:
+    """One ``allocate`` call: the search state and its undo bookkeeping."""
+
+    def __init__(
+        self,
+        allocator: Allocator,
+        *,
+        node_name: str,
+        labels: Mapping[str, str],
+        claims: Sequence[Claim],
+        pools: list[Pool],
+        deadline: float | None,
+    ) -> None:
+        self.a = allocator
+        self.node_name = node_name
+        self.labels = labels
+        self.claims = claims
+        self.pools = pools
+        self.deadline = deadline
+        self.data: dict[tuple[int, int, int], _RequestData] = {}
+        self.has_subrequests: dict[tuple[int, int], bool] = {}
+        self.selected_sub: dict[tuple[int, int], int] = {}
+        self.constraints: list[list[Constraint]] = []
+        self.results: list[list[Picked]] = [[] for _ in claims]
+        self.allocating: dict[DeviceID, set[int]] = {}
+        self.allocating_capacity: dict[DeviceID, dict[str, Decimal]] = {}
+        self.consumed_counters: dict[PoolID, dict[str, dict[str, Decimal]]] = {}
+        self.selectable: dict[tuple[DeviceID, int, int, int], bool] = {}
+
+    # ------------------------------------------------------------ preparation
+    def allocate(self) -> list[dict[str, Any]] | None:
+        for claim_index, claim in enumerate(self.claims):
+            minimum = 0
+            for request_index, entry in enumerate(claim.requests):
+                if entry.first_available:
+                    self.has_subrequests[(claim_index, request_index)] = True
+                    counts = []
+                    for sub_index, sub in enumerate(entry.first_available):
+                        data = self._validate(claim, sub, (claim_index, request_index, sub_index))
+                        self.data[(claim_index, request_index, sub_index)] = data
+                        counts.append(data.num_devices)
+                    minimum += min(counts)
+                elif entry.exactly is not None:
+                    data = self._validate(claim, entry.exactly, (claim_index, request_index, 0))
+                    self.data[(claim_index, request_index, 0)] = data
+                    minimum += data.num_devices
+                else:
+                    raise AllocationError(
+                        f"claim {claim.key}, request {entry.name}: "
+                        "missing device class name (unsupported request type?)"
+                    )
+            if minimum > ALLOCATION_RESULTS_MAX_SIZE:
+                raise AllocationError(
+                    f"claim {claim.key}: number of requested devices {minimum} exceeds the "
+                    f"claim limit of {ALLOCATION_RESULTS_MAX_SIZE}"
+                )
+            constraints: list[Constraint] = []
+            for index, constraint in enumerate(claim.constraints):
+                if constraint.match_attribute:
+                    constraints.append(
+                        MatchAttribute(constraint.requests, constraint.match_attribute)
+                    )
+                elif constraint.distinct_attribute:
+                    constraints.append(
+                        DistinctAttribute(constraint.requests, constraint.distinct_attribute)
+                    )
+                else:
+                    raise AllocationError(
+                        f"claim {claim.key}, constraint #{index}: "
+                        "empty constraint (unsupported constraint type?)"
+                    )
+            self.constraints.append(constraints)
+        try:
+            done = self._allocate_one((0, 0, 0, 0), False)
+        except _MaxSizeExceeded:
+            done = False
+        if not done:
+            if any(pool.invalid for pool in self.pools):
+                raise NodeAllocationError("invalid resource pools were encountered")
+            return None
+        return [self._result(i, claim) for i, claim in enumerate(self.claims)]
+
+    def _result(self, claim_index: int, claim: Claim) -> dict[str, Any]:
+        def chosen(request_index: int) -> tuple[Request, DeviceClass]:
+            sub = self.selected_sub.get((claim_index, request_index), 0)
+            data = self.data[(claim_index, request_index, sub)]
+            return data.request, data.device_class
+
+        try:
+            return allocation_result(claim, self.results[claim_index], chosen, self.node_name)
+        except ValueError as error:
+            raise AllocationError(str(error)) from None
+
+    def _validate(self, claim: Claim, request: Request, key: tuple[int, int, int]) -> _RequestData:
+        name = request.name
+        for index, selector in enumerate(request.selectors):
+            if selector is None:
+                raise AllocationError(
+                    f"claim {claim.key}, request {name}, selector #{index}: "
+                    "CEL expression empty (unsupported selector type?)"
+                )
+        if not request.class_name:
+            raise AllocationError(
+                f"claim {claim.key}, request {name}: "
+                "missing device class name (unsupported request type?)"
+            )
+        device_class = self.a.classes.get(request.class_name)
+        if device_class is None:
+            raise AllocationError(
+                f"claim {claim.key}, request {name}: could not retrieve device class "
+                f"{request.class_name}: deviceclass.resource.k8s.io "
+                f'"{request.class_name}" not found'
+            )
+        data = _RequestData(request, device_class, 0)
+        if request.mode == MODE_EXACT_COUNT:
+            data.num_devices = request.count
+        elif request.mode == MODE_ALL:
+            data.all_devices = []
+            for pool in self.pools:
+                if pool.incomplete:
+                    raise AllocationError(
+                        f"claim {claim.key}, request {name}: asks for all devices, but "
+                        f"resource pool {pool} is currently being updated"
+                    )
+                if pool.invalid:
+                    raise AllocationError(
+                        f"claim {claim.key}, request {name}: asks for all devices, but "
+                        f"resource pool {pool} is currently invalid"
+                    )
+                for slice_ in pool.slices:
+                    for device in slice_.devices:
+                        if not self._is_selectable(key, data, slice_, device):
+                            continue
+                        if not self._fits_capacity(request, device):
+                            continue
+                        data.all_devices.append((device, slice_, pool))
+            data.num_devices = len(data.all_devices)
+        else:
+            raise AllocationError(
+                f"claim {claim.key}, request {name}: unsupported count mode {request.mode}"
+            )
+        return data
+
+    # ----------------------------------------------------------------- search
+    def _allocate_one(self, at: _At, in_subrequest: bool, start: _Location = _START) -> bool:
+        """Fill the device slot ``at`` and everything after it; True if all fit.
+        ``start`` is where the previous slot of the same request stopped, so
+        a request's devices are combined in increasing position only."""
+        self.a.invocations += 1
+        clock = self.a.clock
+        if self.deadline is not None and clock is not None and clock() > self.deadline:
+            raise AllocationTimeout(f"node {self.node_name}: timed out trying to allocate devices")
+        claim_index, request_index, sub_index, device_index = at
+        if claim_index >= len(self.claims):
+            return True
+        if request_index >= len(self.claims[claim_index].requests):
+            try:
+                return self._allocate_one((claim_index + 1, 0, 0, 0), False)
+            except _MaxSizeExceeded:
+                return False
+        if not in_subrequest and self.has_subrequests.get((claim_index, request_index)):
+            return self._allocate_subrequests(claim_index, request_index)
+        data = self.data[(claim_index, request_index, sub_index)]
+        if data.all_devices is not None and not data.all_devices:
+            return False
+        if device_index >= data.num_devices:
+            return self._allocate_one((claim_index, request_index + 1, 0, 0), False)
+        remaining = data.num_devices - device_index
+        if len(self.results[claim_index]) + remaining > ALLOCATION_RESULTS_MAX_SIZE:
+            raise _MaxSizeExceeded
+        if data.all_devices is not None:
+            device, slice_, pool = data.all_devices[device_index]
+            return self._try(at, data, (device, slice_, pool), in_subrequest, _START, must=True)
+        return self._allocate_exact(at, data, in_subrequest, start)
+
+    def _allocate_subrequests(self, claim_index: int, request_index: int) -> bool:
+        """First-fit over ``firstAvailable``: each candidate with everything after it."""
+        all_exceeded = True
+        for candidate in range(
+            len(self.claims[claim_index].requests[request_index].first_available)
+        ):
+            try:
+                done = self._allocate_one((claim_index, request_index, candidate, 0), True)
+            except _MaxSizeExceeded:
+                continue
+            all_exceeded = False
+            if done:
+                self.selected_sub[(claim_index, request_index)] = candidate
+                return True
+        if all_exceeded:
+            raise _MaxSizeExceeded
+        return False
+
+    def _allocate_exact(
+        self, at: _At, data: _RequestData, in_subrequest: bool, start: _Location
+    ) -> bool:
+        claim_index = at[0]
+        request = data.request
+        for pool_index in range(start[0], len(self.pools)):
+            pool = self.pools[pool_index]
+            if pool.incomplete or pool.invalid:
+                continue
+            slice_start = start[1] if pool_index == start[0] else 0
+            for slice_index in range(slice_start, len(pool.slices)):
+                slice_ = pool.slices[slice_index]
+                first = start[2] if (pool_index, slice_index) == start[:2] else 0
+                for position in range(first, len(slice_.devices)):
+                    device = slice_.devices[position]
+                    if request.admin_access:
+                        if claim_index in self.allocating.get(device.id, ()):
+                            continue
+                    elif self._in_use(device.id):
+                        continue
+                    if not self._is_selectable(at[:3], data, slice_, device):
+                        continue
+                    if not self._fits_capacity(request, device):
+                        continue
+                    location = (pool_index, slice_index, position + 1)
+                    if self._try(at, data, (device, slice_, pool), in_subrequest, location):
+                        return True
+        return False
+
+    def _try(
+        self,
+        at: _At,
+        data: _RequestData,
+        candidate: tuple[Device, Slice, Pool],
+        in_subrequest: bool,
+        location: _Location,
+        *,
+        must: bool = False,
+    ) -> bool:
+        """Take the candidate for slot ``at`` and continue; undo unless that succeeds."""
+        undo = self._allocate_device(at[:3], data, *candidate, must=must)
+        if undo is None:
+            return False
+        claim_index, request_index, sub_index, device_index = at
+        try:
+            done = self._allocate_one(
+                (claim_index, request_index, sub_index, device_index + 1), in_subrequest, location
+            )
+        except BaseException:
+            undo()
+            raise
+        if not done:
+            undo()
+        return done
+
+    def _in_use(self, device_id: DeviceID) -> bool:
+        return device_id in self.a.allocated.devices or bool(self.allocating.get(device_id))
+
+    def _is_selectable(
+        self, slot: tuple[int, int, int], data: _RequestData, slice_: Slice, device: Device
+    ) -> bool:
+        key = (device.id, *slot)
+        cached = self.selectable.get(key)
+        if cached is not None:
+            return cached
+        claim = self.claims[slot[0]]
+        request = data.request
+        prefix = f"claim {claim.key}, request {request.full_name}: "
+        result = self._selectors_match(
+            prefix + f"class {data.device_class.name}: ", data.device_class.selectors, device
+        ) and self._selectors_match(prefix, request.selectors, device)
+        if result and slice_.per_device_node_selection:
+            result = device_matches_node(device, self.node_name, self.labels)
+        self.selectable[key] = result
+        return result
+
+    def _selectors_match(
+        self, prefix: str, selectors: Sequence[str | None], device: Device
+    ) -> bool:
+        for index, expression in enumerate(selectors):
+            if expression is None:
+                continue  # rejected by _validate for requests; classes are validated by the API
+            try:
+                if not self.a.cel.compile(expression).matches(device.cel):
+                    return False
+            except SelectorError as error:
+                raise AllocationError(
+                    f"{prefix}selector #{index}: {error} (expression: {expression})"
+                ) from None
+        return True
+
+    def _fits_capacity(self, request: Request, device: Device) -> bool:
+        allocated = self.a.allocated.capacity.get(device.id, {})
+        allocating = self.allocating_capacity.get(device.id, {})
+        return fits_capacity(request.capacity_requests, device.capacity, allocated, allocating)
+
+    def _allocate_device(
+        self,
+        slot: tuple[int, int, int],
+        data: _RequestData,
+        device: Device,
+        slice_: Slice,
+        pool: Pool,
+        *,
+        must: bool,
+    ) -> Callable[[], None] | None:
+        claim_index = slot[0]
+        claim = self.claims[claim_index]
+        request = data.request
+        multiple = device.allow_multiple
+        if (
+            not multiple
+            and request.admin_access
+            and claim_index in self.allocating.get(device.id, ())
+        ):
+            return None
+        if not request.admin_access and self._in_use(device.id):
+            return None
+        undo_steps: list[Callable[[], None]] = []
+
+        def undo() -> None:
+            for step in reversed(undo_steps):
+                step()
+
+        shared_in_use = multiple and (
+            device.id in self.a.allocated.capacity or device.id in self.allocating_capacity
+        )
+        if device.consumes_counters and not shared_in_use:
+            if not self._reserve_counters(pool, device):
+                return None
+            undo_steps.append(lambda: self._release_counters(pool, device))
+        if any(
+            taint.effect in _HARD_TAINTS
+            and not any(t.tolerates(taint) for t in request.tolerations)
+            for taint in device.taints
+        ):
+            undo()
+            return None
+        base = request.parent or request.name
+        sub = request.name if request.parent else ""
+        for constraint in self.constraints[claim_index]:
+            if not constraint.add(base, sub, device):
+                undo()
+                if must:
+                    raise AllocationError(
+                        f"claim {claim.key}, request {request.name}: cannot add device "
+                        f"{'/'.join(device.id)} because a claim constraint would not be satisfied"
+                    )
+                return None
+            undo_steps.append(lambda c=constraint: c.remove(base, sub))  # type: ignore[misc]
+        if not multiple:
+            holders = self.allocating.setdefault(device.id, set())
+            holders.add(claim_index)
+            undo_steps.append(lambda: holders.discard(claim_index))
+        picked = Picked(device, slice_, request)
+        if not self._fits_capacity(request, device):
+            undo()
+            return None
+        if multiple:
+            consumed = consumed_capacity(request.capacity_requests, device.capacity)
+            picked.consumed = consumed
+            picked.share_id = self.a.new_share_id()
+            existed = device.id in self.allocating_capacity
+            totals = self.allocating_capacity.setdefault(device.id, {})
+            for name, value in consumed.items():
+                totals[name] = totals.get(name, _ZERO) + value
+
+            def release_capacity() -> None:
+                for name, value in consumed.items():
+                    totals[name] -= value
+                if not existed:
+                    del self.allocating_capacity[device.id]
+
+            undo_steps.append(release_capacity)
+        results = self.results[claim_index]
+        size = len(results)
+        results.append(picked)
+
+        def drop_result() -> None:
+            del results[size:]
+
+        undo_steps.append(drop_result)
+        return undo
+
+    def _reserve_counters(self, pool: Pool, device: Device) -> bool:
+        available = self.a.available_counters(pool)
+        consumed = self.consumed_counters.setdefault(pool.id, {})
+        for set_name, counters in device.consumes_counters:
+            target = consumed.setdefault(set_name, {})
+            for counter, value in counters.items():
+                target[counter] = target.get(counter, _ZERO) + value
+        for set_name, counters in available.items():
+            used = consumed.get(set_name, {})
+            for counter, value in counters.items():
+                if value < used.get(counter, _ZERO):
+                    self._release_counters(pool, device)
+                    return False
+        return True
+
+    def _release_counters(self, pool: Pool, device: Device) -> None:
+        consumed = self.consumed_counters[pool.id]
+        for set_name, counters in device.consumes_counters:
+            for counter, value in counters.items():
+                consumed[set_name][counter] -= value

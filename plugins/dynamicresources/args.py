@@ -1,0 +1,66 @@
+"""DynamicResourcesArgs: the plugin's typed, validated arguments.
+
+Mirrors upstream ``DynamicResourcesArgs``: ``filterTimeout`` (a duration,
+default 10s; 0 disables the per-node allocation timeout) and
+``bindingTimeout`` (default 600s, at least 1s: how long PreBind waits for
+binding conditions). Durations are Go-style strings (``10s``, ``1m30s``)
+or numbers of seconds.
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic.alias_generators import to_camel
+
+DEFAULT_FILTER_TIMEOUT = 10.0
+DEFAULT_BINDING_TIMEOUT = 600.0
+_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def _seconds(value: object) -> float:
+    if isinstance(value, int | float):
+        return float(value)
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"invalid duration {value!r}")
+    if value == "0":
+        return 0.0
+    total, position = 0.0, 0
+    for match in _PART.finditer(value):
+        if match.start() != position:
+            break
+        total += float(match[1]) * _UNITS[match[2]]
+        position = match.end()
+    if position != len(value):
+        raise ValueError(f"invalid duration {value!r}: expected a number with a unit (10s, 1m)")
+    return total
+
+
+class DynamicResourcesArgs(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True
+    )
+
+    filter_timeout: float = DEFAULT_FILTER_TIMEOUT
+    binding_timeout: float = DEFAULT_BINDING_TIMEOUT
+
+    @field_validator("filter_timeout", "binding_timeout", mode="before")
+    @classmethod
+    def _duration(cls, value: object) -> float:
+        return _seconds(value)
+
+    @field_validator("filter_timeout")
+    @classmethod
+    def _non_negative(cls, value: float) -> float:
+        if value < 0:
+            raise ValueError("filterTimeout must not be negative")
+        return value
+
+    @field_validator("binding_timeout")
+    @classmethod
+    def _at_least_a_second(cls, value: float) -> float:
+        if value < 1:
+            raise ValueError("bindingTimeout must be at least 1s")
+        return value

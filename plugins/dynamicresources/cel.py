@@ -1,0 +1,315 @@
+"""The CEL adapter: device selectors evaluated in the Kubernetes DRA environment.
+
+The only module that imports the CEL library (``cel_expr_python``, the CEL
+project's wrapper of cel-cpp; ARCHITECTURE.md records why and the figures).
+Swapping the library means rewriting this file only. What it provides,
+as ``k8s.io/dynamic-resource-allocation/cel`` does upstream:
+
+- one variable ``device`` with ``driver``, ``attributes[domain][id]``,
+  ``capacity[domain][id]`` (Quantity) and ``allowMultipleAllocations``;
+  names without a domain belong to the device's driver; ``version``
+  attributes are Semver values;
+- the Quantity and Semver libraries (``celfunctions``), ``cel.bind``,
+  optional syntax (``.?x``, ``orValue``) and the strings extension;
+- the missing-domain rule: ``device.attributes["unknown.domain"]`` is an
+  empty map, so ``"x" in device.attributes["d"]`` is safe, while a missing
+  key inside a present domain is the runtime error ``no such key: x``. The
+  runtime cannot give a map a default, so every string literal of the
+  expression that is not a domain of the device is added as an empty map;
+- the result must be a bool: other compile-time types are a compile error,
+  other runtime values a runtime error;
+- the cost limit: cel-cpp has no cost counter, so an evaluation that takes
+  longer than ``cost_limit_seconds`` (upstream's 1 000 000 cost units are
+  about 0.1 s) is reported as the runtime error upstream gives for an
+  exceeded budget. It cannot be interrupted; the result is cached, so a slow
+  expression costs once per device.
+
+Invariants: each expression is compiled once (compile errors too) and kept;
+a selector's outcome on a device depends only on the expression and the
+device, so it is cached on the ``CelDevice``, which the allocator's device
+model keeps for as long as the ResourceSlice version that holds it.
+Synchronous and pure apart from those caches.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from cel_expr_python import cel
+from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
+
+from plugins.dynamicresources import celfunctions as fn
+from scheduler.framework import QuantityError, parse_quantity
+
+MAX_EXPRESSION_LENGTH = 10 * 1024  # upstream CELSelectorExpressionMaxLength
+DEFAULT_COST_LIMIT_SECONDS = 0.1  # stands in for CELSelectorExpressionMaxCost
+MAX_COMPILED = 4096
+COST_LIMIT_EXCEEDED = "operation cancelled: actual cost limit exceeded"
+
+_T = cel.Type
+_LITERAL = re.compile(r'"((?:[^"\\\n]|\\.)*)"|\'((?:[^\'\\\n]|\\.)*)\'')
+_STATUS_PREFIX = re.compile(r"^[A-Z_]+: ")
+_NO_SUCH_KEY = re.compile(r'^Key not found in map : "?(.*?)"?$')
+
+
+class SelectorError(Exception):
+    """A selector that does not compile or fails on a device.
+
+    ``str()`` is upstream's wording: ``CEL compile error: ...`` or
+    ``CEL runtime error: ...``; the allocator prefixes the claim, the request
+    and the selector's position, and appends the expression."""
+
+    def __init__(self, kind: str, detail: str) -> None:
+        super().__init__(f"CEL {kind} error: {detail}")
+        self.kind = kind
+        self.detail = detail
+
+
+class CelDevice:
+    """One device as CEL sees it, built once, with its selector results."""
+
+    __slots__ = ("_attributes", "_capacity", "_input", "allow_multiple", "driver", "results")
+
+    def __init__(
+        self,
+        driver: str,
+        attributes: Mapping[str, Mapping[str, Any]],
+        capacity: Mapping[str, Mapping[str, Any]],
+        allow_multiple: bool = False,
+    ) -> None:
+        self.driver = driver
+        self._attributes = attributes
+        self._capacity = capacity
+        self.allow_multiple = allow_multiple
+        self._input: dict[str, Any] | SelectorError | None = None
+        # expression -> outcome (True/False, or the error it raised)
+        self.results: dict[str, bool | SelectorError] = {}
+
+    def input(self) -> dict[str, Any]:
+        """The ``device`` variable; raises SelectorError for an attribute
+        value CEL cannot represent."""
+        if self._input is None:
+            try:
+                self._input = self._build()
+            except SelectorError as error:
+                self._input = error
+        if isinstance(self._input, SelectorError):
+            raise self._input
+        return self._input
+
+    def _build(self) -> dict[str, Any]:
+        attributes: dict[str, dict[str, Any]] = {}
+        for name, attribute in self._attributes.items():
+            domain, ident = split_qualified_name(name, self.driver)
+            attributes.setdefault(domain, {})[ident] = _attribute_value(name, attribute)
+        capacity: dict[str, dict[str, Any]] = {}
+        for name, entry in self._capacity.items():
+            domain, ident = split_qualified_name(name, self.driver)
+            try:
+                value = fn.quantity_value(parse_quantity(str(entry.get("value", "0"))))
+            except QuantityError as error:
+                raise SelectorError("runtime", f"capacity {name}: {error}") from None
+            capacity.setdefault(domain, {})[ident] = value
+        return {
+            "driver": self.driver,
+            "allowMultipleAllocations": self.allow_multiple,
+            "attributes": attributes,
+            "capacity": capacity,
+        }
+
+
+def split_qualified_name(name: str, driver: str) -> tuple[str, str]:
+    """``domain/id`` -> (domain, id); a bare ``id`` belongs to the driver."""
+    domain, slash, ident = name.partition("/")
+    return (domain, ident) if slash else (driver, name)
+
+
+def _attribute_value(name: str, attribute: Mapping[str, Any]) -> Any:
+    if "int" in attribute:
+        return int(attribute["int"])
+    if "bool" in attribute:
+        return bool(attribute["bool"])
+    if "string" in attribute:
+        return str(attribute["string"])
+    if "version" in attribute:
+        try:
+            return fn.semver_value(str(attribute["version"]))
+        except ValueError as error:
+            raise SelectorError(
+                "runtime", f"attribute {name}: parse semantic version: {error}"
+            ) from None
+    raise SelectorError("runtime", f"attribute {name}: unsupported attribute value")
+
+
+class CompiledSelector:
+    """One compiled expression; ``matches`` evaluates it on a device."""
+
+    __slots__ = ("_clock", "_cost_limit", "_domains", "_program", "expression")
+
+    def __init__(
+        self,
+        expression: str,
+        program: Any,
+        clock: Callable[[], float],
+        cost_limit: float,
+    ) -> None:
+        self.expression = expression
+        self._program = program
+        self._clock = clock
+        self._cost_limit = cost_limit
+        self._domains = tuple(
+            {a or b for a, b in _LITERAL.findall(expression) if (a or b) and len(a or b) <= 63}
+        )
+
+    def matches(self, device: CelDevice) -> bool:
+        """True/False, cached on the device; raises SelectorError (cached too)."""
+        cached = device.results.get(self.expression)
+        if cached is None:
+            try:
+                cached = self._evaluate(device)
+            except SelectorError as error:
+                cached = error
+            device.results[self.expression] = cached
+        if isinstance(cached, SelectorError):
+            raise cached
+        return cached
+
+    def _evaluate(self, device: CelDevice) -> bool:
+        variables = device.input()
+        attributes, capacity = variables["attributes"], variables["capacity"]
+        missing_a = [d for d in self._domains if d not in attributes]
+        missing_c = [d for d in self._domains if d not in capacity]
+        if missing_a or missing_c:
+            variables = dict(variables)
+            variables["attributes"] = {**attributes, **{key: {} for key in missing_a}}
+            variables["capacity"] = {**capacity, **{key: {} for key in missing_c}}
+        started = self._clock()
+        result = self._program.eval(data={"device": variables})
+        if self._clock() - started > self._cost_limit:
+            raise SelectorError("runtime", COST_LIMIT_EXCEEDED)
+        kind = result.type()
+        if kind == _T.BOOL:
+            return bool(result.value())
+        if kind == _T.ERROR:
+            raise SelectorError("runtime", _runtime_detail(str(result.value())))
+        raise SelectorError(
+            "runtime",
+            f"CEL result of type {kind.name().lower()} could not be converted to bool",
+        )
+
+
+def _runtime_detail(text: str) -> str:
+    text = _STATUS_PREFIX.sub("", text)
+    missing = _NO_SUCH_KEY.match(text)
+    return f"no such key: {missing[1]}" if missing else text
+
+
+class CelEnvironment:
+    """The DRA CEL environment and its compiled-expression cache."""
+
+    def __init__(
+        self,
+        clock: Callable[[], float] = time.perf_counter,
+        cost_limit_seconds: float = DEFAULT_COST_LIMIT_SECONDS,
+    ) -> None:
+        self._env = cel.NewEnv(
+            variables={"device": _T.Map(_T.STRING, _T.DYN)},
+            extensions=[
+                ext_bindings.ExtBindings(),
+                ext_optional.ExtOptional(),
+                ext_strings.ExtStrings(),
+            ],
+            functions=_function_decls(),
+        )
+        self._clock = clock
+        self._cost_limit = cost_limit_seconds
+        self._compiled: dict[str, CompiledSelector | SelectorError] = {}
+
+    def compile(self, expression: str) -> CompiledSelector:
+        """The compiled selector; raises SelectorError("compile", ...)."""
+        compiled = self._compiled.get(expression)
+        if compiled is None:
+            compiled = self._compile(expression)
+            if len(self._compiled) >= MAX_COMPILED:
+                del self._compiled[next(iter(self._compiled))]
+            self._compiled[expression] = compiled
+        if isinstance(compiled, SelectorError):
+            raise compiled
+        return compiled
+
+    def _compile(self, expression: str) -> CompiledSelector | SelectorError:
+        if len(expression) > MAX_EXPRESSION_LENGTH:
+            return SelectorError(
+                "compile",
+                f"expression is {len(expression)} bytes long, "
+                f"more than the limit of {MAX_EXPRESSION_LENGTH}",
+            )
+        try:
+            program = self._env.compile(expression)
+        except RuntimeError as error:
+            detail = _STATUS_PREFIX.sub("", str(error)).replace(" [INVALID_ARGUMENT]", "")
+            return SelectorError("compile", f"compilation failed: {detail}")
+        output = program.return_type()
+        if output not in (_T.BOOL, _T.DYN):
+            return SelectorError(
+                "compile", f"must evaluate to bool or the unknown type, not {output.name().lower()}"
+            )
+        return CompiledSelector(expression, program, self._clock, self._cost_limit)
+
+
+def _overload(
+    name: str, result: Any, params: list[Any], impl: Callable[..., Any], member: bool = False
+) -> Any:
+    return cel.Overload(name, result, params, is_member=member, impl=impl)
+
+
+def _function_decls() -> list[Any]:
+    map_, str_, int_, bool_ = _T.MAP, _T.STRING, _T.INT, _T.BOOL
+
+    def member(name: str, result: Any, impl: Callable[..., Any], *args: Any) -> Any:
+        ids = "_".join(a.name().lower() for a in args)
+        return _overload(f"k8s_{name}_{ids}", result, [map_, *args], impl, member=True)
+
+    return [
+        cel.FunctionDecl("quantity", [_overload("k8s_quantity", map_, [str_], fn.quantity)]),
+        cel.FunctionDecl(
+            "isQuantity", [_overload("k8s_is_quantity", bool_, [str_], fn.is_quantity)]
+        ),
+        cel.FunctionDecl(
+            "semver",
+            [
+                _overload("k8s_semver", map_, [str_], fn.semver),
+                _overload("k8s_semver_normalize", map_, [str_, bool_], fn.semver),
+            ],
+        ),
+        cel.FunctionDecl(
+            "isSemver",
+            [
+                _overload("k8s_is_semver", bool_, [str_], fn.is_semver),
+                _overload("k8s_is_semver_normalize", bool_, [str_, bool_], fn.is_semver),
+            ],
+        ),
+        cel.FunctionDecl("sign", [member("sign", int_, fn.sign)]),
+        cel.FunctionDecl("isInteger", [member("isInteger", bool_, fn.is_integer)]),
+        cel.FunctionDecl("asInteger", [member("asInteger", int_, fn.as_integer)]),
+        cel.FunctionDecl(
+            "asApproximateFloat", [member("asApproximateFloat", _T.DOUBLE, fn.as_approximate_float)]
+        ),
+        cel.FunctionDecl(
+            "add", [member("add", map_, fn.add, map_), member("add", map_, fn.add, int_)]
+        ),
+        cel.FunctionDecl(
+            "sub", [member("sub", map_, fn.sub, map_), member("sub", map_, fn.sub, int_)]
+        ),
+        cel.FunctionDecl("compareTo", [member("compareTo", int_, fn.compare_to, map_)]),
+        cel.FunctionDecl(
+            "isGreaterThan", [member("isGreaterThan", bool_, fn.is_greater_than, map_)]
+        ),
+        cel.FunctionDecl("isLessThan", [member("isLessThan", bool_, fn.is_less_than, map_)]),
+        cel.FunctionDecl("major", [member("major", int_, fn.major)]),
+        cel.FunctionDecl("minor", [member("minor", int_, fn.minor)]),
+        cel.FunctionDecl("patch", [member("patch", int_, fn.patch)]),
+    ]

@@ -1,0 +1,106 @@
+"""What DynamicResources knows about devices, fed by the informers, and the
+pure checks over it.
+
+``DeviceInventory`` keeps every ResourceSlice and DeviceClass parsed once per
+object version (a slice that cannot be parsed is left out, with a warning),
+and each node's pools across cycles (``PoolCache``, reset by any slice
+change). ``validate_requests`` is PreFilter's class check;
+``prioritized_list_score`` is Score's sum over ``firstAvailable`` choices.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from plugins.dynamicresources.model import (
+    FIRST_AVAILABLE_MAX_SIZE,
+    DeviceClass,
+    ModelError,
+    Raw,
+    Slice,
+    parse_class,
+    parse_slice,
+)
+from plugins.dynamicresources.pools import PoolCache
+from plugins.dynamicresources.state import allocation_of, claim_key
+from scheduler.framework import Status
+
+log = logging.getLogger(__name__)
+
+
+class DeviceInventory:
+    def __init__(self) -> None:
+        self._slices: dict[str, Slice] = {}
+        self.classes: dict[str, DeviceClass] = {}
+        self.pools = PoolCache()
+
+    def slices(self) -> list[Slice]:
+        return list(self._slices.values())
+
+    def slice_changed(self, old: Raw | None, new: Raw | None) -> None:
+        self.pools.invalidate()
+        if old is not None:
+            self._slices.pop((old.get("metadata") or {}).get("name", ""), None)
+        if new is not None:
+            try:
+                parsed = parse_slice(new)
+            except ModelError as error:
+                log.warning("DynamicResources: ignoring ResourceSlice: %s", error)
+                return
+            self._slices[parsed.name] = parsed
+
+    def class_changed(self, old: Raw | None, new: Raw | None) -> None:
+        if old is not None:
+            self.classes.pop((old.get("metadata") or {}).get("name", ""), None)
+        if new is not None:
+            parsed = parse_class(new)
+            self.classes[parsed.name] = parsed
+
+
+def validate_requests(claim: Raw, classes: Mapping[str, DeviceClass]) -> Status | None:
+    """Upstream PreFilter's check of an unallocated claim's requests: a
+    known request type naming classes that exist."""
+    devices = (claim.get("spec") or {}).get("devices") or {}
+    for request in devices.get("requests") or ():
+        name = request.get("name", "")
+        if request.get("exactly"):
+            checks = [(name, request["exactly"].get("deviceClassName", ""))]
+        elif request.get("firstAvailable"):
+            checks = [
+                (f"{name}/{sub.get('name', '')}", sub.get("deviceClassName", ""))
+                for sub in request["firstAvailable"]
+            ]
+        else:
+            return Status.unresolvable(
+                f"resource claim {claim_key(claim)}, request {name}: unknown request type"
+            )
+        for request_name, class_name in checks:
+            if not class_name:
+                return Status.as_error(f"request {request_name}: unsupported request type")
+            if class_name not in classes:
+                return Status.unresolvable(
+                    f"request {request_name}: device class {class_name} does not exist"
+                )
+    return None
+
+
+def prioritized_list_score(
+    claims: Sequence[Raw], allocations: Mapping[int, Mapping[str, Any]]
+) -> int:
+    """Sum over every claim's ``firstAvailable`` requests of 8 minus the
+    chosen subrequest's position; a claim's allocation is the one made for
+    this node (``allocations`` by claim index) or the one it already has."""
+    total = 0
+    for index, claim in enumerate(claims):
+        allocation = allocations.get(index) or allocation_of(claim) or {}
+        chosen = {
+            result.get("request", "")
+            for result in (allocation.get("devices") or {}).get("results") or ()
+        }
+        for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ():
+            for position, sub in enumerate(request.get("firstAvailable") or ()):
+                if f"{request.get('name')}/{sub.get('name')}" in chosen:
+                    total += FIRST_AVAILABLE_MAX_SIZE - position
+    return total

@@ -1,0 +1,215 @@
+"""The plugin's API writes on ResourceClaims (the only I/O of DynamicResources).
+
+- ``bind_claim`` (PreBind): add the delete-protection finalizer with an
+  update of the claim if it lacks it, then write ``status.allocation`` (when
+  this cycle allocated it) and the pod's ``status.reservedFor`` entry in one
+  status update. A conflict re-reads the claim and retries, up to five
+  attempts as client-go's default backoff; a claim that got deleted, or got
+  allocated (or deallocated) by someone else meanwhile, fails the bind.
+- ``unreserve`` (Unreserve, PostFilter's cleanup): a strategic-merge patch of
+  the status removing the pod from ``reservedFor``, with the claim's UID as
+  precondition.
+- ``deallocate`` (PostFilter): clear ``allocation``, ``reservedFor`` and
+  ``devices`` of a claim allocated for a node that cannot serve the pod.
+- ``delete_claim`` (Unreserve, PostFilter): remove a claim the scheduler
+  created for extended resources (its finalizer first).
+
+``BackgroundWrites`` runs writes asked for by synchronous extension points
+(Unreserve, PostFilter) through the scheduler's background runner; their
+failures are logged and retried by the next scheduling attempt, as upstream
+does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from typing import Any
+
+from plugins.dynamicresources.claims import FINALIZER
+from plugins.dynamicresources.model import Raw
+from plugins.dynamicresources.state import allocation_of, claim_key
+from scheduler.framework import ApiWriter, Pod
+
+log = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 5
+CONFLICT = 409
+STRATEGIC_MERGE = "application/strategic-merge-patch+json"
+_EMPTY: Mapping[str, Any] = {}
+
+
+class BindError(Exception):
+    """PreBind could not write the claim."""
+
+
+def claims_collection(namespace: str) -> str:
+    return f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims"
+
+
+def claim_path(namespace: str, name: str, subresource: str = "") -> str:
+    path = f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims/{name}"
+    return f"{path}/{subresource}" if subresource else path
+
+
+def _is_conflict(error: Exception) -> bool:
+    return getattr(error, "status", None) == CONFLICT
+
+
+def _names(claim: Raw) -> tuple[str, str]:
+    metadata = claim.get("metadata") or _EMPTY
+    return str(metadata.get("namespace") or ""), str(metadata.get("name") or "")
+
+
+async def bind_claim(
+    api: ApiWriter,
+    claim: Raw,
+    allocation: Mapping[str, Any] | None,
+    pod: Pod,
+    allocation_timestamp: str | None = None,
+) -> Raw:
+    """Write allocation (if any) and reservation; the API's answer."""
+    namespace, name = _names(claim)
+    key = claim_key(claim)
+    current: Raw = claim
+    for attempt in range(MAX_ATTEMPTS):
+        if attempt:
+            current = await api.request("GET", claim_path(namespace, name))
+        if (current.get("metadata") or _EMPTY).get("deletionTimestamp"):
+            raise BindError(f"claim {key} got deleted in the meantime")
+        updated: dict[str, Any] = copy.deepcopy(dict(current))
+        if allocation is not None:
+            if allocation_of(updated) is not None:
+                raise BindError(f"claim {key} got allocated elsewhere in the meantime")
+            finalizers = updated.setdefault("metadata", {}).setdefault("finalizers", [])
+            if FINALIZER not in finalizers:
+                finalizers.append(FINALIZER)
+                try:
+                    written = await api.request("PUT", claim_path(namespace, name), updated)
+                except Exception as error:
+                    if _is_conflict(error):
+                        continue
+                    raise BindError(f"add finalizer to claim {key}: {error}") from error
+                updated = copy.deepcopy(dict(written))
+            status = updated.setdefault("status", {})
+            status["allocation"] = copy.deepcopy(dict(allocation))
+            if allocation_timestamp and not status["allocation"].get("allocationTimestamp"):
+                status["allocation"]["allocationTimestamp"] = allocation_timestamp
+        elif allocation_of(updated) is None:
+            raise BindError(f"claim {key} got deallocated elsewhere in the meantime")
+        status = updated.setdefault("status", {})
+        reserved = status.setdefault("reservedFor", [])
+        if not any(ref.get("uid") == pod.uid for ref in reserved):
+            reserved.append({"resource": "pods", "name": pod.name, "uid": pod.uid})
+        try:
+            answer: Raw = await api.request("PUT", claim_path(namespace, name, "status"), updated)
+        except Exception as error:
+            if _is_conflict(error):
+                continue
+            what = "add allocation and reservation to" if allocation else "add reservation to"
+            raise BindError(f"{what} claim {key}: {error}") from error
+        return answer
+    raise BindError(
+        f"add reservation to claim {key}: still conflicting after {MAX_ATTEMPTS} attempts"
+    )
+
+
+async def unreserve(api: ApiWriter, claim: Raw, pod: Pod) -> Raw:
+    """The claim as the API server has it after the patch."""
+    namespace, name = _names(claim)
+    uid = (claim.get("metadata") or _EMPTY).get("uid")
+    body = {
+        "metadata": {"uid": uid},
+        "status": {"reservedFor": [{"$patch": "delete", "uid": pod.uid}]},
+    }
+    answer: Raw = await api.request(
+        "PATCH", claim_path(namespace, name, "status"), body, STRATEGIC_MERGE
+    )
+    return answer
+
+
+async def deallocate(api: ApiWriter, claim: Raw) -> Raw:
+    namespace, name = _names(claim)
+    updated: dict[str, Any] = copy.deepcopy(dict(claim))
+    status = updated.setdefault("status", {})
+    for field in ("allocation", "reservedFor", "devices"):
+        status.pop(field, None)
+    answer: Raw = await api.request("PUT", claim_path(namespace, name, "status"), updated)
+    return answer
+
+
+async def delete_claim(api: ApiWriter, claim: Raw) -> None:
+    """Delete a claim the scheduler made (extended resources): drop the
+    delete-protection finalizer first, so deletion does not wait for it."""
+    namespace, name = _names(claim)
+    current: Raw = claim
+    for attempt in range(MAX_ATTEMPTS):
+        if attempt:
+            current = await api.request("GET", claim_path(namespace, name))
+        finalizers = list((current.get("metadata") or _EMPTY).get("finalizers") or ())
+        if FINALIZER not in finalizers:
+            break
+        updated: dict[str, Any] = copy.deepcopy(dict(current))
+        updated["metadata"]["finalizers"] = [f for f in finalizers if f != FINALIZER]
+        try:
+            await api.request("PUT", claim_path(namespace, name), updated)
+            break
+        except Exception as error:
+            if not _is_conflict(error):
+                raise
+    await api.request("DELETE", claim_path(namespace, name))
+
+
+Spawn = Callable[[str, Coroutine[Any, Any, None]], None]
+DRAIN_TIMEOUT_SECONDS = 10.0
+
+
+class BackgroundWrites:
+    """Writes started from synchronous code, run by the scheduler's
+    background runner (``Handle.spawn``: owned by the composition root,
+    drained at shutdown); failures are logged and left to the next attempt.
+    ``drain`` waits for the writes started so far, so PreBind can order
+    itself after an earlier attempt's Unreserve."""
+
+    def __init__(self, spawn: Spawn | None = None) -> None:
+        self._spawn = spawn
+        self._pending: set[asyncio.Future[None]] = set()
+
+    def submit(self, what: str, write: Callable[[], Awaitable[None]]) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            log.warning("DynamicResources: no event loop to %s; left to the next attempt", what)
+            return
+        done: asyncio.Future[None] = loop.create_future()
+        self._pending.add(done)
+        done.add_done_callback(self._pending.discard)
+
+        async def run() -> None:
+            try:
+                await write()
+            except Exception as error:  # retried by the next scheduling attempt
+                log.warning("DynamicResources: could not %s: %s", what, error)
+            finally:
+                if not done.done():
+                    done.set_result(None)
+
+        name = f"dynamicresources:{what}"
+        if self._spawn is not None:
+            self._spawn(name, run())
+        else:
+            task = loop.create_task(run(), name=name)
+
+            def finished(_: asyncio.Task[None]) -> None:
+                if not done.done():  # cancelled before it ran
+                    done.set_result(None)
+
+            task.add_done_callback(finished)
+
+    async def drain(self, timeout: float = DRAIN_TIMEOUT_SECONDS) -> None:  # noqa: ASYNC109
+        """Until the writes started so far are done, or ``timeout`` passed (a
+        write the runner refused at shutdown never reports back)."""
+        if self._pending:
+            await asyncio.wait(set(self._pending), timeout=timeout)

@@ -1,0 +1,81 @@
+"""The daemon's side of ``scheduler.framework.services``: it collects what
+plugins ask for while they are built, and the composition root serves it.
+
+Plugins register while the app is constructed (listeners, debug routes,
+start steps); nothing is served or awaited until ``SchedulerApp.run``. One
+port serves one listener: a second ``listen`` on the same port is an error
+at construction, not a bind failure later.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry
+
+from scheduler.framework.services import HttpHandler, PluginHttp, StartStep, Worker
+
+
+@dataclass(frozen=True, slots=True)
+class Listener:
+    name: str
+    port: int
+    handler: HttpHandler
+    max_body_bytes: int
+    leader_only: bool
+
+
+class DaemonPluginServices:
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._registry = registry
+        self.listeners: list[Listener] = []
+        self.debug_routes: dict[str, HttpHandler] = {}
+        self.start_steps: list[tuple[str, StartStep]] = []
+        self.workers: list[tuple[str, Worker]] = []
+
+    @property
+    def http(self) -> PluginHttp:
+        return self
+
+    @property
+    def metrics_registry(self) -> CollectorRegistry:
+        return self._registry
+
+    def listen(
+        self,
+        name: str,
+        port: int,
+        handler: HttpHandler,
+        *,
+        max_body_bytes: int,
+        leader_only: bool = True,
+    ) -> None:
+        for existing in self.listeners:
+            if port and existing.port == port:
+                raise ValueError(
+                    f"plugin endpoint {name!r} wants port {port}, already used by {existing.name!r}"
+                )
+        self.listeners.append(Listener(name, port, handler, max_body_bytes, leader_only))
+
+    def debug(self, path: str, handler: HttpHandler) -> None:
+        path = path.strip("/")
+        if path in self.debug_routes:
+            raise ValueError(f"debug route /debug/plugins/{path} registered twice")
+        self.debug_routes[path] = handler
+
+    def on_start(self, name: str, step: StartStep) -> None:
+        self.start_steps.append((name, step))
+
+    def run(self, name: str, worker: Worker) -> None:
+        if any(existing == name for existing, _ in self.workers):
+            raise ValueError(f"plugin worker {name!r} registered twice")
+        self.workers.append((name, worker))
+
+    async def start(self) -> None:
+        """Run every start step in registration order; the first failure
+        raises ``RuntimeError`` naming the step."""
+        for name, step in self.start_steps:
+            try:
+                await step()
+            except Exception as error:
+                raise RuntimeError(f"{name}: {error}") from error

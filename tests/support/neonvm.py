@@ -1,0 +1,54 @@
+"""Install our minimal NeonVM CRDs (``neonvm-crds.yaml``) into a test cluster.
+
+Idempotent: an existing definition is kept. Returns once both kinds are
+Established and served, so a VirtualMachine can be created right after.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes_asyncio import client
+
+from tests.support.kubeapi import read_json
+from tests.support.wait import eventually
+
+CRDS = Path(__file__).with_name("neonvm-crds.yaml")
+GROUP, VERSION = "vm.neon.tech", "v1"
+
+
+def crds() -> list[dict[str, Any]]:
+    return [doc for doc in yaml.safe_load_all(CRDS.read_text()) if doc]
+
+
+async def install_neonvm_crds(kube: client.ApiClient) -> None:
+    extensions = client.ApiextensionsV1Api(kube)
+    for crd in crds():
+        try:
+            await extensions.create_custom_resource_definition(crd)
+        except client.ApiException as error:
+            if error.status != 409:
+                raise
+    custom = client.CustomObjectsApi(kube)
+
+    async def served() -> bool:
+        for crd in crds():
+            raw = await read_json(
+                await extensions.read_custom_resource_definition(
+                    crd["metadata"]["name"], _preload_content=False
+                )
+            )
+            conditions = {
+                c["type"]: c["status"] for c in raw.get("status", {}).get("conditions", [])
+            }
+            if conditions.get("Established") != "True":
+                return False
+        try:
+            await custom.list_cluster_custom_object(GROUP, VERSION, "virtualmachines")
+        except client.ApiException:
+            return False
+        return True
+
+    await eventually(served, timeout=30, what="NeonVM CRDs served")

@@ -1,0 +1,557 @@
+"""AutoscaleEnforcer adapter: start-up (config wait, rebuild), informer-fed
+state, Filter/Score/Reserve/Unreserve, config updates, agent API and state dump
+through the plugin services, metrics."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import re
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, cast
+
+import orjson
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+
+from plugins.autoscale_enforcer import CONFIG_MAP_KEY, AutoscaleEnforcer, AutoscaleEnforcerArgs
+from plugins.autoscale_enforcer.metrics import AutoscaleMetrics
+from plugins.autoscale_enforcer.migration import MigrationController
+from plugins.autoscale_enforcer.plugin import AGENT_LISTENER, STATE_DUMP_PATH
+from scheduler.clock import RealClock
+from scheduler.framework import Code, CycleState, Handle, HttpRequest, NodeScore
+from scheduler.pluginservices import DaemonPluginServices
+from tests.support.builders import make_config_map, make_node, make_pod, make_vm
+from tests.unit.plugins.autoscale_support import GI, amounts, config_doc
+from tests.unit.plugins.support import node_info, pod
+
+Raw = Mapping[str, Any]
+Handler = Callable[[Raw | None, Raw | None], None]
+
+
+def key_of(raw: Raw) -> str:
+    metadata = raw["metadata"]
+    return (
+        f"{metadata['namespace']}/{metadata['name']}"
+        if "namespace" in metadata
+        else metadata["name"]
+    )
+
+
+class FakeStore:
+    def __init__(self) -> None:
+        self.objects: dict[str, Raw] = {}
+
+    def get(self, key: str) -> Raw | None:
+        return self.objects.get(key)
+
+    def list(self) -> Iterable[Raw]:
+        return list(self.objects.values())
+
+
+class FakeInformers:
+    def __init__(self) -> None:
+        self.stores: defaultdict[str, FakeStore] = defaultdict(FakeStore)
+        self.handlers: defaultdict[str, list[Handler]] = defaultdict(list)
+
+    def store(self, resource: str, *, field_selector: str | None = None) -> FakeStore:
+        return self.stores[resource]
+
+    def on_change(
+        self, resource: str, handler: Handler, *, field_selector: str | None = None
+    ) -> None:
+        self.handlers[resource].append(handler)
+
+    def put(self, resource: str, raw: Raw) -> None:
+        store = self.stores[resource]
+        old = store.objects.get(key_of(raw))
+        store.objects[key_of(raw)] = raw
+        for handler in self.handlers[resource]:
+            handler(old, raw)
+
+    def delete(self, resource: str, raw: Raw) -> None:
+        old = self.stores[resource].objects.pop(key_of(raw))
+        for handler in self.handlers[resource]:
+            handler(old, None)
+
+
+class FakeEvents:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str]] = []
+
+    def event(self, regarding: Raw, type_: str, reason: str, action: str, note: str) -> None:
+        self.events.append((type_, reason, note))
+
+
+class FakeApiError(Exception):
+    def __init__(self, status: int) -> None:
+        super().__init__(f"status {status}")
+        self.status = status
+
+
+class FakeApi:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, Any]] = []
+        self.failures: list[Exception] = []
+
+    async def request(
+        self, method: str, path: str, body: Any = None, content_type: str | None = None
+    ) -> Any:
+        self.calls.append((method, path, body))
+        if self.failures:
+            raise self.failures.pop(0)
+        return body
+
+
+class FakeHandle:
+    profile_name = "autoscale-scheduler"
+    clock = RealClock()
+
+    def __init__(self) -> None:
+        self.api = FakeApi()
+        self.informers = FakeInformers()
+        self.events = FakeEvents()
+        self.registry = CollectorRegistry()
+        self.services = DaemonPluginServices(self.registry)
+
+
+def config_map(**overrides: Any) -> Raw:
+    return make_config_map(
+        "scheduler-plugin-config",
+        "kube-system",
+        {CONFIG_MAP_KEY: orjson.dumps(config_doc(**overrides)).decode()},
+    )
+
+
+def vm_pod(name: str, vm_name: str, node: str = "") -> dict[str, Any]:
+    builder = make_pod(name).scheduler("autoscale-scheduler").label("vm.neon.tech/name", vm_name)
+    if node:
+        builder = builder.node(node)
+    raw = builder.obj()
+    raw["metadata"]["uid"] = f"default/{name}"
+    return raw
+
+
+def plain_pod(name: str, node: str = "", cpu: str = "1", memory: str = "1Gi") -> dict[str, Any]:
+    builder = make_pod(name).requests(cpu=cpu, memory=memory)
+    if node:
+        builder = builder.node(node)
+    raw = builder.obj()
+    raw["metadata"]["uid"] = f"default/{name}"
+    return raw
+
+
+async def started(
+    *, nodes: tuple[str, ...] = ("n1",), before: Callable[[FakeHandle], None] | None = None
+) -> tuple[AutoscaleEnforcer, FakeHandle]:
+    handle = FakeHandle()
+    plugin = AutoscaleEnforcer(
+        AutoscaleEnforcerArgs(init_config_map_timeout_seconds=0.05),
+        cast(Handle, handle),
+        random.Random(1),
+    )
+    for name in nodes:
+        handle.informers.put(
+            "nodes", make_node(name).allocatable(cpu="8", memory="8Gi", pods="110").obj()
+        )
+    if before is not None:
+        before(handle)
+    handle.informers.put("configmaps", config_map())
+    await handle.services.start()
+    return plugin, handle
+
+
+# ------------------------------------------------------------------ start-up
+async def test_start_fails_clearly_without_a_config_map() -> None:
+    handle = FakeHandle()
+    AutoscaleEnforcer(
+        AutoscaleEnforcerArgs(init_config_map_timeout_seconds=0.01), cast(Handle, handle)
+    )
+    with pytest.raises(
+        RuntimeError,
+        match=re.escape(
+            "no valid config in ConfigMap kube-system/scheduler-plugin-config key "
+            "'autoscaler-enforcer-config.json' within 0.01s: no ConfigMap seen"
+        ),
+    ):
+        await handle.services.start()
+
+
+async def test_start_fails_with_the_validation_error_of_a_bad_config() -> None:
+    handle = FakeHandle()
+    AutoscaleEnforcer(
+        AutoscaleEnforcerArgs(init_config_map_timeout_seconds=0.01), cast(Handle, handle)
+    )
+    handle.informers.put("configmaps", config_map(watermark=7))
+    with pytest.raises(RuntimeError, match=r"at nodeDefaults.cpu.watermark"):
+        await handle.services.start()
+
+
+async def test_start_fails_when_the_config_names_another_profile() -> None:
+    handle = FakeHandle()
+    AutoscaleEnforcer(AutoscaleEnforcerArgs(), cast(Handle, handle))
+    handle.informers.put("configmaps", config_map(schedulerName="other"))
+    with pytest.raises(RuntimeError, match="does not match the profile"):
+        await handle.services.start()
+
+
+async def test_start_rebuilds_state_assuming_the_worst_for_bound_vms() -> None:
+    def cluster(handle: FakeHandle) -> None:
+        handle.informers.put(
+            "virtualmachines", make_vm("vm").cpus(1, 4, 2).memory_slots(1, 4, 1).obj()
+        )
+        handle.informers.put("pods", vm_pod("vm-pod", "vm", node="n1"))
+        handle.informers.put("pods", plain_pod("web", node="n1"))
+        handle.informers.put("pods", plain_pod("pending"))
+
+    plugin, _ = await started(before=cluster)
+    assert plugin.state is not None
+    node = plugin.state.nodes["n1"]
+    assert node.reserved == amounts(4, 4) + amounts(1, 1)
+    assert node.buffer == amounts(2, 3)
+
+
+# ------------------------------------------------------------------ decisions
+@pytest.mark.parametrize(
+    ("vm_use", "others", "fits"),
+    [
+        pytest.param((2, 2), (5, 5), True, id="VM fits at its current use"),
+        pytest.param((2, 2), (7, 5), False, id="no room for the VM's cpu"),
+        pytest.param((1, 4), (4, 5), False, id="no room for the VM's memory"),
+    ],
+)
+async def test_filter_sizes_vm_pods_by_current_use(
+    vm_use: tuple[int, int], others: tuple[int, int], fits: bool
+) -> None:
+    plugin, handle = await started()
+    handle.informers.put(
+        "virtualmachines", make_vm("vm").cpus(1, 8, vm_use[0]).memory_slots(1, 8, vm_use[1]).obj()
+    )
+    busy = plain_pod("busy", "n1", cpu=str(others[0]), memory=f"{others[1]}Gi")
+    handle.informers.put("pods", busy)
+    candidate = pod(vm_pod("vm-pod", "vm"))
+    info = node_info(make_node("n1").allocatable(cpu="8", memory="8Gi").obj(), busy)
+    before = repr(plugin.state.nodes) if plugin.state else ""
+    status = plugin.filter(CycleState(), candidate, info)
+    assert (status is None) is fits
+    if status is not None:
+        assert (status.code, status.message()) == (
+            Code.UNSCHEDULABLE,
+            "Not enough resources for pod",
+        )
+    assert repr(plugin.state.nodes) == before if plugin.state else False
+
+
+async def test_filter_follows_the_frameworks_view_of_the_node() -> None:
+    plugin, handle = await started()
+    busy = plain_pod("busy", "n1", cpu="6", memory="1Gi")
+    handle.informers.put("pods", busy)
+    candidate = pod(plain_pod("new", cpu="4", memory="1Gi"))
+    node = make_node("n1").allocatable(cpu="8", memory="8Gi").obj()
+    assert plugin.filter(CycleState(), candidate, node_info(node, busy)) is not None
+    # the framework left "busy" out (a preemption what-if): it fits
+    assert plugin.filter(CycleState(), candidate, node_info(node)) is None
+    # the framework knows an assumed pod we have not seen: counted
+    assumed = plain_pod("assumed", "n1", cpu="5", memory="1Gi")
+    assert plugin.filter(CycleState(), candidate, node_info(node, assumed)) is not None
+
+
+@pytest.mark.parametrize(
+    ("vm", "code", "message"),
+    [
+        pytest.param(
+            None, Code.UNSCHEDULABLE, "VirtualMachine default/vm not found", id="VM not seen yet"
+        ),
+        pytest.param(
+            make_vm("vm").slot_size("512Mi").obj(),
+            Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            "VM for pod has bad MemSlotSize: expected 1073741824, found 536870912",
+            id="wrong slot size",
+        ),
+        pytest.param(
+            make_vm("vm").cpus(4, 1, 2).obj(),
+            Code.UNSCHEDULABLE_AND_UNRESOLVABLE,
+            "Error getting pod vmInfo: spec.guest.cpus: min 4 > max 1",
+            id="invalid VM",
+        ),
+    ],
+)
+async def test_filter_rejects_vm_pods_it_cannot_size(
+    vm: Raw | None, code: Code, message: str
+) -> None:
+    plugin, handle = await started()
+    if vm is not None:
+        handle.informers.put("virtualmachines", vm)
+    node = make_node("n1").allocatable(cpu="8", memory="8Gi").obj()
+    status = plugin.filter(CycleState(), pod(vm_pod("vm-pod", "vm")), node_info(node))
+    assert status is not None
+    assert (status.code, status.message()) == (code, message)
+
+
+async def test_reserve_unreserve_and_binding_confirmation() -> None:
+    plugin, handle = await started()
+    assert plugin.state is not None
+    handle.informers.put("virtualmachines", make_vm("vm").cpus(1, 4, 2).memory_slots(1, 4, 2).obj())
+    candidate = pod(vm_pod("vm-pod", "vm"))
+    assert plugin.reserve(CycleState(), candidate, "n1") is None
+    assert plugin.reserve(CycleState(), candidate, "n1") is None  # idempotent
+    assert plugin.state.nodes["n1"].reserved == amounts(2, 2)
+    plugin.unreserve(CycleState(), candidate, "n1")
+    plugin.unreserve(CycleState(), candidate, "n1")
+    assert plugin.state.nodes["n1"].reserved == amounts(0, 0)
+    assert plugin.reserve(CycleState(), candidate, "n1") is None
+    handle.informers.put("pods", vm_pod("vm-pod", "vm", node="n1"))  # bound: confirmed
+    plugin.unreserve(CycleState(), candidate, "n1")
+    assert plugin.state.nodes["n1"].reserved == amounts(2, 2)
+    handle.informers.put("virtualmachines", make_vm("vm").cpus(1, 4, 3).memory_slots(1, 4, 2).obj())
+    assert plugin.state.nodes["n1"].reserved == amounts(3, 2)  # resized by hand: followed
+    handle.informers.delete("pods", vm_pod("vm-pod", "vm", node="n1"))
+    assert plugin.state.nodes["n1"].reserved == amounts(0, 0)
+
+
+async def test_reserve_refuses_a_pod_that_does_not_fit_and_counts_it() -> None:
+    plugin, handle = await started()
+    handle.informers.put("pods", plain_pod("busy", "n1", cpu="8"))
+    status = plugin.reserve(CycleState(), pod(plain_pod("new", cpu="1")), "n1")
+    assert status is not None
+    assert status.code is Code.UNSCHEDULABLE
+    assert (
+        handle.registry.get_sample_value(
+            "autoscaling_plugin_reserve_should_deny_total", {"node": "n1"}
+        )
+        == 1
+    )
+
+
+async def test_score_prefers_the_target_fill_level_by_default_and_node_size_on_request() -> None:
+    plugin, handle = await started(nodes=("n1", "n2"))
+    handle.informers.put("pods", plain_pod("busy", "n1", cpu="5", memory="5Gi"))
+    candidate = pod(plain_pod("new", cpu="1", memory="1Gi"))
+    n1 = node_info(
+        make_node("n1").allocatable(cpu="8", memory="8Gi").obj(),
+        plain_pod("busy", "n1", cpu="5", memory="5Gi"),
+    )
+    n2 = node_info(make_node("n2").allocatable(cpu="8", memory="8Gi").obj())
+    fuller, emptier = (
+        plugin.score(CycleState(), candidate, n1)[0],
+        plugin.score(CycleState(), candidate, n2)[0],
+    )
+    assert fuller > emptier  # 6/8 is nearer the 0.8 peak than 1/8
+    handle.informers.put("configmaps", config_map(scoreCurve="nodeSize"))
+    assert (
+        plugin.score(CycleState(), candidate, n1)[0]
+        == plugin.score(CycleState(), candidate, n2)[0]
+        == 100
+    )
+
+
+async def test_normalize_score_randomizes_only_when_configured() -> None:
+    plugin, handle = await started()
+    scores = [NodeScore("a", 50), NodeScore("b", 0)]
+    plugin.normalize_score(CycleState(), pod(plain_pod("p")), scores)
+    assert [s.score for s in scores] == [50, 0]
+    handle.informers.put("configmaps", config_map(randomize=True))
+    values = plugin.normalize_values([50, 0, 100])
+    assert values is not None
+    assert 1 <= values[0] <= 50
+    assert values[1] == 0
+
+
+# ------------------------------------------------------------------- config
+async def test_valid_config_update_recomputes_every_node_at_once() -> None:
+    plugin, handle = await started(nodes=("n1", "n2"))
+    assert plugin.state is not None
+    handle.informers.put("configmaps", config_map(cpu_system="1", watermark=0.25))
+    assert {n.total for n in plugin.state.nodes.values()} == {amounts(7, 8)}
+    assert {n.watermark for n in plugin.state.nodes.values()} == {amounts(1.75, 2)}
+
+
+async def test_invalid_config_update_keeps_the_last_good_one_with_event_and_metric() -> None:
+    plugin, handle = await started()
+    assert plugin.state is not None
+    handle.informers.put("configmaps", config_map(watermark=3))
+    handle.informers.put("configmaps", config_map(memBlockSize="2Gi"))
+    assert plugin.state.config.slot_bytes == GI
+    assert plugin.state.nodes["n1"].watermark == amounts(4, 4)
+    assert [(t, r) for t, r, _ in handle.events.events] == [("Warning", "InvalidConfig")] * 2
+    assert "memBlockSize: value cannot be changed at runtime" in handle.events.events[1][2]
+    assert handle.registry.get_sample_value("autoscaling_plugin_config_rejected_total") == 2
+
+
+# ------------------------------------------------------------- agents, dump
+async def test_agent_api_and_state_dump_through_the_services() -> None:
+    _, handle = await started()
+    handle.informers.put("virtualmachines", make_vm("vm").cpus(1, 8, 2).memory_slots(1, 8, 2).obj())
+    handle.informers.put("pods", vm_pod("vm-pod", "vm", node="n1"))
+    (listener,) = handle.services.listeners
+    assert (listener.name, listener.port, listener.max_body_bytes) == (AGENT_LISTENER, 10299, 1024)
+    body = orjson.dumps(
+        {
+            "protoVersion": 2,
+            "pod": {"namespace": "default", "name": "vm-pod"},
+            "resources": {"vCPUs": 3, "mem": 3},
+            "metrics": None,
+        }
+    )
+    response = listener.handler(HttpRequest("POST", "/", body))
+    assert response.status == 200
+    assert orjson.loads(response.body)["permit"] == {"vCPUs": 3, "mem": 3}
+    dump = handle.services.debug_routes[STATE_DUMP_PATH](HttpRequest("GET", "/", b""))
+    node = orjson.loads(dump.body)["nodes"]["n1"]
+    assert node["reserved"] == {"cpu": 3000, "mem": 3 * GI}
+    assert node["pods"]["default/vm-pod"]["agentContact"] is True
+    metrics = generate_latest(handle.registry).decode()
+    assert 'autoscaling_plugin_resource_requests_total{code="200"} 1.0' in metrics
+    assert (
+        'autoscaling_plugin_node_cpu_resources_current{field="Reserved",node="n1"} 3.0' in metrics
+    )
+
+
+async def test_a_vm_seen_after_its_pending_pod_wakes_the_pod() -> None:
+    plugin, handle = await started()
+    activated: list[str] = []
+    handle.activate = lambda pods: activated.extend(p.key for p in pods)  # type: ignore[attr-defined]
+    handle.informers.put("pods", vm_pod("vm-pod", "vm"))
+    status = plugin.filter(
+        CycleState(), pod(vm_pod("vm-pod", "vm")), node_info(make_node("n1").obj())
+    )
+    assert status is not None
+    assert activated == []
+    handle.informers.put("virtualmachines", make_vm("vm").pod_name("vm-pod").obj())
+    assert activated == ["default/vm-pod"]
+
+
+async def test_an_agent_shrinking_a_vm_wakes_pods_rejected_for_room() -> None:
+    plugin, handle = await started()
+    activated: list[str] = []
+    handle.activate = lambda pods: activated.extend(p.key for p in pods)  # type: ignore[attr-defined]
+    handle.informers.put("virtualmachines", make_vm("vm").cpus(1, 8, 7).memory_slots(1, 8, 7).obj())
+    handle.informers.put("pods", vm_pod("vm-pod", "vm", node="n1"))
+    waiting = plain_pod("waiting", cpu="4", memory="1Gi")
+    handle.informers.put("pods", waiting)
+    node = make_node("n1").allocatable(cpu="8", memory="8Gi").obj()
+    info = node_info(node, vm_pod("vm-pod", "vm", node="n1"))
+    assert plugin.filter(CycleState(), pod(waiting), info) is not None
+    (listener,) = handle.services.listeners
+
+    def ask(cpus: int, mem: int) -> int:
+        body = {"protoVersion": 2, "pod": {"namespace": "default", "name": "vm-pod"}}
+        body |= {"resources": {"vCPUs": cpus, "mem": mem}, "metrics": None}
+        return listener.handler(HttpRequest("POST", "/", orjson.dumps(body))).status
+
+    assert ask(8, 8) == 200  # held at its maximum since seen bound: nothing freed
+    assert activated == []
+    assert ask(2, 2) == 200
+    assert activated == ["default/waiting"]
+
+
+# ---------------------------------------------------------------- migration
+async def run_worker_until_idle(handle: FakeHandle) -> None:
+    ((_, work),) = handle.services.workers
+    task = asyncio.ensure_future(work())
+    for _ in range(50):
+        await asyncio.sleep(0)
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+async def test_a_node_over_its_watermark_migrates_the_opted_in_vm_and_cleans_up() -> None:
+    _, handle = await started()  # watermark 0.5 of 8 CPU / 8 GiB, doMigration on
+    vm = (
+        make_vm("vm")
+        .cpus(1, 8, 5)
+        .memory_slots(1, 8, 5)
+        .label("autoscaling.neon.tech/auto-migration-enabled", "true")
+    )
+    handle.informers.put("virtualmachines", vm.obj())
+    handle.informers.put("pods", vm_pod("vm-pod", "vm", node="n1"))
+    (listener,) = handle.services.listeners
+
+    def ask(cpus: int) -> dict[str, Any]:
+        body = {"protoVersion": 3, "pod": {"namespace": "default", "name": "vm-pod"}}
+        body |= {"resources": {"vCPUs": cpus, "mem": cpus}, "metrics": {"loadAvg1M": 1}}
+        response = listener.handler(HttpRequest("POST", "/", orjson.dumps(body)))
+        assert response.status == 200, response.body
+        return dict(orjson.loads(response.body))
+
+    assert "migrate" not in ask(5)  # asked for: no object yet, so not told
+    await run_worker_until_idle(handle)
+    ((method, path, created),) = handle.api.calls
+    assert (method, path) == (
+        "POST",
+        "/apis/vm.neon.tech/v1/namespaces/default/virtualmachinemigrations",
+    )
+    assert created["metadata"]["name"] == "schedplugin-vm-pod"
+    assert created["metadata"]["labels"] == {"autoscaling.neon.tech/created-by-scheduler": "true"}
+    assert created["spec"]["vmName"] == "vm"
+    handle.informers.put("virtualmachinemigrations", created)  # the object exists now
+    answer = ask(6)
+    assert answer["migrate"] == {}
+    assert answer["permit"]["vCPUs"] == 5  # the increase became pressure
+    handle.informers.put("virtualmachinemigrations", {**created, "status": {"phase": "Succeeded"}})
+    await run_worker_until_idle(handle)
+    assert handle.api.calls[-1][:2] == (
+        "DELETE",
+        "/apis/vm.neon.tech/v1/namespaces/default/virtualmachinemigrations/schedplugin-vm-pod",
+    )
+    assert handle.registry.get_sample_value("autoscaling_plugin_migrations_created_total") == 1
+    assert (
+        handle.registry.get_sample_value(
+            "autoscaling_plugin_migrations_deleted_total", {"phase": "Succeeded"}
+        )
+        == 1
+    )
+
+
+async def test_do_migration_false_creates_nothing() -> None:
+    _, handle = await started()
+    handle.informers.put("configmaps", config_map(doMigration=False))
+    vm = (
+        make_vm("vm")
+        .cpus(1, 8, 5)
+        .memory_slots(1, 8, 5)
+        .label("autoscaling.neon.tech/auto-migration-enabled", "true")
+    )
+    handle.informers.put("virtualmachines", vm.obj())
+    handle.informers.put("pods", vm_pod("vm-pod", "vm", node="n1"))
+    (listener,) = handle.services.listeners
+    body = {"protoVersion": 3, "pod": {"namespace": "default", "name": "vm-pod"}}
+    body |= {"resources": {"vCPUs": 5, "mem": 5}, "metrics": {"loadAvg1M": 1}}
+    assert listener.handler(HttpRequest("POST", "/", orjson.dumps(body))).status == 200
+    await run_worker_until_idle(handle)
+    assert handle.api.calls == []
+
+
+async def test_migration_jobs_retry_with_backoff_and_accept_already_exists() -> None:
+    _, handle = await started()
+    controller = MigrationController(
+        cast(Any, handle.api),
+        cast(Any, AutoscaleMetrics(CollectorRegistry(), lambda: None)),
+        sleep=lambda _delay: asyncio.sleep(0),
+    )
+    handle.api.failures = [RuntimeError("connection reset"), FakeApiError(409)]
+    controller.want("default", "p", "vm")
+    controller.want("default", "p", "vm")  # deduplicated while pending
+    controller.finished("default", "gone", "Failed")
+    handle.api.failures.append(FakeApiError(404))
+    task = asyncio.ensure_future(controller.run())
+    for _ in range(50):
+        await asyncio.sleep(0)
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    assert [call[0] for call in handle.api.calls] == ["POST", "POST", "DELETE"]
+    assert controller.pending == 0
+
+
+def test_a_second_profile_enabling_the_plugin_is_refused_clearly() -> None:
+    handle = FakeHandle()
+    AutoscaleEnforcer(AutoscaleEnforcerArgs(), cast(Handle, handle))
+    second = FakeHandle()
+    second.registry = handle.registry
+    second.services = DaemonPluginServices(handle.registry)
+    with pytest.raises(ValueError, match="can be enabled in one profile only"):
+        AutoscaleEnforcer(AutoscaleEnforcerArgs(agent_port=10300), cast(Handle, second))

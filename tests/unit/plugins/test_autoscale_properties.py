@@ -1,0 +1,146 @@
+"""Property tests of the AutoscaleEnforcer state (hypothesis).
+
+Any sequence of agent requests, pod events, VM resizes, node changes and
+config updates keeps every node counter equal to its pods' sum (so never
+negative), and the plugin's own decisions (Reserve, a granted increase)
+never take a node's reservation above its total."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from plugins.autoscale_enforcer.agent import AgentInput, RequestError, handle_request
+from plugins.autoscale_enforcer.state import Amounts, State
+from tests.unit.plugins.autoscale_support import CPU, GI, make_config, vm
+
+NODES = ("n1", "n2", "n3")
+PLAIN = tuple(f"default/p{i}" for i in range(4))
+VMS = tuple(f"default/v{i}" for i in range(4))
+
+cpus = st.integers(min_value=0, max_value=8 * CPU)
+mems = st.integers(min_value=0, max_value=8 * GI)
+positive = st.builds(
+    Amounts, st.integers(min_value=1, max_value=8 * CPU), st.integers(min_value=1, max_value=8 * GI)
+)
+units = st.builds(
+    Amounts,
+    st.sampled_from([1, 250, CPU, 2 * CPU]),
+    st.sampled_from([1, GI // 2, GI, 2 * GI]),
+)
+
+
+def _vm(key: str, use_cpu: int, use_gib: int) -> Any:
+    return vm(key.split("/")[1], use=(use_cpu, use_gib), min_=(1, 1), max_=(4, 4))
+
+
+operations = st.one_of(
+    st.tuples(st.just("node"), st.sampled_from(NODES), st.builds(Amounts, cpus, mems)),
+    st.tuples(st.just("node-gone"), st.sampled_from(NODES)),
+    st.tuples(st.just("config"), st.floats(min_value=0.1, max_value=1.0)),
+    st.tuples(
+        st.just("bound"),
+        st.sampled_from(PLAIN),
+        st.sampled_from(NODES),
+        st.builds(Amounts, cpus, mems),
+    ),
+    st.tuples(
+        st.just("bound-vm"),
+        st.sampled_from(VMS),
+        st.sampled_from(NODES),
+        st.integers(1, 4),
+        st.integers(1, 4),
+    ),
+    st.tuples(st.just("deleted"), st.sampled_from(PLAIN + VMS)),
+    st.tuples(st.just("reserve"), st.sampled_from(PLAIN + VMS), st.sampled_from(NODES), positive),
+    st.tuples(st.just("unreserve"), st.sampled_from(PLAIN + VMS), st.sampled_from(NODES)),
+    st.tuples(st.just("resize"), st.sampled_from(VMS), st.integers(1, 4), st.integers(1, 4)),
+    st.tuples(st.just("migrating"), st.sampled_from(VMS), st.booleans()),
+    st.tuples(
+        st.just("agent"),
+        st.sampled_from(VMS),
+        positive,
+        units,
+        st.one_of(st.none(), positive),
+        st.booleans(),
+    ),
+)
+
+
+def _apply(state: State, op: tuple[Any, ...]) -> None:
+    kind = op[0]
+    if kind == "node":
+        state.upsert_node(op[1], op[2])
+    elif kind == "node-gone":
+        state.remove_node(op[1])
+    elif kind == "config":
+        state.set_config(make_config(watermark=op[1]))
+    elif kind == "bound":
+        state.observe_pod(op[1], op[1], op[2], op[3], None)
+    elif kind == "bound-vm":
+        state.observe_pod(op[1], op[1], op[2], Amounts(), _vm(op[1], op[3], op[4]))
+    elif kind == "deleted":
+        state.remove_pod(op[1])
+    elif kind == "reserve":
+        info = _vm(op[1], 1, 1) if op[1] in VMS else None
+        held = state.pods.get(op[1])
+        already_there = held is not None and held.node == op[2]
+        if state.reserve(op[1], op[1], op[2], op[3], info) and not already_there:
+            node = state.nodes[op[2]]
+            assert node.reserved.fits_in(node.total)
+    elif kind == "unreserve":
+        state.unreserve(op[1], op[2])
+    elif kind == "resize":
+        state.observe_vm(_vm(op[1], op[2], op[3]))
+    elif kind == "migrating":
+        state.set_migrating(op[1], op[2])
+    elif kind == "agent":
+        _agent(state, op)
+
+
+def _agent(state: State, op: tuple[Any, ...]) -> None:
+    _, key, resources, unit, last_permit, migrate = op
+    pod = state.pods.get(key)
+    before = None if pod is None else (pod.reserved, state.nodes[pod.node].reserved)
+    try:
+        outcome = handle_request(
+            state,
+            AgentInput(key, resources, unit, last_permit, 0.5, check_unit=False),
+            migration_allowed=migrate,
+        )
+    except RequestError:
+        return
+    assert before is not None
+    old_pod, old_node = before
+    node = state.nodes[outcome.node]
+    permit = outcome.permit
+    assert permit.cpu > 0
+    assert permit.mem > 0
+    assert permit.fits_in(Amounts(max(resources.cpu, 0), max(resources.mem, 0)))
+    for attr in ("cpu", "mem"):
+        grew = getattr(permit, attr) > getattr(old_pod, attr)
+        forced = last_permit is not None and getattr(permit, attr) <= getattr(last_permit, attr)
+        if grew and not forced:
+            assert getattr(node.reserved, attr) <= getattr(node.total, attr), (attr, node)
+        partial = getattr(permit, attr) < getattr(resources, attr)
+        if grew and partial and not forced:  # partial grants are whole compute units
+            assert (getattr(permit, attr) - getattr(old_pod, attr)) % getattr(unit, attr) == 0
+        if grew:
+            assert getattr(node.reserved, attr) > getattr(old_node, attr)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(operations, max_size=40))
+def test_counters_stay_exact_and_grants_stay_within_total(ops: list[tuple[Any, ...]]) -> None:
+    state = State(make_config())
+    for name in NODES:
+        state.upsert_node(name, Amounts(8 * CPU, 8 * GI))
+    for op in ops:
+        _apply(state, op)
+        state.check_invariants()
+        for node in state.nodes.values():
+            for counter in (node.reserved, node.buffer, node.pressure, node.migrating):
+                assert counter.cpu >= 0
+                assert counter.mem >= 0

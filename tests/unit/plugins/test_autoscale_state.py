@@ -1,0 +1,410 @@
+"""AutoscaleEnforcer state: reserve/unreserve, observed pods and VMs, agent
+request arithmetic and migration decisions (the reference's test-case list)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, NamedTuple
+
+import pytest
+
+from plugins.autoscale_enforcer.agent import (
+    AgentInput,
+    RequestError,
+    choose_migration,
+    handle_request,
+    too_much_pressure,
+)
+from plugins.autoscale_enforcer.state import ZERO, Amounts, State
+from tests.unit.plugins.autoscale_support import amounts, make_config, state_with_node, vm
+
+UNIT = amounts(1, 1)
+
+
+def with_vm_pod(
+    state: State, key: str, reserved: Amounts, *, buffer: Amounts = ZERO, **vm_kwargs: object
+) -> None:
+    """A confirmed VM pod on n1 reserved at ``reserved`` (max = reserved + headroom)."""
+    info = vm(key.split("/")[1], **vm_kwargs)  # type: ignore[arg-type]
+    state.observe_pod(key, key, "n1", ZERO, info)
+    pod = state.pods[key]
+    state.replace_pod(pod, dataclasses.replace(pod, reserved=reserved, buffer=buffer))
+
+
+# ---------------------------------------------------------------- reserve
+@pytest.mark.parametrize(
+    ("existing", "existing_buffer", "new", "fits"),
+    [
+        pytest.param(amounts(2, 2), ZERO, amounts(2, 2), True, id="within budget"),
+        pytest.param(
+            amounts(6, 6), amounts(4, 4), amounts(2, 2), True, id="with buffer, still fits"
+        ),
+        pytest.param(amounts(6, 6), ZERO, amounts(2, 2), True, id="exactly at budget"),
+        pytest.param(amounts(6, 6), ZERO, amounts(3, 2), False, id="would become over budget"),
+        pytest.param(
+            amounts(7, 7),
+            amounts(3, 3),
+            amounts(2, 2),
+            False,
+            id="over budget only because of buffer",
+        ),
+        pytest.param(amounts(9, 9), ZERO, amounts(1, 1), False, id="already over budget"),
+    ],
+)
+def test_reserve(existing: Amounts, existing_buffer: Amounts, new: Amounts, fits: bool) -> None:
+    state = state_with_node(8, 8)
+    state.observe_pod("default/other", "u-other", "n1", existing, None)
+    if existing_buffer != ZERO:
+        pod = state.pods["default/other"]
+        state.replace_pod(pod, dataclasses.replace(pod, buffer=existing_buffer))
+    before = state.nodes["n1"].reserved
+    assert state.fits("n1", new) is fits
+    assert state.reserve("default/vm", "u-vm", "n1", new, vm("vm")) is fits
+    assert state.nodes["n1"].reserved == (before + new if fits else before)
+    state.check_invariants()
+
+
+def test_reserve_and_unreserve_are_idempotent_and_symmetric() -> None:
+    state = state_with_node()
+    state.unreserve("default/a", "n1")  # without a prior Reserve: a no-op
+    assert state.nodes["n1"].reserved == ZERO
+    assert state.reserve("default/a", "ua", "n1", amounts(2, 2), None)
+    assert state.reserve("default/a", "ua", "n1", amounts(2, 2), None)
+    assert state.nodes["n1"].reserved == amounts(2, 2)
+    state.unreserve("default/a", "n1")
+    state.unreserve("default/a", "n1")
+    assert state.nodes["n1"].reserved == ZERO
+    state.check_invariants()
+
+
+def test_unreserve_keeps_a_pod_the_informer_confirmed_bound() -> None:
+    state = state_with_node()
+    assert state.reserve("default/a", "ua", "n1", amounts(2, 2), None)
+    state.observe_pod("default/a", "ua", "n1", amounts(2, 2), None)
+    state.unreserve("default/a", "n1")
+    assert state.nodes["n1"].reserved == amounts(2, 2)
+
+
+def test_filter_what_if_leaves_out_and_adds_pods_without_changing_state() -> None:
+    state = state_with_node(8, 8)
+    state.observe_pod("default/big", "u", "n1", amounts(6, 6), None)
+    assert not state.fits("n1", amounts(3, 3))
+    assert state.fits("n1", amounts(3, 3), without=["default/big"])
+    assert not state.fits("n1", amounts(3, 3), without=["default/big"], extra=amounts(6, 0))
+    assert state.nodes["n1"].reserved == amounts(6, 6)
+
+
+# -------------------------------------------------------- observed events
+def test_vm_pod_first_seen_bound_is_held_at_max_with_a_buffer() -> None:
+    state = state_with_node(16, 16)
+    state.observe_pod("default/vm", "u", "n1", ZERO, vm("vm", use=(1, 2), max_=(4, 4)))
+    node = state.nodes["n1"]
+    assert node.reserved == amounts(4, 4)
+    assert node.buffer == amounts(3, 2)
+    state.check_invariants()
+
+
+def test_non_vm_pod_follows_in_place_resize_and_deletion() -> None:
+    state = state_with_node()
+    state.observe_pod("default/p", "u", "n1", amounts(1, 1), None)
+    state.observe_pod("default/p", "u", "n1", amounts(2, 1), None)
+    assert state.nodes["n1"].reserved == amounts(2, 1)
+    state.remove_pod("default/p")
+    state.remove_pod("default/p")
+    assert state.nodes["n1"].reserved == ZERO
+
+
+def test_vm_resize_is_followed_before_agent_contact_and_never_undercounted_after() -> None:
+    state = state_with_node()
+    assert state.reserve("default/vm", "u", "n1", amounts(1, 1), vm("vm"))
+    state.observe_vm(vm("vm", use=(2, 3)))
+    assert state.nodes["n1"].reserved == amounts(2, 3)
+    handle_request(state, request("default/vm", amounts(2, 3)), migration_allowed=False)
+    state.observe_vm(vm("vm", use=(1, 1)))  # shrank: the agent will report it
+    assert state.nodes["n1"].reserved == amounts(2, 3)
+    state.observe_vm(vm("vm", use=(3, 3)))  # grew past its permit: count it
+    assert state.nodes["n1"].reserved == amounts(3, 3)
+    state.check_invariants()
+
+
+def test_node_allocatable_change_and_config_change_recompute_budgets() -> None:
+    state = state_with_node(8, 8)
+    state.upsert_node("n1", amounts(4, 4))
+    assert state.nodes["n1"].total == amounts(4, 4)
+    state.set_config(make_config(cpu_system="1"))
+    assert state.nodes["n1"].total == amounts(3, 4)
+
+
+def test_node_deletion_forgets_its_pods() -> None:
+    state = state_with_node()
+    state.observe_pod("default/p", "u", "n1", amounts(1, 1), None)
+    state.remove_node("n1")
+    assert state.pods == {}
+    assert state.nodes == {}
+
+
+def test_a_recreated_pod_with_a_new_uid_replaces_the_old_one() -> None:
+    state = state_with_node()
+    state.observe_pod("default/p", "u1", "n1", amounts(1, 1), None)
+    state.observe_pod("default/p", "u2", "n1", amounts(2, 2), None)
+    assert state.nodes["n1"].reserved == amounts(2, 2)
+    state.check_invariants()
+
+
+# --------------------------------------------------------- agent requests
+def request(
+    key: str,
+    resources: Amounts,
+    *,
+    unit: Amounts = UNIT,
+    last_permit: Amounts | None = None,
+    metrics: float | None = 0.5,
+    check_unit: bool = False,
+) -> AgentInput:
+    return AgentInput(key, resources, unit, last_permit, metrics, check_unit)
+
+
+class Case(NamedTuple):
+    """One agent request on a node of 8 CPU / 8 GiB (whole-unit shorthand)."""
+
+    reserved: tuple[float, float]
+    requested: tuple[float, float]
+    permit: tuple[float, float]
+    pressure: tuple[float, float] = (0, 0)
+    others: tuple[float, float] = (0, 0)
+    buffer: tuple[float, float] = (0, 0)
+    unit: Amounts = UNIT
+    last_permit: Amounts | None = None
+
+
+def case(id_: str, **fields: Any) -> Any:
+    return pytest.param(Case(**fields), id=id_)
+
+
+@pytest.mark.parametrize(
+    "c",
+    [
+        case("simple upscale", reserved=(2, 2), requested=(3, 3), permit=(3, 3)),
+        case("simple downscale", reserved=(3, 3), requested=(2, 2), permit=(2, 2)),
+        case("no-op", reserved=(2, 2), requested=(2, 2), permit=(2, 2)),
+        case(
+            "no-op clears buffer", reserved=(4, 4), buffer=(2, 2), requested=(2, 2), permit=(2, 2)
+        ),
+        case(
+            "upscale exactly to the limit",
+            reserved=(2, 2),
+            others=(4, 4),
+            requested=(4, 4),
+            permit=(4, 4),
+        ),
+        case(
+            "upscale partially granted",
+            reserved=(2, 2),
+            others=(4, 5),
+            requested=(4, 4),
+            permit=(4, 3),
+            pressure=(0, 1),
+        ),
+        case(
+            "upscale blocked: half a unit left",
+            reserved=(2, 2),
+            others=(5.5, 5.5),
+            requested=(4, 4),
+            permit=(2, 2),
+            pressure=(2, 2),
+        ),
+        case(
+            "uneven compute unit: whole units only",
+            reserved=(2, 2),
+            others=(4, 4),
+            requested=(4, 4),
+            unit=amounts(1.5, 1.5),
+            permit=(3.5, 3.5),
+            pressure=(0.5, 0.5),
+        ),
+        case(
+            "upscale rejected at the limit",
+            reserved=(2, 2),
+            others=(6, 6),
+            requested=(4, 4),
+            permit=(2, 2),
+            pressure=(2, 2),
+        ),
+        case(
+            "upscale rejected above the limit",
+            reserved=(2, 2),
+            others=(7, 7),
+            requested=(4, 4),
+            permit=(2, 2),
+            pressure=(2, 2),
+        ),
+        case(
+            "downscale approved while over the limit",
+            reserved=(4, 4),
+            others=(6, 6),
+            requested=(3, 3),
+            permit=(3, 3),
+        ),
+        case(
+            "upscale approved up to lastPermit above the limit",
+            reserved=(2, 2),
+            others=(6, 6),
+            requested=(4, 4),
+            last_permit=amounts(3, 4),
+            permit=(3, 4),
+            pressure=(1, 0),
+        ),
+        case(
+            "fractional compute units",
+            reserved=(2, 2),
+            requested=(3, 3),
+            unit=amounts(0.25, 0.5),
+            permit=(3, 3),
+        ),
+    ],
+)
+def test_agent_request(c: Case) -> None:
+    state = state_with_node(8, 8)
+    if c.others != (0, 0):
+        state.observe_pod("default/other", "uo", "n1", amounts(*c.others), None)
+    with_vm_pod(state, "default/vm", amounts(*c.reserved), buffer=amounts(*c.buffer), max_=(8, 8))
+    node_before = state.nodes["n1"].reserved
+    outcome = handle_request(
+        state,
+        request("default/vm", amounts(*c.requested), unit=c.unit, last_permit=c.last_permit),
+        migration_allowed=False,
+    )
+    assert outcome.permit == amounts(*c.permit)
+    assert outcome.migrate is False
+    node = state.nodes["n1"]
+    assert node.reserved == node_before.minus(amounts(*c.reserved)) + amounts(*c.permit)
+    assert node.pressure == amounts(*c.pressure)
+    assert node.buffer == ZERO
+    state.check_invariants()
+
+
+@pytest.mark.parametrize(
+    ("key", "prepare", "resources", "status", "text"),
+    [
+        pytest.param("default/ghost", None, amounts(1, 1), 404, "pod not found", id="unknown pod"),
+        pytest.param(
+            "default/plain", "plain", amounts(1, 1), 404, "pod not found", id="non-VM pod"
+        ),
+        pytest.param(
+            "default/vm",
+            "migrating",
+            amounts(3, 3),
+            400,
+            "agent has already been informed that pod is migrating",
+            id="migrating pod changing size",
+        ),
+        pytest.param(
+            "default/vm",
+            "contacted",
+            amounts(3, 2),
+            400,
+            "do not divide cleanly by previous compute unit",
+            id="uneven request",
+        ),
+    ],
+)
+def test_refused_requests_change_nothing(
+    key: str, prepare: str | None, resources: Amounts, status: int, text: str
+) -> None:
+    state = state_with_node()
+    state.observe_pod("default/plain", "up", "n1", amounts(1, 1), None)
+    with_vm_pod(state, "default/vm", amounts(2, 2))
+    if prepare == "migrating":
+        pod = state.pods["default/vm"]
+        state.replace_pod(pod, dataclasses.replace(pod, migrating=True, migrate_told=True))
+    if prepare == "contacted":
+        handle_request(state, request("default/vm", amounts(2, 2)), migration_allowed=False)
+    before = repr(state.nodes), repr(state.pods)
+    with pytest.raises(RequestError) as caught:
+        handle_request(
+            state, request(key, resources, check_unit=True, metrics=9.9), migration_allowed=False
+        )
+    assert (
+        caught.value.status,
+        caught.value.message.startswith(text) or text in caught.value.message,
+    ) == (status, True)
+    assert (repr(state.nodes), repr(state.pods)) == before
+
+
+def test_unit_check_is_relaxed_at_the_vm_bounds() -> None:
+    state = state_with_node()
+    with_vm_pod(state, "default/vm", amounts(2, 2), min_=(0.25, 1), max_=(4, 4))
+    handle_request(state, request("default/vm", amounts(2, 2)), migration_allowed=False)
+    outcome = handle_request(
+        state, request("default/vm", amounts(0.25, 1), check_unit=True), migration_allowed=False
+    )
+    assert outcome.permit == amounts(0.25, 1)
+
+
+# --------------------------------------------------------------- pressure
+@pytest.mark.parametrize(
+    ("reserved", "pressure", "accounted", "buffer", "over"),
+    [
+        pytest.param((4, 4), (0, 0), (0, 0), (0, 0), False, id="at the watermark"),
+        pytest.param((5, 4), (0, 0), (0, 0), (0, 0), True, id="cpu above the watermark"),
+        pytest.param((4, 5), (0, 0), (0, 0), (0, 0), True, id="memory above the watermark"),
+        pytest.param(
+            (5, 4), (0, 0), (1, 0), (0, 0), False, id="excess accounted for by a migration"
+        ),
+        pytest.param((5, 4), (0, 0), (0, 0), (1, 0), False, id="excess covered by buffer"),
+        pytest.param((5, 4), (1, 0), (1, 0), (0, 0), True, id="pressure on top of the excess"),
+        pytest.param((3, 3), (2, 0), (0, 0), (0, 0), False, id="pressure below the watermark"),
+    ],
+)
+def test_too_much_pressure(
+    reserved: tuple[int, int],
+    pressure: tuple[int, int],
+    accounted: tuple[int, int],
+    buffer: tuple[int, int],
+    over: bool,
+) -> None:
+    state = state_with_node(8, 8)  # watermark 0.5: 4 CPU, 4 GiB
+    node = state.nodes["n1"]
+    node.reserved, node.pressure = amounts(*reserved), amounts(*pressure)
+    node.pressure_accounted_for, node.buffer = amounts(*accounted), amounts(*buffer)
+    assert too_much_pressure(node) is over
+
+
+def test_migration_picks_the_least_loaded_opted_in_vm_and_tells_it_once_the_object_exists() -> None:
+    state = state_with_node(8, 8)
+    with_vm_pod(state, "default/busy", amounts(2, 2), migratable=True)
+    with_vm_pod(state, "default/idle", amounts(2, 2), migratable=True)
+    with_vm_pod(state, "default/pinned", amounts(1, 1))
+    for key, load in (("default/busy", 3.0), ("default/idle", 0.1)):
+        handle_request(state, request(key, amounts(2, 2), metrics=load), migration_allowed=False)
+    assert choose_migration(state, "n1") is state.pods["default/idle"]
+    asked = handle_request(
+        state, request("default/idle", amounts(2, 2), metrics=0.1), migration_allowed=True
+    )
+    assert (asked.wants_migration, asked.migrate) == (True, False)
+    state.set_migrating("default/idle", True)  # the migration object appeared
+    told = handle_request(
+        state, request("default/idle", amounts(3, 3), metrics=0.1), migration_allowed=True
+    )
+    assert (told.wants_migration, told.migrate) == (False, True)
+    assert told.permit == amounts(2, 2)  # the increase became pressure
+    node = state.nodes["n1"]
+    assert node.migrating == amounts(2, 2)
+    assert node.pressure_accounted_for == amounts(3, 3)
+    assert choose_migration(state, "n1") is None  # accounted for now
+    with pytest.raises(RequestError, match="already been informed"):
+        handle_request(state, request("default/idle", amounts(3, 3)), migration_allowed=True)
+    state.set_migrating("default/idle", False)  # the migration ended
+    assert node.migrating == ZERO
+    state.check_invariants()
+
+
+def test_no_migration_when_disallowed_or_not_opted_in() -> None:
+    state = state_with_node(8, 8)
+    with_vm_pod(state, "default/a", amounts(3, 3))
+    with_vm_pod(state, "default/b", amounts(2, 2), migratable=True)
+    assert choose_migration(state, "n1") is state.pods["default/b"]
+    outcome = handle_request(state, request("default/b", amounts(2, 2)), migration_allowed=False)
+    assert outcome.wants_migration is False
+    outcome = handle_request(state, request("default/a", amounts(3, 3)), migration_allowed=True)
+    assert outcome.wants_migration is False
