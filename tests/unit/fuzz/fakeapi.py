@@ -76,5 +76,8 @@ class FakeApi:
     async def request(self, *args: Any, **kwargs: Any) -> Any:
         raise AssertionError(f"unexpected API request {args}")
 
+    def report_to(self, metrics: Any) -> None:
+        return None
+
     async def close(self) -> None:
         return None

@@ -20,7 +20,6 @@ from tests.unit.fuzz.strategies import examples, garbage
 BASE: dict[str, Any] = {
     "apiVersion": "kubescheduler.config.k8s.io/v1",
     "kind": "KubeSchedulerConfiguration",
-    "parallelism": 16,
     "percentageOfNodesToScore": 50,
     "podInitialBackoffSeconds": 1,
     "podMaxBackoffSeconds": 10,
@@ -51,7 +50,6 @@ BASE: dict[str, Any] = {
 }
 
 FIELDS: list[tuple[tuple[str | int, ...], st.SearchStrategy[Any]]] = [
-    (("parallelism",), garbage),
     (("percentageOfNodesToScore",), garbage),
     (("podInitialBackoffSeconds",), garbage),
     (("podMaxBackoffSeconds",), garbage),
