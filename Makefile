@@ -29,9 +29,10 @@ unit: venv
 integration: venv controlplane
 	$(BIN)/pytest tests/integration
 
-# The chaos suite at full size (500 pods on 50 nodes per scenario); `make test`
-# runs the same scenarios at a short size.
+# The chaos suite at full size (500 pods on 50 nodes per scenario) and the fuzz
+# tests with 20x the examples; `make test` runs both at a short size.
 chaos: venv controlplane
+	PYSCHEDULER_FUZZ_EXAMPLES=2000 $(BIN)/pytest tests/unit/fuzz
 	PYSCHEDULER_CHAOS_FULL=1 $(BIN)/pytest tests/integration/chaos
 
 # Ours against upstream kube-scheduler on randomized workloads, longer than the
