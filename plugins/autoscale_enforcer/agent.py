@@ -9,6 +9,15 @@ protocol module has already turned wire units into millicores and bytes):
   the node's remaining room rounded down to whole compute units, and never
   less than the agent's ``lastPermit`` (a restarted plugin honours grants it
   made before); what is not granted becomes capacity pressure;
+- a permit is always expressible in the request's protocol version
+  (``granularity``: whole vCPUs before v2.0, whole memory slots before v4.0).
+  The compute unit is a multiple of it, so whole units up from a reservation
+  on that grid stay on it. A reservation off the grid (set by a finer
+  version, e.g. bytes from v4.0, and now raised by an agent speaking slots)
+  is first rounded up to the grid: an increase never answers less than the
+  old reservation, and the agent could not hold a fraction of a slot anyway.
+  That rounding may take the node up to one grain (one slot, one vCPU) above
+  its total when it is full: the only increase not bounded by the room;
 - the pod's start-up buffer is cleared: the agent has told us what it uses;
 - the outcome is checked before it is committed: no permit field is zero,
   above the request, (for an increase) below the old reservation, or not
@@ -34,6 +43,7 @@ testing label are candidates.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -77,22 +87,36 @@ class AgentOutcome:
     pod_key: str = ""
 
 
+def _round_up(value: int, step: int) -> int:
+    return -(-value // step) * step if step > 1 else value
+
+
 def _grant(
     requested: int,
     reserved: int,
     remaining: int,
     unit: int,
     force_minimum: int,
+    *,
+    grain: int = 1,
 ) -> tuple[int, int]:
     """(new reservation, pressure) for one resource; ``remaining`` is the
-    node's free room (total minus everything reserved, this pod included)."""
+    node's free room (total minus everything reserved, this pod included).
+
+    ``requested`` and ``force_minimum`` come off the wire, so they are
+    multiples of ``grain`` (what the version can express). An increase starts
+    from the reservation rounded up to ``grain`` and adds whole units (whole
+    grains too: the node's unit always is one) while they fit, so every
+    answer is a multiple of ``grain``."""
     if requested <= reserved:
         return requested, 0
-    wanted = requested - reserved
-    most = (remaining // unit) * unit if unit > 0 else remaining
-    most = max(most, force_minimum - reserved)
-    if wanted > most:
-        return reserved + most, wanted - most
+    base = _round_up(reserved, grain)  # <= requested: requested is on the grid
+    room = max(0, reserved + remaining - base)
+    step = math.lcm(unit, grain) if unit > 0 else grain
+    most = base + (room // step) * step
+    most = max(most, force_minimum)
+    if requested > most:
+        return most, requested - most
     return requested, 0
 
 
@@ -164,12 +188,17 @@ def handle_request(state: State, request: AgentInput, *, migration_allowed: bool
 
     remaining = node.remaining  # node.reserved includes this pod's reservation
     last = request.last_permit or ZERO
-    if migrate:
-        cpu = (min(requested.cpu, pod.reserved.cpu), max(0, requested.cpu - pod.reserved.cpu))
-        mem = (min(requested.mem, pod.reserved.mem), max(0, requested.mem - pod.reserved.mem))
+    grain, reserved = request.granularity, pod.reserved
+    if migrate:  # no increase: the request is held at the reservation (on the grid)
+        cpu = _grant(requested.cpu, reserved.cpu, 0, 0, 0, grain=grain.cpu)
+        mem = _grant(requested.mem, reserved.mem, 0, 0, 0, grain=grain.mem)
     else:
-        cpu = _grant(requested.cpu, pod.reserved.cpu, remaining.cpu, request.unit.cpu, last.cpu)
-        mem = _grant(requested.mem, pod.reserved.mem, remaining.mem, request.unit.mem, last.mem)
+        cpu = _grant(
+            requested.cpu, reserved.cpu, remaining.cpu, request.unit.cpu, last.cpu, grain=grain.cpu
+        )
+        mem = _grant(
+            requested.mem, reserved.mem, remaining.mem, request.unit.mem, last.mem, grain=grain.mem
+        )
     permit = Amounts(cpu[0], mem[0])
     _check_permit(requested, pod.reserved, permit, request.granularity)
     new = dataclasses.replace(

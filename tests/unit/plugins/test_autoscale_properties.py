@@ -3,7 +3,9 @@
 Any sequence of agent requests, pod events, VM resizes, node changes and
 config updates keeps every node counter equal to its pods' sum (so never
 negative), and the plugin's own decisions (Reserve, a granted increase)
-never take a node's reservation above its total."""
+never take a node's reservation above its total, except by rounding a
+reservation up to the grid of a coarser protocol version (less than one
+grain). Every permit is expressible in the request's version."""
 
 from __future__ import annotations
 
@@ -30,6 +32,17 @@ units = st.builds(
     st.sampled_from([1, 250, CPU, 2 * CPU]),
     st.sampled_from([1, GI // 2, GI, 2 * GI]),
 )
+# What a protocol version can express: v4.0+, v2.0..v3.0, v1.x.
+grains = st.sampled_from([Amounts(1, 1), Amounts(1, GI), Amounts(CPU, GI)])
+
+
+def _up(value: int, step: int) -> int:
+    return -(-value // step) * step
+
+
+def _on_grid(amounts: Amounts, grain: Amounts) -> Amounts:
+    """What the wire would carry: multiples of the version's grain."""
+    return Amounts(_up(amounts.cpu, grain.cpu), _up(amounts.mem, grain.mem))
 
 
 def _vm(key: str, use_cpu: int, use_gib: int) -> Any:
@@ -65,6 +78,7 @@ operations = st.one_of(
         units,
         st.one_of(st.none(), positive),
         st.booleans(),
+        grains,
     ),
 )
 
@@ -101,13 +115,15 @@ def _apply(state: State, op: tuple[Any, ...]) -> None:
 
 
 def _agent(state: State, op: tuple[Any, ...]) -> None:
-    _, key, resources, unit, last_permit, migrate = op
+    _, key, resources, unit, last_permit, migrate, grain = op
+    resources, unit = _on_grid(resources, grain), _on_grid(unit, grain)
+    last_permit = None if last_permit is None else _on_grid(last_permit, grain)
     pod = state.pods.get(key)
     before = None if pod is None else (pod.reserved, state.nodes[pod.node].reserved)
     try:
         outcome = handle_request(
             state,
-            AgentInput(key, resources, unit, last_permit, 0.5, check_unit=False),
+            AgentInput(key, resources, unit, last_permit, 0.5, check_unit=False, granularity=grain),
             migration_allowed=migrate,
         )
     except RequestError:
@@ -118,15 +134,19 @@ def _agent(state: State, op: tuple[Any, ...]) -> None:
     permit = outcome.permit
     assert permit.cpu > 0
     assert permit.mem > 0
-    assert permit.fits_in(Amounts(max(resources.cpu, 0), max(resources.mem, 0)))
+    assert permit.fits_in(resources)
     for attr in ("cpu", "mem"):
-        grew = getattr(permit, attr) > getattr(old_pod, attr)
-        forced = last_permit is not None and getattr(permit, attr) <= getattr(last_permit, attr)
-        if grew and not forced:
+        value, step = getattr(permit, attr), getattr(grain, attr)
+        assert value % step == 0, (attr, permit, grain)  # expressible in the version
+        old = getattr(old_pod, attr)
+        base = _up(old, step)  # the reservation on the version's grid
+        grew = value > old
+        forced = last_permit is not None and value <= getattr(last_permit, attr)
+        if grew and not forced and value > base:
             assert getattr(node.reserved, attr) <= getattr(node.total, attr), (attr, node)
-        partial = getattr(permit, attr) < getattr(resources, attr)
+        partial = value < getattr(resources, attr)
         if grew and partial and not forced:  # partial grants are whole compute units
-            assert (getattr(permit, attr) - getattr(old_pod, attr)) % getattr(unit, attr) == 0
+            assert (value - base) % getattr(unit, attr) == 0
         if grew:
             assert getattr(node.reserved, attr) > getattr(old_node, attr)
 

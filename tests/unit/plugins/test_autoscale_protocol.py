@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 import pytest
 
+from plugins.autoscale_enforcer import agent
 from plugins.autoscale_enforcer.agent_api import AgentApi
 from plugins.autoscale_enforcer.protocol import (
     ProtocolError,
@@ -18,7 +19,7 @@ from plugins.autoscale_enforcer.protocol import (
     version_string,
 )
 from plugins.autoscale_enforcer.state import Amounts, State
-from tests.unit.plugins.autoscale_support import CPU, GI, amounts, state_with_node, vm
+from tests.unit.plugins.autoscale_support import GI, amounts, state_with_node, vm
 
 POD = {"name": "vm-pod", "namespace": "default"}
 METRICS = {"loadAvg1M": 0.5, "loadAvg5M": 0.25}
@@ -401,15 +402,114 @@ def test_endpoint_refusals_leave_state_unchanged(
     assert repr(state.nodes) == before
 
 
-def test_a_permit_the_version_cannot_express_is_a_500_and_changes_nothing() -> None:
-    state = state_with_node(8, 8)
-    # A VM reserved at a fractional CPU, then an agent speaking whole-vCPU v1.1
-    # asks for more than fits: the partial grant (1.5 CPU) has no v1.1 form.
-    assert state.reserve("default/vm-pod", "u", "n1", Amounts(1500, GI), vm("vm", max_=(8, 8)))
-    state.observe_pod("default/other", "uo", "n1", Amounts(5500, 0), None)
-    before = repr(state.nodes)
-    answer = api(state).handle("POST", body(protoVersion=2, resources={"vCPUs": 4, "mem": 1}))
-    assert answer.status == 500
+def test_a_bug_caught_by_the_final_check_is_a_500_and_changes_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The arithmetic no longer produces such a permit; break it to prove the net.
+    monkeypatch.setattr(agent, "_grant", lambda requested, *_, **__: (requested + 1, 0))
+    state = vm_state((1, 1))
+    before = repr(state.nodes), repr(state.pods)
+    answer = api(state).handle("POST", body(protoVersion=2, resources={"vCPUs": 4, "mem": 4}))
+    assert (answer.status, answer.content_type) == (500, "text/plain")
     assert answer.body.startswith(b"internal error: refusing to answer permit")
-    assert repr(state.nodes) == before
-    assert CPU == 1000
+    assert (repr(state.nodes), repr(state.pods)) == before
+
+
+V4_BYTE = body(
+    protoVersion=6,
+    resources={"vCPUs": 1, "mem": 1},
+    computeUnit={"vCPUs": 1, "mem": 1},
+)
+
+
+@pytest.mark.parametrize(
+    ("others", "steps"),
+    [
+        pytest.param(
+            (3, 3),
+            [
+                (V4_BYTE, {"vCPUs": 1, "mem": 1}),
+                (body(protoVersion=2, resources={"vCPUs": 1, "mem": 5}), {"vCPUs": 1, "mem": 5}),
+            ],
+            id="hypothesis: v4.0 shrinks to 1 byte, then v1.1 asks 5 slots: full grant",
+        ),
+        pytest.param(
+            (3, 6),
+            [
+                (V4_BYTE, {"vCPUs": 1, "mem": 1}),
+                (body(protoVersion=2, resources={"vCPUs": 1, "mem": 5}), {"vCPUs": 1, "mem": 2}),
+            ],
+            id="1 byte then v1.1 partial grant: whole slots, not 1 GiB + 1 byte",
+        ),
+        pytest.param(
+            (3, 8),
+            [
+                (V4_BYTE, {"vCPUs": 1, "mem": 1}),
+                (body(protoVersion=2, resources={"vCPUs": 1, "mem": 5}), {"vCPUs": 1, "mem": 1}),
+            ],
+            id="1 byte then v1.1 on a full node: rounded up to one slot, never 0",
+        ),
+        pytest.param(
+            (5.5, 0),
+            [
+                (body(protoVersion=3, resources={"vCPUs": "1500m", "mem": 2}), None),
+                (body(protoVersion=2, resources={"vCPUs": 4, "mem": 4}), {"vCPUs": 2, "mem": 4}),
+            ],
+            id="1.5 CPU then v1.1 asks 4 with 1 CPU free: whole vCPUs (2), not 2.5",
+        ),
+        pytest.param(
+            (4.5, 0),
+            [
+                (body(protoVersion=3, resources={"vCPUs": "1500m", "mem": 2}), None),
+                (body(protoVersion=2, resources={"vCPUs": 4, "mem": 4}), {"vCPUs": 3, "mem": 4}),
+            ],
+            id="1.5 CPU then v1.1 asks 4 with 2 CPU free: 3 whole vCPUs",
+        ),
+    ],
+)
+def test_endpoint_mixed_version_sequences(
+    others: tuple[float, float], steps: list[tuple[bytes, dict[str, Any] | None]]
+) -> None:
+    """A pod's agent may change protocol version (all of v1.0..v5.0 are served):
+    every permit is expressible in the version it is answered in."""
+    state = vm_state(others)
+    for raw, permit in steps:
+        answer = api(state).handle("POST", raw)
+        assert answer.status == 200, answer.body
+        if permit is not None:
+            assert orjson.loads(answer.body)["permit"] == permit
+        state.check_invariants()
+
+
+@pytest.mark.parametrize(
+    ("version", "status", "text"),
+    [
+        *[pytest.param(v, 200, "", id=f"protoVersion {v} served") for v in range(1, 8)],
+        pytest.param(
+            8,
+            400,
+            "Protocol version mismatch: Need v1.0 to v5.0 but got <unknown = v5.0 + 1>",
+            id="protoVersion 8 (after v5.0) refused",
+        ),
+        pytest.param(
+            2**32 - 1,
+            400,
+            "Protocol version mismatch: Need v1.0 to v5.0 but got <unknown = v5.0 + 4294967288>",
+            id="largest uint32 refused",
+        ),
+    ],
+)
+def test_endpoint_version_range(version: int, status: int, text: str) -> None:
+    """Served: v1.0 (1) to v5.0 (7), a union of what reference releases accepted
+    (v1.0-v4.0 up to v0.25.x, v3.0-v5.0 from v0.28.0); 6 is v4.0, in range."""
+    resources: dict[str, Any] = {"vCPUs": 2, "mem": 2}
+    extra: dict[str, Any] = {}
+    if version >= 6:
+        resources = {"vCPUs": 2, "mem": "2Gi"}
+        extra = {"computeUnit": {"vCPUs": 1, "mem": "1Gi"}}
+    answer = api(vm_state()).handle(
+        "POST", body(protoVersion=version, resources=resources, **extra)
+    )
+    assert answer.status == status, answer.body
+    if status != 200:
+        assert answer.body.decode() == text

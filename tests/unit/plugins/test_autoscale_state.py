@@ -9,6 +9,7 @@ from typing import Any, NamedTuple
 import pytest
 
 from plugins.autoscale_enforcer.agent import (
+    ONE,
     AgentInput,
     RequestError,
     choose_migration,
@@ -16,9 +17,19 @@ from plugins.autoscale_enforcer.agent import (
     too_much_pressure,
 )
 from plugins.autoscale_enforcer.state import ZERO, Amounts, State
-from tests.unit.plugins.autoscale_support import amounts, make_config, state_with_node, vm
+from tests.unit.plugins.autoscale_support import (
+    CPU,
+    GI,
+    amounts,
+    make_config,
+    state_with_node,
+    vm,
+)
 
 UNIT = amounts(1, 1)
+BYTE = 2**-30  # one byte, in the GiB shorthand of ``amounts``
+SLOTS = Amounts(1, GI)  # protocols v2.0..v3.0: millicpu, whole 1 GiB memory slots
+WHOLE = Amounts(CPU, GI)  # protocols v1.0..v1.1: whole vCPUs and slots
 
 
 def with_vm_pod(
@@ -160,8 +171,9 @@ def request(
     last_permit: Amounts | None = None,
     metrics: float | None = 0.5,
     check_unit: bool = False,
+    grain: Amounts = ONE,
 ) -> AgentInput:
-    return AgentInput(key, resources, unit, last_permit, metrics, check_unit)
+    return AgentInput(key, resources, unit, last_permit, metrics, check_unit, grain)
 
 
 class Case(NamedTuple):
@@ -175,6 +187,7 @@ class Case(NamedTuple):
     buffer: tuple[float, float] = (0, 0)
     unit: Amounts = UNIT
     last_permit: Amounts | None = None
+    grain: Amounts = ONE  # what the request's protocol version can express
 
 
 def case(id_: str, **fields: Any) -> Any:
@@ -261,6 +274,58 @@ def case(id_: str, **fields: Any) -> Any:
             unit=amounts(0.25, 0.5),
             permit=(3, 3),
         ),
+        case(
+            "slots after bytes: 1-byte reservation, full grant of 5 slots (hypothesis)",
+            reserved=(1, BYTE),
+            others=(3, 3),
+            requested=(1, 5),
+            grain=SLOTS,
+            permit=(1, 5),
+        ),
+        case(
+            "slots after bytes: partial grant in whole slots, not 1 GiB + 1 byte",
+            reserved=(1, BYTE),
+            others=(3, 6),
+            requested=(1, 5),
+            grain=SLOTS,
+            permit=(1, 2),
+            pressure=(0, 3),
+        ),
+        case(
+            "slots after bytes: full node, reservation rounded up to one slot",
+            reserved=(1, BYTE),
+            others=(3, 8),
+            requested=(1, 5),
+            grain=SLOTS,
+            permit=(1, 1),
+            pressure=(0, 4),
+        ),
+        case(
+            "slots after bytes: lastPermit still honoured",
+            reserved=(1, BYTE),
+            others=(3, 8),
+            requested=(1, 5),
+            grain=SLOTS,
+            last_permit=amounts(1, 3),
+            permit=(1, 3),
+            pressure=(0, 2),
+        ),
+        case(
+            "whole vCPUs after millicpu: 1.5 CPU, 1 CPU free, grant 2 not 2.5",
+            reserved=(1.5, 2),
+            others=(5.5, 0),
+            requested=(4, 2),
+            grain=WHOLE,
+            permit=(2, 2),
+            pressure=(2, 0),
+        ),
+        case(
+            "whole vCPUs after millicpu: decrease is exact whatever the grid",
+            reserved=(1.5, 2),
+            requested=(1, 1),
+            grain=WHOLE,
+            permit=(1, 1),
+        ),
     ],
 )
 def test_agent_request(c: Case) -> None:
@@ -271,7 +336,13 @@ def test_agent_request(c: Case) -> None:
     node_before = state.nodes["n1"].reserved
     outcome = handle_request(
         state,
-        request("default/vm", amounts(*c.requested), unit=c.unit, last_permit=c.last_permit),
+        request(
+            "default/vm",
+            amounts(*c.requested),
+            unit=c.unit,
+            last_permit=c.last_permit,
+            grain=c.grain,
+        ),
         migration_allowed=False,
     )
     assert outcome.permit == amounts(*c.permit)
@@ -329,6 +400,19 @@ def test_refused_requests_change_nothing(
         caught.value.message.startswith(text) or text in caught.value.message,
     ) == (status, True)
     assert (repr(state.nodes), repr(state.pods)) == before
+
+
+def test_a_migrating_pod_told_in_slots_is_held_at_its_reservation_rounded_up() -> None:
+    state = state_with_node()
+    with_vm_pod(state, "default/vm", Amounts(CPU, 1), max_=(8, 8))
+    pod = state.pods["default/vm"]
+    state.replace_pod(pod, dataclasses.replace(pod, migrating=True))
+    outcome = handle_request(
+        state, request("default/vm", amounts(1, 5), grain=SLOTS), migration_allowed=False
+    )
+    assert (outcome.permit, outcome.migrate) == (amounts(1, 1), True)
+    assert state.nodes["n1"].pressure == amounts(0, 4)
+    state.check_invariants()
 
 
 def test_unit_check_is_relaxed_at_the_vm_bounds() -> None:
