@@ -95,6 +95,9 @@ def test_pod_without_claims_is_skipped_everywhere() -> None:
     state = CycleState()
     assert plugin.pre_enqueue(plain) is None
     assert plugin.pre_filter(state, plain, [WORKER])[1] == Status.skip()
+    # Not upstream (no PreScore there; Score gives 0 everywhere): the same
+    # totals, and the other plugins' node-local scores stay reusable.
+    assert plugin.pre_score(state, plain, [WORKER]) == Status.skip()
     assert plugin.pre_bind_pre_flight(state, plain, "worker") == Status.skip()
     _, status = plugin.post_filter(state, plain, NodeToStatus())
     assert status == Status.unschedulable("no new claims to deallocate")
@@ -474,6 +477,7 @@ def test_score_prefers_higher_priority_subrequest() -> None:
     )
     state, statuses = cycle(plugin, the_pod(), WORKER, OTHER)
     assert statuses == [None, None]
+    assert plugin.pre_score(state, the_pod(), [WORKER, OTHER]) is None
     raw = [plugin.score(state, the_pod(), n)[0] for n in (WORKER, OTHER)]
     assert raw == [7, 8]
     scores = [NodeScore("worker", 7), NodeScore("other", 8)]
