@@ -1,22 +1,44 @@
 # syntax=docker/dockerfile:1
-# Multi-stage build: wheels are built in a full image, the runtime image holds
-# only the installed package, runs as a non-root user and works with a
-# read-only root filesystem (no writes outside /tmp, which is an emptyDir).
+# Multi-stage build. The build stage makes wheels of the package and of its
+# runtime dependencies only (no extras), at the versions constraints.txt pins,
+# and installs exactly those into a virtual environment without pip. The final
+# stage holds that environment on the same base with pip, setuptools, wheel
+# and ensurepip removed, and no compiler or package manager added: only what
+# runs. Non-root; works with a read-only root filesystem (/tmp is an emptyDir).
+#
+# Build: docker build --build-arg REVISION="$(git rev-parse HEAD)" \
+#          --build-arg SOURCE=https://your.git/host/pyscheduler -t pyscheduler:0.1.0 .
 
-FROM python:3.11-slim-bookworm AS build
+# CPython 3.11.14 on Debian 12 (bookworm), slim, pinned by tag and by the
+# digest of the tag's multi-architecture index (see ARCHITECTURE.md, "Image").
+ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm@sha256:65a93d69fa75478d554f4ad27c85c1e69fa184956261b4301ebaf6dbb0a3543d
+
+FROM ${PYTHON_IMAGE} AS build
 WORKDIR /src
 COPY pyproject.toml README.md constraints.txt ./
 COPY scheduler/ scheduler/
 COPY plugins/ plugins/
-RUN pip wheel --no-cache-dir --wheel-dir /wheels -c constraints.txt .
+RUN pip wheel --no-cache-dir --wheel-dir /wheels -c constraints.txt . \
+ && python -m venv --without-pip /opt/venv \
+ && pip --python /opt/venv/bin/python install --no-cache-dir --no-index --no-deps /wheels/*.whl
 
-FROM python:3.11-slim-bookworm
-RUN groupadd --system --gid 65532 scheduler \
+FROM ${PYTHON_IMAGE}
+ARG VERSION=0.1.0
+ARG REVISION=unknown
+ARG SOURCE=unknown
+LABEL org.opencontainers.image.title="pyscheduler" \
+      org.opencontainers.image.description="A custom Kubernetes scheduler in Python" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.source="${SOURCE}" \
+      org.opencontainers.image.base.name="docker.io/library/python:3.11.14-slim-bookworm"
+RUN python -m pip uninstall --yes --no-cache-dir pip setuptools wheel \
+ && rm -rf /usr/local/lib/python3.11/ensurepip \
+ && groupadd --system --gid 65532 scheduler \
  && useradd --system --uid 65532 --gid scheduler --no-create-home scheduler
-COPY --from=build /wheels /wheels
-RUN pip install --no-cache-dir --no-index --find-links /wheels /wheels/*.whl \
- && rm -rf /wheels
-ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+COPY --from=build /opt/venv /opt/venv
+ENV PATH=/opt/venv/bin:$PATH PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
 USER 65532:65532
 EXPOSE 10259
 ENTRYPOINT ["pyscheduler"]

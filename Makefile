@@ -7,7 +7,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | sha256sum | cut -c1-12)
 
-.PHONY: test unit integration chaos differential lint format controlplane demo bench bench-autoscale venv clean
+.PHONY: test unit integration chaos differential lint format controlplane demo bench bench-simulate bench-autoscale venv clean
 
 venv: $(STAMP)
 
@@ -29,9 +29,10 @@ unit: venv
 integration: venv controlplane
 	$(BIN)/pytest tests/integration
 
-# The chaos suite at full size (500 pods on 50 nodes per scenario); `make test`
-# runs the same scenarios at a short size.
+# The chaos suite at full size (500 pods on 50 nodes per scenario) and the fuzz
+# tests with 20x the examples; `make test` runs both at a short size.
 chaos: venv controlplane
+	PYSCHEDULER_FUZZ_EXAMPLES=2000 $(BIN)/pytest tests/unit/fuzz
 	PYSCHEDULER_CHAOS_FULL=1 $(BIN)/pytest tests/integration/chaos
 
 # Ours against upstream kube-scheduler on randomized workloads, longer than the
@@ -50,9 +51,15 @@ demo: venv controlplane
 # (SchedulingBasic, 5000 nodes, both modes, 3 rounds); results go to
 # bench/results/, then `python -m bench.publish` updates the README;
 # e.g. make bench BENCH_ARGS="--workload scale"
+# Then simulate's pure decision throughput on the same workload (no API server).
 bench: venv controlplane
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[bench]'
 	PYTHONPATH=. $(BIN)/python -m bench.run $(BENCH_ARGS)
+	PYTHONPATH=. $(BIN)/python -m bench.simulate $(SIM_BENCH_ARGS)
+
+# simulate alone: e.g. make bench-simulate SIM_BENCH_ARGS="--nodes 500 --pods 1000"
+bench-simulate: venv
+	PYTHONPATH=. $(BIN)/python -m bench.simulate $(SIM_BENCH_ARGS)
 
 # AutoscaleEnforcer: VM pods over 500 nodes while agents send 1000 requests/s
 # (pyscheduler only); AUTOSCALE_BENCH_ARGS="--nodes 50 --vms 200 --rate 300" for a quick run.

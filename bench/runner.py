@@ -235,6 +235,8 @@ class _Run:
         self.options = options
         self.workload = options.workload
         self._pod_spec = options.workload.template.pod_spec
+        self._pod_labels = options.workload.template.pod_labels
+        self._init_pod_spec, self._init_pod_labels = options.workload.template.init_pod()
         self.workdir = workdir
         self.progress = progress
         self.phases: dict[str, float] = {}
@@ -345,7 +347,9 @@ class _Run:
 
     def _measured_bodies(self, profile: str) -> Iterable[Obj]:
         return (
-            pod_body(pod_name(i), MEASURED_NAMESPACE, profile, self._pod_spec)
+            pod_body(
+                pod_name(i), MEASURED_NAMESPACE, profile, self._pod_spec, labels=self._pod_labels
+            )
             for i in range(self.workload.pods)
         )
 
@@ -360,8 +364,9 @@ class _Run:
                 init_pod_name(i),
                 INIT_NAMESPACE,
                 profile,
-                self._pod_spec,
+                self._init_pod_spec,
                 node="" if scheduler else node_name(i % nodes),
+                labels=self._init_pod_labels,
             )
             for i in range(count)
         )

@@ -1,8 +1,9 @@
 """The schedulers under test, run the same way: each its own process,
 serving /readyz and /metrics on loopback.
 
-- ``ours``: ``pyscheduler --config F --kubeconfig K --port P --bind-address
-  127.0.0.1 --log-level warning``, its default profile ``pyscheduler``;
+- ``ours``: ``pyscheduler --config F --kubeconfig K --secure-port P --bind-address
+  127.0.0.1 --v=0``, its default profile ``pyscheduler``, HTTPS with ``/metrics``
+  always allowed;
 - ``upstream``: ``kcp kube-scheduler --config F`` from the same control-plane
   build (``ControlPlane.start_scheduler``) with exactly our plugins, weights
   and args (``bench.profiles``), profile ``upstream-same``: the headline row;
@@ -126,13 +127,14 @@ def start(kind: SchedulerKind, plane: ControlPlane, workdir: Path) -> RunningSch
             str(Path(sys.executable).parent / "pyscheduler"),
             f"--config={config}",
             f"--kubeconfig={plane.kubeconfig}",
-            f"--port={port}",
+            f"--secure-port={port}",
             f"--bind-address={LOOPBACK}",
-            "--log-level=warning",
+            "--v=0",
+            f"--authorization-always-allow-paths={_UPSTREAM_ALLOWED_PATHS}",
         ]
         process = ComponentProcess("pyscheduler", argv, plane.layout.logs / "pyscheduler.log")
         process.start()
-        return RunningScheduler(kind, process, f"http://{LOOPBACK}:{port}")
+        return RunningScheduler(kind, process, f"https://{LOOPBACK}:{port}")
     process = plane.start_scheduler(
         config,
         extra_args=[

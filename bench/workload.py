@@ -74,11 +74,24 @@ class Template:
     cluster_objects: Callable[[int], list[Extra]] = _no_cluster_objects
     namespace_objects: Callable[[str], list[Extra]] = _no_namespace_objects
     controller_manager: bool = False
+    # The measured pods' labels; the init pods use ``init_pod_spec`` and
+    # ``init_pod_labels`` where given (scheduler_perf's per-op
+    # ``podTemplatePath``), else the measured pods' ones.
+    pod_labels: Mapping[str, str] = field(default_factory=dict)
+    init_pod_spec: Mapping[str, Any] | None = None
+    init_pod_labels: Mapping[str, str] | None = None
+
+    def init_pod(self) -> tuple[Mapping[str, Any], Mapping[str, str]]:
+        """The init pods' spec additions and labels."""
+        spec = self.pod_spec if self.init_pod_spec is None else self.init_pod_spec
+        labels = self.pod_labels if self.init_pod_labels is None else self.init_pod_labels
+        return spec, labels
 
 
 DEFAULT_TEMPLATE = Template()
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
 
 # scheduler_perf's SchedulingNodeAffinity: every node labelled zone1
 # (labelNodePrepareStrategy), pods from pod-with-node-affinity.yaml.
@@ -185,6 +198,60 @@ DRA_TEMPLATE = Template(
 DRA_SELECTOR_TEMPLATE = replace(DRA_TEMPLATE, namespace_objects=_claim_template((DRA_SELECTOR,)))
 
 
+def _hostname(index: int) -> dict[str, str]:
+    """scheduler_perf labels every node it creates with its hostname."""
+    return {HOSTNAME_LABEL: node_name(index)}
+
+
+MOONS = ("moon-1", "moon-2", "moon-3")
+
+
+def _moon_and_hostname(index: int) -> dict[str, str]:
+    """labelNodePrepareStrategy's zones, round robin over the node index."""
+    return {**_hostname(index), ZONE_LABEL: MOONS[index % len(MOONS)]}
+
+
+# scheduler_perf's TopologySpreading: nodes in three zones round robin, init
+# pods from pod-default.yaml, measured pods from pod-with-topology-spreading.yaml.
+TOPOLOGY_SPREADING_TEMPLATE = Template(
+    node_labels=_moon_and_hostname,
+    pod_labels={"color": "blue"},
+    pod_spec={
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": 5,
+                "topologyKey": ZONE_LABEL,
+                "whenUnsatisfiable": "DoNotSchedule",
+                "labelSelector": {"matchLabels": {"color": "blue"}},
+            }
+        ]
+    },
+    init_pod_spec={},
+    init_pod_labels={},
+)
+
+# scheduler_perf's SchedulingPodAntiAffinity: init and measured pods both from
+# pod-with-pod-anti-affinity.yaml, in two namespaces the term names (theirs are
+# sched-0 and sched-1).
+POD_ANTI_AFFINITY_TEMPLATE = Template(
+    node_labels=_hostname,
+    pod_labels={"color": "green"},
+    pod_spec={
+        "affinity": {
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "labelSelector": {"matchLabels": {"color": "green"}},
+                        "topologyKey": HOSTNAME_LABEL,
+                        "namespaces": [MEASURED_NAMESPACE, INIT_NAMESPACE],
+                    }
+                ]
+            }
+        }
+    },
+)
+
+
 @dataclass(frozen=True)
 class Workload:
     """Nodes to create, pods scheduled before measuring, and measured pods."""
@@ -208,6 +275,7 @@ class Workload:
             "init_pods": self.init_pods,
             "pods": self.pods,
             "pod_spec": dict(self.template.pod_spec),
+            **({"pod_labels": dict(self.template.pod_labels)} if self.template.pod_labels else {}),
         }
 
     def resized(
@@ -250,6 +318,22 @@ PRESETS = {
         init_pods=5000,
         pods=1000,
         template=NODE_AFFINITY_TEMPLATE,
+    ),
+    # scheduler_perf's topology_spreading/performance-config.yaml, 5000Nodes.
+    "topologyspreading": Workload(
+        "TopologySpreading",
+        nodes=5000,
+        init_pods=5000,
+        pods=2000,
+        template=TOPOLOGY_SPREADING_TEMPLATE,
+    ),
+    # scheduler_perf's affinity/performance-config.yaml, 5000Nodes.
+    "podantiaffinity": Workload(
+        "SchedulingPodAntiAffinity",
+        nodes=5000,
+        init_pods=1000,
+        pods=1000,
+        template=POD_ANTI_AFFINITY_TEMPLATE,
     ),
     # scheduler_perf's SchedulingWithResourceClaimTemplate/5000pods_500nodes:
     # 500 nodes x 10 devices, 2500 + 2500 pods with a claim each (fills them).
@@ -305,14 +389,19 @@ def pod_body(
     namespace: str,
     scheduler_name: str,
     spec: Mapping[str, Any] | None = None,
+    *,
     node: str = "",
+    labels: Mapping[str, str] | None = None,
 ) -> Obj:
     """A pod for ``scheduler_name``; with ``node``, created already bound there
     (backlog mode's init pods: the cluster state without a scheduler)."""
+    metadata: Obj = {"name": name, "namespace": namespace}
+    if labels:
+        metadata["labels"] = dict(labels)
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace},
+        "metadata": metadata,
         "spec": {
             **copy.deepcopy(dict(spec or {})),
             **({"nodeName": node} if node else {}),

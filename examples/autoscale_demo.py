@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from examples.demo import (
+    DEMO_OPEN_PATHS,
     DemoError,
     _interrupt,
     http_get,
@@ -73,8 +74,10 @@ def start_scheduler(plane: ControlPlane, port: int) -> ComponentProcess:
         str(binary),
         f"--config={CONFIG}",
         f"--kubeconfig={plane.kubeconfig}",
-        f"--port={port}",
+        f"--secure-port={port}",
         "--bind-address=127.0.0.1",
+        # The demo reads these without a token; in a cluster only the probes are open.
+        f"--authorization-always-allow-paths={DEMO_OPEN_PATHS},/debug/plugins/*",
     ]
     process = ComponentProcess("pyscheduler", argv, plane.layout.logs / "pyscheduler.log")
     process.start()
@@ -124,7 +127,7 @@ def run(plane: ControlPlane, processes: list[ComponentProcess]) -> None:
     port = free_port()
     scheduler = start_scheduler(plane, port)
     processes.append(scheduler)
-    base = f"http://127.0.0.1:{port}"
+    base = f"https://127.0.0.1:{port}"
     wait_ready(scheduler, base)
     say(f"  pid {scheduler.pid} ready; agents POST to http://127.0.0.1:{AGENT_PORT}/")
 

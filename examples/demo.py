@@ -19,7 +19,10 @@ Run it with ``make demo`` (which also builds everything on a fresh machine), or
    ResourceSlice; a pod whose claim selects a GPU by memory lands next to
    it, with the allocation written to its claim, and a pod asking for more
    GPUs than any node has waits with the reason;
-8. stops the scheduler with SIGTERM, then the control plane.
+8. snapshots the cluster with ``kubectl get -o yaml``, simulates it with one
+   node fewer (``pyscheduler simulate --remove-node``) and explains the waiting
+   pod with the kubectl plugin (``kubectl pyscheduler explain``);
+9. stops the scheduler with SIGTERM, then the control plane.
 
 Invariant: whatever happens (an error, Ctrl-C, SIGTERM), every process the demo
 started is stopped and its temporary files are removed before it exits; the
@@ -31,8 +34,10 @@ from __future__ import annotations
 import json
 import os
 import signal
+import ssl
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -63,6 +68,8 @@ DRA_WAITING = "gpu-hungry"  # its claim cannot be satisfied
 URGENT_POD = "urgent"  # the preemptor in examples/preemption.yaml
 NAMESPACE = "demo"
 EXPLAINED_POD = "no-toleration"  # the waiting pod whose /debug/pods diagnosis is shown
+# Read by the demo without a token (exact paths, or prefixes ending in *).
+DEMO_OPEN_PATHS = "/healthz,/readyz,/livez,/metrics,/debug/pods/*"
 READY_TIMEOUT = 30.0
 ACT_TIMEOUT = 30.0
 SIGTERM_TIMEOUT = 20.0
@@ -241,8 +248,12 @@ def wait_for(probe: Callable[[], T | None], timeout: float, what: str) -> T:
 
 
 def http_get(url: str) -> tuple[int, str]:
+    # The ops port's certificate is self-signed: not verified for a loopback read.
+    unverified = ssl.create_default_context()
+    unverified.check_hostname = False
+    unverified.verify_mode = ssl.CERT_NONE
     try:
-        with urllib.request.urlopen(url, timeout=5) as response:
+        with urllib.request.urlopen(url, timeout=5, context=unverified) as response:
             return int(response.status), response.read().decode()
     except urllib.error.HTTPError as error:
         return error.code, error.read().decode()
@@ -271,8 +282,10 @@ def start_scheduler(plane: ControlPlane, port: int) -> ComponentProcess:
         str(binary),
         f"--config={CONFIG}",
         f"--kubeconfig={plane.kubeconfig}",
-        f"--port={port}",
+        f"--secure-port={port}",
         "--bind-address=127.0.0.1",
+        # The demo reads these without a token; in a cluster only the probes are open.
+        f"--authorization-always-allow-paths={DEMO_OPEN_PATHS}",
     ]
     process = ComponentProcess("pyscheduler", argv, plane.layout.logs / "pyscheduler.log")
     process.start()
@@ -315,24 +328,24 @@ def stop_scheduler(process: ComponentProcess) -> None:
 def run(plane: ControlPlane, processes: list[ComponentProcess]) -> None:
     ours = scheduler_name(CONFIG)
     began = time.monotonic()
-    say("[1/7] starting etcd and kube-apiserver on loopback")
+    say("[1/8] starting etcd and kube-apiserver on loopback")
     plane.start()
     say(f"  API server {plane.server} ready in {time.monotonic() - began:.1f}s")
 
-    say(f"[2/7] kubectl apply -f {NODES.relative_to(EXAMPLES.parent)}")
+    say(f"[2/8] kubectl apply -f {NODES.relative_to(EXAMPLES.parent)}")
     kubectl(plane, "apply", f"--filename={NODES}")
     node_count = len(items(plane, "/api/v1/nodes"))
 
     port = free_port()
-    say(f"[3/7] pyscheduler --config {CONFIG.relative_to(EXAMPLES.parent)} --port {port}")
+    say(f"[3/8] pyscheduler --config {CONFIG.relative_to(EXAMPLES.parent)} --secure-port {port}")
     started = time.monotonic()
     scheduler = start_scheduler(plane, port)
     processes.append(scheduler)
-    base = f"http://127.0.0.1:{port}"
+    base = f"https://127.0.0.1:{port}"
     wait_ready(scheduler, base)
     say(f"  pid {scheduler.pid}, GET {base}/readyz: 200 after {time.monotonic() - started:.1f}s")
 
-    say(f"[4/7] kubectl apply -f {PODS.relative_to(EXAMPLES.parent)}")
+    say(f"[4/8] kubectl apply -f {PODS.relative_to(EXAMPLES.parent)}")
     started = time.monotonic()
     kubectl(plane, "apply", f"--filename={PODS}")
     pods_path = f"/api/v1/namespaces/{NAMESPACE}/pods"
@@ -346,7 +359,7 @@ def run(plane: ControlPlane, processes: list[ComponentProcess]) -> None:
     pods = in_order(acted, manifest_order(PODS, "Pod"))
     say(f"  the scheduler acted on every pod within {time.monotonic() - started:.1f}s")
 
-    say("[5/7] results")
+    say("[5/8] results")
     say()
     say(f"Pods (namespace {NAMESPACE}, this scheduler is {ours!r}):")
     say(table(["POD", "NODE", "OUTCOME"], pod_rows(pods, ours, node_count)))
@@ -368,15 +381,22 @@ def run(plane: ControlPlane, processes: list[ComponentProcess]) -> None:
     for line in metric_lines(http_get(f"{base}/metrics")[1], ours):
         say(line)
     say()
+    later_steps(plane, base)
+
+
+def later_steps(plane: ControlPlane, base: str) -> None:
+    """Steps 6 to 8: preemption, devices, and the what-if tools."""
     preempt(plane)
     say()
     allocate_devices(plane)
+    say()
+    what_if(plane, base)
     say()
 
 
 def preempt(plane: ControlPlane) -> None:
     """Step 6: a high-priority pod makes room for itself."""
-    say(f"[6/7] kubectl apply -f {PREEMPTION.relative_to(EXAMPLES.parent)}")
+    say(f"[6/8] kubectl apply -f {PREEMPTION.relative_to(EXAMPLES.parent)}")
     for attempt in range(3):  # admission may not know the new PriorityClass yet
         try:
             kubectl(plane, "apply", f"--filename={PREEMPTION}")
@@ -414,7 +434,7 @@ def preempt(plane: ControlPlane) -> None:
 
 def allocate_devices(plane: ControlPlane) -> None:
     """Step 7: DynamicResources allocates a device and explains a claim it cannot."""
-    say(f"[7/7] kubectl apply -f {DRA.relative_to(EXAMPLES.parent)}")
+    say(f"[7/8] kubectl apply -f {DRA.relative_to(EXAMPLES.parent)}")
     kubectl(plane, "apply", f"--filename={DRA}")
     pods_path = f"/api/v1/namespaces/{NAMESPACE}/pods"
 
@@ -438,6 +458,60 @@ def allocate_devices(plane: ControlPlane) -> None:
     say(f"  {DRA_POD} bound to {node}")
     say(f"  claim {DRA_CLAIM}: allocated {devices}, reserved for {holders}")
     say(f"  {DRA_WAITING} waits: {told}")
+
+
+def run_tool(*argv: str) -> None:
+    """One of our commands as a user runs it, its output indented."""
+    result = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=120)
+    if result.returncode != 0:
+        raise DemoError(f"{' '.join(argv)} failed ({result.returncode}):\n{result.stderr}")
+    for line in result.stdout.splitlines():
+        say(f"    {line}")
+
+
+def what_if(plane: ControlPlane, base: str) -> None:
+    """Step 7: a snapshot of the demo's cluster, simulated without one node;
+    and the live diagnosis through the kubectl plugin."""
+    tools = Path(sys.executable).parent
+    with tempfile.TemporaryDirectory(prefix="pyscheduler-demo-") as directory:
+        snapshot = Path(directory) / "snapshot.yaml"
+        say("[8/8] kubectl get nodes,pods,priorityclasses -A -o yaml > snapshot.yaml")
+        argv = [str(plane.binary), "kubectl", f"--kubeconfig={plane.kubeconfig}", "get"]
+        argv += ["nodes,pods,priorityclasses", "-A", "-o", "yaml"]
+        result = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=60)
+        if result.returncode != 0:
+            raise DemoError(f"kubectl get failed:\n{result.stderr}")
+        snapshot.write_text(result.stdout)
+        count = len((yaml.safe_load(result.stdout) or {}).get("items") or ())
+        say(f"  {count} objects; what if we drained 'small'?")
+        say(
+            f"  pyscheduler simulate snapshot.yaml --config {CONFIG.relative_to(EXAMPLES.parent)} "
+            "--remove-node small --seed 1"
+        )
+        run_tool(
+            str(tools / "pyscheduler"),
+            "simulate",
+            str(snapshot),
+            "--config",
+            str(CONFIG),
+            "--remove-node",
+            "small",
+            "--seed",
+            "1",
+        )
+    say(
+        f"  kubectl pyscheduler explain {NAMESPACE}/{EXPLAINED_POD} --url {base} "
+        "--insecure-skip-tls-verify"
+    )
+    run_tool(
+        str(tools / "kubectl-pyscheduler"),
+        "explain",
+        f"{NAMESPACE}/{EXPLAINED_POD}",
+        "--url",
+        base,
+        "--insecure-skip-tls-verify",  # the scheduler's self-signed serving certificate
+        f"--kubeconfig={plane.kubeconfig}",
+    )
 
 
 def _interrupt(signum: int, _frame: FrameType | None) -> None:

@@ -8,11 +8,19 @@ starts them in one TaskGroup, each named, and stops them in this order when
    queue (the scheduling loop returns);
 2. drain binding cycles until ``bind_grace_seconds``; those still running are
    cancelled and roll back (unreserve, forget), so nothing stays assumed; then
-   the plugins' background API work (preemption) with the same grace;
-3. stop the queue flushers, the leader elector (releasing the lease) and the
-   informers;
+   the plugins' one-shot background work (preemption) with the same grace
+   (``BackgroundTasks``, which also runs the plugins' long-running workers);
+3. stop the queue flushers, the leader elector (releasing the lease), the
+   plugins' workers and the informers;
 4. flush pod status patches and events (bounded), then close the client and
-   the HTTP server.
+   the HTTP server (plugin listeners' threads are joined there).
+
+Threads: plugin listeners (``PluginHttp.listen``) are served from their own
+threads, owned by the ops server. While any is configured, ``run`` lowers the
+interpreter's switch interval (``LISTENER_SWITCH_INTERVAL``) so a listener
+thread gets the GIL from a busy scheduling cycle within 0.1 ms instead of
+CPython's default 5 ms per hand-over, and restores it
+on exit.
 """
 
 from __future__ import annotations
@@ -22,16 +30,15 @@ import contextlib
 import logging
 import random
 import socket
+import sys
 import uuid
-from collections.abc import Awaitable, Iterable
-from dataclasses import dataclass
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
 from typing import Any
 
 from prometheus_client import CollectorRegistry
 
 from plugins.registry import DEFAULT_PLUGINS, in_tree_registry
-from scheduler.cache.cache import Cache
-from scheduler.cache.snapshot import Snapshot
 from scheduler.cachedebug import NON_TERMINAL_PODS, CacheDebugger
 from scheduler.clock import Clock, RealClock
 from scheduler.config import (
@@ -41,33 +48,45 @@ from scheduler.config import (
     points_of_classes,
     resolve_profiles,
 )
-from scheduler.cycle.reporting import StatusWriter
-from scheduler.cycle.scheduler import Scheduler
-from scheduler.diagnostics import AttemptLog
-from scheduler.eventhandlers import EventHandlers, ObjectEventHandlers
-from scheduler.framework.events import Resource as EventResource
-from scheduler.framework.interfaces import ExtensionPoint, Plugin
-from scheduler.framework.objects import Pod, parse_pod
+from scheduler.delegation import DelegatedAuth
+from scheduler.engine import (
+    Engine,
+    build_framework,
+    object_event_resources,
+    watch_object_events,
+)
+from scheduler.features import FeatureGates
 from scheduler.framework.registry import Registry, entry_point_plugins
-from scheduler.handle import ProfileHandle
 from scheduler.health import scheduler_health
-from scheduler.informers.factory import FactoryInformerAccess, InformerFactory
 from scheduler.kube.client import KubeClient
-from scheduler.kube.events import EventSink
-from scheduler.kube.resources import BY_GROUP_KIND, NODES, PODS
-from scheduler.kube.writer import KubeApiWriter
+from scheduler.kube.reviews import Reviews
 from scheduler.leaderelection import ApiLeaseClient, LeaderElectionConfig, LeaderElector
-from scheduler.metrics import CacheType, SchedulerMetrics
-from scheduler.pluginservices import DaemonPluginServices
-from scheduler.queue import QueueProfile, SchedulingQueue
-from scheduler.runtime.background import BackgroundTasks
-from scheduler.runtime.framework import Framework
-from scheduler.runtime.waiting import WaitingPods
+from scheduler.metrics import CacheType
 from scheduler.server import OpsServer
+from scheduler.tls import serving_context
+
+# Re-exported: the composition helpers live in scheduler.engine.
+__all__ = [
+    "NON_TERMINAL_PODS",
+    "AppOptions",
+    "SchedulerApp",
+    "build_framework",
+    "build_registry",
+    "object_event_resources",
+    "resolve",
+    "watch_object_events",
+]
 
 log = logging.getLogger(__name__)
 
 CACHE_METRICS_PERIOD_SECONDS = 1.0
+# The GIL hand-over bound while plugin listener threads run. Every socket
+# call releases the GIL, so a request costs a few hand-overs (wake-up, read,
+# write), each up to this long while the scheduling cycle is busy: at 0.5 ms
+# the listener topped out near 700 requests/s under a busy cycle (requests
+# queued for hundreds of ms at 1000/s); at 0.1 ms it kept up. The cycle pays
+# a forced switch only when a listener thread actually waits.
+LISTENER_SWITCH_INTERVAL = 0.0001
 
 
 @dataclass(frozen=True)
@@ -78,6 +97,11 @@ class AppOptions:
     bind_grace_seconds: float = 30.0
     flush_grace_seconds: float = 5.0
     max_binding: int = 64
+    feature_gates: FeatureGates = field(default_factory=FeatureGates)
+    # Secure serving: the given pair or a self-signed one; these paths open to all.
+    tls_cert_file: str | None = None
+    tls_private_key_file: str | None = None
+    always_allow_paths: tuple[str, ...] = ("/healthz", "/readyz", "/livez")
 
 
 def build_registry() -> Registry:
@@ -85,75 +109,21 @@ def build_registry() -> Registry:
     return in_tree_registry().merged(entry_point_plugins())
 
 
-def resolve(config: SchedulerConfiguration, registry: Registry) -> list[ResolvedProfile]:
-    defaults = [PluginRef(name, weight) for name, weight in DEFAULT_PLUGINS]
+def resolve(
+    config: SchedulerConfiguration, registry: Registry, gates: FeatureGates | None = None
+) -> list[ResolvedProfile]:
+    gates = gates or FeatureGates()
+    defaults = [
+        PluginRef(name, weight)
+        for name, weight in DEFAULT_PLUGINS
+        if name != "NodeDeclaredFeatures" or gates.enabled("NodeDeclaredFeatures")
+    ]
     points_of = points_of_classes(spec.plugin_class for spec in registry.values())
     return resolve_profiles(config, registry, defaults, points_of)
 
 
-def build_framework(
-    profile: ResolvedProfile,
-    registry: Registry,
-    handle: ProfileHandle,
-    waiting: WaitingPods,
-    metrics: SchedulerMetrics,
-) -> Framework:
-    """Instantiate each enabled plugin once and group them by extension point."""
-    instances: dict[str, Plugin] = {}
-    by_point: dict[ExtensionPoint, list[Plugin]] = {}
-    for point, refs in profile.plugins.items():
-        for ref in refs:
-            if ref.name not in instances:
-                spec = registry[ref.name]
-                instances[ref.name] = spec.factory(profile.plugin_args.get(ref.name), handle)
-            by_point.setdefault(point, []).append(instances[ref.name])
-    weights = {ref.name: ref.weight for ref in profile.plugins.get(ExtensionPoint.SCORE, ())}
-    framework = Framework(profile.scheduler_name, by_point, weights, waiting, metrics)
-    handle.bind_framework(framework)
-    return framework
-
-
-# Resources whose events reach the queue through their own handlers.
-_POD_AND_NODE_EVENTS = frozenset(
-    {
-        EventResource.POD,
-        EventResource.ASSIGNED_POD,
-        EventResource.UNSCHEDULED_POD,
-        EventResource.NODE,
-        EventResource.WILDCARD,
-    }
-)
-
-
-def object_event_resources(frameworks: Iterable[Framework]) -> list[EventResource]:
-    """The other resources some plugin registered events for (upstream
-    watches only those), in a stable order."""
-    found: dict[EventResource, None] = {}
-    for framework in frameworks:
-        for registered in framework.events_to_register().values():
-            for item in registered:
-                resource = item.event.resource
-                if resource not in _POD_AND_NODE_EVENTS and resource.value in BY_GROUP_KIND:
-                    found[resource] = None
-    return list(found)
-
-
-def watch_object_events(
-    factory: InformerFactory,
-    queue: SchedulingQueue,
-    frameworks: Iterable[Framework],
-    metrics: SchedulerMetrics,
-) -> None:
-    """Feed the queue the cluster events of those other resources."""
-    for resource in object_event_resources(frameworks):
-        handlers = ObjectEventHandlers(queue, resource, timer=metrics)
-        factory.informer(BY_GROUP_KIND[resource.value]).add_handler(
-            handlers.added, handlers.updated, handlers.deleted
-        )
-
-
 class SchedulerApp:
-    def __init__(  # noqa: PLR0915 - the composition root; faults splits it into named steps
+    def __init__(
         self,
         config: SchedulerConfiguration,
         client: KubeClient,
@@ -163,136 +133,85 @@ class SchedulerApp:
         registry: Registry | None = None,
         metrics_registry: CollectorRegistry | None = None,
         rng: random.Random | None = None,
+        authn_client: KubeClient | None = None,
+        authz_client: KubeClient | None = None,
     ) -> None:
         self.config = config
         self.options = options or AppOptions()
         self.client = client
         self.clock = clock or RealClock()
         self.metrics_registry = metrics_registry or CollectorRegistry()
-        self.metrics = SchedulerMetrics(self.metrics_registry)
         self._stop = asyncio.Event()
         self._shutting_down = False
         self._synced = False
 
         registry = registry or build_registry()
-        profiles = resolve(config, registry)
-        self.informer_factory = InformerFactory(client, clock=self.clock)
-        # Terminal pods hold no resources: leave them out, as upstream does. A
-        # pod that turns terminal leaves the watch as a delete.
-        pods = self.informer_factory.informer(PODS, field_selector=NON_TERMINAL_PODS)
-        nodes = self.informer_factory.informer(NODES)
-        informer_access = FactoryInformerAccess(self.informer_factory)
-        self.event_sink = EventSink(client, hostname=socket.gethostname(), clock=self.clock)
-        self.status_writer = StatusWriter(client.patch_pod_status, self.clock)
-        api = KubeApiWriter(client)
-        self.cache = Cache(self.clock)
-        self.snapshot = Snapshot()
-        self.waiting = WaitingPods()
-        self.background = BackgroundTasks()
-        self.attempt_log = AttemptLog()
-        self.plugin_services = DaemonPluginServices(self.metrics_registry)
-
-        handles: list[ProfileHandle] = []
-        self.frameworks: dict[str, Framework] = {}
-        recorders = {}
-        for profile in profiles:
-            recorder = recorders[profile.scheduler_name] = self.event_sink.recorder(
-                profile.scheduler_name
-            )
-            handle = ProfileHandle(
-                profile_name=profile.scheduler_name,
-                clock=self.clock,
-                snapshot=self.snapshot,
-                informers=informer_access,
-                events=recorder,
-                api=api,
-                waiting_pods=self.waiting,
-                services=self.plugin_services,
-                background=self.background,
-                metrics=self.metrics,
-            )
-            handles.append(handle)
-            framework = build_framework(profile, registry, handle, self.waiting, self.metrics)
-            self.frameworks[profile.scheduler_name] = framework
-
-        first = next(iter(self.frameworks.values()))
-        self.queue = SchedulingQueue(
-            less=first.less,
+        self.engine = Engine(
+            config,
+            resolve(config, registry, self.options.feature_gates),
+            registry,
+            client,
             clock=self.clock,
-            profiles={
-                name: QueueProfile(
-                    pre_enqueue=framework.pre_enqueue,
-                    events_by_plugin=framework.events_to_register(),
-                )
-                for name, framework in self.frameworks.items()
-            },
-            initial_backoff=float(config.pod_initial_backoff_seconds),
-            max_backoff=float(config.pod_max_backoff_seconds),
-            metrics=self.metrics,
+            hostname=socket.gethostname(),
+            metrics_registry=self.metrics_registry,
+            max_binding=self.options.max_binding,
+            rng=rng,
+            feature_gates=self.options.feature_gates,
         )
-        for handle in handles:
-            handle.bind_queue(self.queue)
+        engine = self.engine
+        self.metrics = engine.metrics
+        client.report_to(self.metrics)
+        self.informer_factory = engine.informer_factory
+        self.event_sink = engine.event_sink
+        self.status_writer = engine.status_writer
+        self.cache = engine.cache
+        self.snapshot = engine.snapshot
+        self.waiting = engine.waiting
+        self.background = engine.background
+        self.plugin_services = engine.plugin_services
+        self.attempt_log = engine.attempt_log
+        self.frameworks = engine.frameworks
+        self.queue = engine.queue
+        self.scheduler = engine.scheduler
         self.cache_debugger = CacheDebugger(
             client.list, self.cache, self.queue, schedulers=self.frameworks.keys(), clock=self.clock
         )
 
-        def pod_lister(key: str) -> Pod | None:
-            raw = pods.store.get(key)
-            return parse_pod(raw) if raw is not None else None
+        self.elector = self._leader_elector(config, client)
+        self.server = self._ops_server(config, client, authn_client, authz_client)
 
-        self.scheduler = Scheduler(
-            queue=self.queue,
-            cache=self.cache,
-            frameworks=self.frameworks,
-            recorders=recorders,
-            status_writer=self.status_writer,
-            pod_lister=pod_lister,
-            clock=self.clock,
-            metrics=self.metrics,
-            attempts=self.attempt_log,
-            snapshot=self.snapshot,
-            percentage_of_nodes_to_score=config.percentage_of_nodes_to_score or 0,
-            profile_percentages={
-                p.scheduler_name: p.percentage_of_nodes_to_score for p in profiles
-            },
-            max_binding=self.options.max_binding,
-            rng=rng,
-        )
-        handlers = EventHandlers(
-            self.cache,
-            self.queue,
-            self.frameworks.keys(),
-            on_pod_deleted=self._reject_waiting,
-            timer=self.metrics,
-            status=self.status_writer,
-        )
-        pods.add_handler(handlers.pod_added, handlers.pod_updated, handlers.pod_deleted)
-        nodes.add_handler(handlers.node_added, handlers.node_updated, handlers.node_deleted)
-        watch_object_events(
-            self.informer_factory, self.queue, self.frameworks.values(), self.metrics
-        )
-
-        self.elector: LeaderElector | None = None
+    def _leader_elector(
+        self, config: SchedulerConfiguration, client: KubeClient
+    ) -> LeaderElector | None:
+        """The elector (and its ``leader_election_master_status``), or None
+        without leader election."""
         election = config.leader_election
-        if election.leader_elect:
-            self.elector = LeaderElector(
-                LeaderElectionConfig(
-                    namespace=election.resource_namespace,
-                    name=election.resource_name,
-                    identity=f"{socket.gethostname()}_{uuid.uuid4()}",
-                    lease_duration=election.lease_duration,
-                    renew_deadline=election.renew_deadline,
-                    retry_period=election.retry_period,
-                ),
-                ApiLeaseClient(client.request),
-                self.clock,
-            )
-        if self.elector is not None:
-            elector = self.elector
-            self.metrics.leader_election(election.resource_name, lambda: elector.is_leader)
-        self.server = self._ops_server(config)
+        if not election.leader_elect:
+            return None
+        elector = LeaderElector(
+            LeaderElectionConfig(
+                namespace=election.resource_namespace,
+                name=election.resource_name,
+                identity=f"{socket.gethostname()}_{uuid.uuid4()}",
+                lease_duration=election.lease_duration,
+                renew_deadline=election.renew_deadline,
+                retry_period=election.retry_period,
+            ),
+            ApiLeaseClient(client.request),
+            self.clock,
+        )
+        self.metrics.leader_election(election.resource_name, lambda: elector.is_leader)
+        return elector
 
-    def _ops_server(self, config: SchedulerConfiguration) -> OpsServer:
+    def _ops_server(
+        self,
+        config: SchedulerConfiguration,
+        client: KubeClient,
+        authn: KubeClient | None,
+        authz: KubeClient | None,
+    ) -> OpsServer:
+        """HTTPS with delegated authn/authz; reviews through ``client`` unless
+        separate clients are given (``--authentication/authorization-kubeconfig``)."""
         health = scheduler_health(
             shutting_down=lambda: self._shutting_down,
             handlers_synced=lambda: self._synced,
@@ -304,11 +223,20 @@ class SchedulerApp:
             self.metrics_registry,
             health,
             self.attempt_log,
-            config_dump=lambda: config.model_dump(mode="json", by_alias=True),
+            config_dump=lambda: config.model_dump(mode="json", by_alias=True, exclude_none=True),
             listeners=self.plugin_services.listeners,
             debug_routes=self.plugin_services.debug_routes,
             gate=self._plugin_gate,
             cache_report=self.cache_debugger.report_json,
+            ssl_context=serving_context(
+                self.options.tls_cert_file, self.options.tls_private_key_file, self.clock.wall()
+            ),
+            guard=DelegatedAuth(
+                Reviews(authn or client).token,
+                Reviews(authz or client).access,
+                self.clock,
+                self.options.always_allow_paths,
+            ),
         )
 
     def _plugin_gate(self, leader_only: bool) -> str | None:
@@ -320,11 +248,6 @@ class SchedulerApp:
         if leader_only and self.elector is not None and not self.elector.is_leader:
             return "not the leader: ask the leading scheduler"
         return None
-
-    def _reject_waiting(self, pod: Pod) -> None:
-        waiting = self.waiting.get(pod.uid)
-        if waiting is not None:
-            waiting.reject("", "pod was deleted")
 
     # --------------------------------------------------------------- control
     def stop(self) -> None:
@@ -340,6 +263,15 @@ class SchedulerApp:
         return self._synced and not self._shutting_down
 
     async def run(self) -> None:
+        previous_interval = sys.getswitchinterval()
+        if self.plugin_services.listeners:
+            sys.setswitchinterval(LISTENER_SWITCH_INTERVAL)
+        try:
+            await self._run()
+        finally:
+            sys.setswitchinterval(previous_interval)
+
+    async def _run(self) -> None:
         await self.server.start()
         log.info(
             "pyscheduler starting",
@@ -369,8 +301,10 @@ class SchedulerApp:
                     flushers = group.create_task(self.queue.run(), name="queue-flushers")
                     scheduling = group.create_task(self._lead_and_schedule(), name="scheduling")
                     workers = [
-                        group.create_task(work(), name=f"plugin:{name}")
-                        for name, work in self.plugin_services.workers
+                        group.create_task(
+                            self.background.run_workers(self.plugin_services.workers),
+                            name="plugin-workers",
+                        )
                     ]
                     await self._stop_or_done(scheduling)
                     await self._shutdown_scheduling(scheduling, flushers)

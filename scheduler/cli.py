@@ -1,10 +1,15 @@
-"""Command line: ``pyscheduler --config FILE [--kubeconfig FILE]``.
+"""Command line: ``pyscheduler --config FILE [--kubeconfig FILE] ...`` with
+kube-scheduler's flag names (see ``scheduler.flags``), or ``pyscheduler
+simulate ...`` (``scheduler.simulate.cli``).
 
-Loads and validates the configuration first: a bad file stops start-up with a
-message naming the field and the problem (exit code 2), before any connection
-is made. SIGTERM and SIGINT stop it in order; SIGUSR2 logs the cache
-comparer's report (``scheduler.cachedebug``). Runs against ``--kubeconfig``, the config's
+Loads and validates the configuration first, merged with the flags that
+override it: a bad file or flag stops start-up with a message naming the field
+and the problem (exit code 2), before any connection is made. SIGTERM and
+SIGINT stop it in order; SIGUSR2 logs the cache comparer's report
+(``scheduler.cachedebug``). Runs against ``--kubeconfig``, the config's
 ``clientConnection.kubeconfig``, or the in-cluster service account.
+A resource type the API server does not serve (a CRD a plugin needs, not
+installed) stops start-up with one error line naming it (exit code 3).
 """
 
 from __future__ import annotations
@@ -18,40 +23,30 @@ from collections.abc import Sequence
 
 from scheduler.app import AppOptions, SchedulerApp, build_registry, resolve
 from scheduler.config import ConfigError, SchedulerConfiguration, load_config
+from scheduler.flags import apply_flags, log_level, parse_args
+from scheduler.informers import ResourceNotServed
 from scheduler.kube.client import KubeClient
 from scheduler.kube.connection import ConfigError as ConnectionConfigError
 from scheduler.leaderelection import LeadershipLost
 from scheduler.logsetup import configure_logging
+from scheduler.simulate.cli import main as simulate_main
 
 log = logging.getLogger("pyscheduler")
 USER_AGENT = "pyscheduler"
 EXIT_CONFIG = 2
 EXIT_LOST_LEADERSHIP = 1
-
-
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="pyscheduler", description=__doc__)
-    parser.add_argument("--config", help="KubeSchedulerConfiguration YAML file")
-    parser.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster)")
-    parser.add_argument("--bind-address", default="0.0.0.0", help="address for /metrics, /healthz")
-    parser.add_argument("--port", type=int, default=10259, help="port for /metrics, /healthz")
-    parser.add_argument("--log-level", default="info")
-    parser.add_argument("--log-json", action="store_true", help="JSON lines on stderr")
-    parser.add_argument(
-        "--bind-grace-seconds",
-        type=float,
-        default=30.0,
-        help="on SIGTERM, how long in-flight binds may take before they are rolled back",
-    )
-    return parser.parse_args(argv)
+EXIT_RESOURCE_NOT_SERVED = 3
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    configure_logging(args.log_level, args.log_json)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["simulate"]:
+        return simulate_main(arguments[1:])
+    args = parse_args(arguments, __doc__)
+    configure_logging(log_level(args.v), args.logging_format == "json")
     try:
-        config = load_config(args.config)
-        resolve(config, build_registry())
+        config = apply_flags(load_config(args.config), args)
+        resolve(config, build_registry(), args.feature_gates)
     except ConfigError as error:
         problems = "\n".join(f"  {problem}" for problem in error.problems)
         where = args.config or "(built-in defaults)"
@@ -67,20 +62,43 @@ def main(argv: Sequence[str] | None = None) -> int:
 async def _run(config: SchedulerConfiguration, args: argparse.Namespace) -> int:
     connection = config.client_connection
     client = await KubeClient.connect(
-        kubeconfig=args.kubeconfig or connection.kubeconfig or None,
+        kubeconfig=connection.kubeconfig or None,
         qps=connection.qps,
         burst=connection.burst,
         user_agent=USER_AGENT,
     )
     options = AppOptions(
         bind_address=args.bind_address,
-        port=args.port,
+        port=args.secure_port,
         bind_grace_seconds=args.bind_grace_seconds,
+        feature_gates=args.feature_gates,
+        tls_cert_file=args.tls_cert_file,
+        tls_private_key_file=args.tls_private_key_file,
+        always_allow_paths=args.authorization_always_allow_paths,
     )
+    # Reviews go through the scheduler's own connection unless told otherwise.
+    extra: list[KubeClient] = []
+
+    async def delegate(kubeconfig: str | None) -> KubeClient | None:
+        if not kubeconfig:
+            return None
+        extra.append(
+            await KubeClient.connect(
+                kubeconfig=kubeconfig,
+                qps=connection.qps,
+                burst=connection.burst,
+                user_agent=USER_AGENT,
+            )
+        )
+        return extra[-1]
+
     try:
-        app = SchedulerApp(config, client, options)
+        authn = await delegate(args.authentication_kubeconfig)
+        authz = await delegate(args.authorization_kubeconfig)
+        app = SchedulerApp(config, client, options, authn_client=authn, authz_client=authz)
     except BaseException:
-        await client.close()
+        for each in (client, *extra):
+            await each.close()
         raise
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -89,11 +107,29 @@ async def _run(config: SchedulerConfiguration, args: argparse.Namespace) -> int:
     try:
         await app.run()
     except ExceptionGroup as group:
+        missing = group.subgroup(ResourceNotServed)
+        if missing is not None:
+            for error in _leaves(missing):
+                log.error("cannot start: %s", error)
+            return EXIT_RESOURCE_NOT_SERVED
         if group.subgroup(LeadershipLost) is None:
             raise
         log.error("lost leadership; exiting")
         return EXIT_LOST_LEADERSHIP
+    finally:
+        for each in extra:
+            await each.close()
     return 0
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    leaves: list[BaseException] = []
+    for error in group.exceptions:
+        if isinstance(error, BaseExceptionGroup):
+            leaves.extend(_leaves(error))
+        else:
+            leaves.append(error)
+    return leaves
 
 
 if __name__ == "__main__":

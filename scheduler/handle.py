@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from scheduler.cache.snapshot import Snapshot
 from scheduler.clock import Clock
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.features import FeatureGates
 from scheduler.framework.handle import (
     ApiWriter,
     EventRecorder,
@@ -69,8 +70,10 @@ class ProfileHandle:
         background: BackgroundTasks | None = None,
         metrics: PluginMetrics | None = None,
         services: PluginServices | None = None,
+        feature_gates: FeatureGates | None = None,
     ) -> None:
         self._services = services
+        self._feature_gates = feature_gates if feature_gates is not None else FeatureGates()
         self._profile_name = profile_name
         self._clock = clock
         self._snapshot = snapshot
@@ -97,6 +100,10 @@ class ProfileHandle:
     @property
     def profile_name(self) -> str:
         return self._profile_name
+
+    @property
+    def feature_gates(self) -> FeatureGates:
+        return self._feature_gates
 
     @property
     def clock(self) -> Clock:

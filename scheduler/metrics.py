@@ -1,4 +1,9 @@
-"""The ``scheduler_*`` Prometheus metrics, with upstream names, types, labels and buckets.
+"""The ``scheduler_*`` Prometheus metrics, with upstream names, types, labels and buckets,
+plus the component metrics every Kubernetes component exposes: the API
+client's ``rest_client_*`` (client-go's names, labels and buckets),
+``leader_election_master_status``, and the process and Python runtime
+collectors (``process_*``, ``python_gc_*``, ``python_info``) from
+prometheus_client.
 
 ``SchedulerMetrics(registry)`` creates every metric and registers them, as one
 collector, on the registry passed in; nothing touches the global default
@@ -21,7 +26,15 @@ import enum
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    GCCollector,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+)
 from prometheus_client.metrics import MetricWrapperBase
 from prometheus_client.metrics_core import HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
@@ -307,11 +320,33 @@ class SchedulerMetrics:
             "to identify the lease.",
             ("name",),
         )
+        rest_buckets = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
+        self._rest_requests = counter(
+            "rest_client_requests",
+            "Number of HTTP requests, partitioned by status code, method, and host.",
+            ("code", "method", "host"),
+        )
+        self._rest_duration = histogram(
+            "rest_client_request_duration_seconds",
+            "Request latency in seconds. Broken down by verb, and host.",
+            ("verb", "host"),
+            rest_buckets,
+        )
+        self._rest_limiter = histogram(
+            "rest_client_rate_limiter_duration_seconds",
+            "Client side rate limiter latency in seconds. Broken down by verb, and host.",
+            ("verb", "host"),
+            rest_buckets,
+        )
         registry.register(
             _WithoutCreated(
                 [value for value in vars(self).values() if isinstance(value, MetricWrapperBase)]
             )
         )
+        # process_* (from /proc), python_info and python_gc_*, on our registry.
+        ProcessCollector(registry=registry)
+        PlatformCollector(registry=registry)
+        GCCollector(registry=registry)
         registry.register(self._plugin_execution_duration)
         # Labelled children by (metric, labels): ``labels()`` costs a lock and
         # several lookups, too much for per-plugin calls on the hot path.
@@ -399,6 +434,16 @@ class SchedulerMetrics:
 
     def preemption_victims(self, count: int) -> None:
         self._preemption_victims.observe(count)
+
+    # ------------------------------------------------------ API client
+    def rest_request(self, method: str, host: str, code: str, seconds: float) -> None:
+        """One API request answered with ``code`` ("<error>" without an answer)."""
+        self._child(self._rest_requests, code, method, host).inc()
+        self._child(self._rest_duration, method, host).observe(seconds)
+
+    def rate_limiter_wait(self, verb: str, host: str, seconds: float) -> None:
+        """A request waited ``seconds`` for the client-side rate limiter."""
+        self._child(self._rest_limiter, verb, host).observe(seconds)
 
     def resourceclaim_create(self, status: str) -> None:
         """``scheduler_resourceclaim_creates_total{status}`` (success, failure)."""

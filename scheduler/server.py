@@ -6,7 +6,13 @@ metrics in the registry passed in, the attempt history behind
 (``start``/``stop``); the server starts no task of its own beyond aiohttp's
 listener.
 
-Endpoints (upstream ``cmd/kube-scheduler/app/server.go``, served over plain HTTP):
+Served over HTTPS when given an ``ssl.SSLContext`` (``scheduler.tls``) and,
+when given a ``RequestGuard`` (``scheduler.delegation.DelegatedAuth``), every
+request is authenticated and authorized before its handler runs: 401 or 403
+with a JSON ``Status`` body otherwise, as kube-scheduler's secure serving.
+Without either (unit tests) the endpoints are plain and open.
+
+Endpoints (upstream ``cmd/kube-scheduler/app/server.go``):
 - ``/metrics``: Prometheus text exposition of the registry;
 - ``/healthz``, ``/livez``, ``/readyz`` with ``?verbose``, ``?exclude=name`` and
   per-check paths ``/<endpoint>/<name>``;
@@ -17,15 +23,23 @@ Endpoints (upstream ``cmd/kube-scheduler/app/server.go``, served over plain HTTP
 - ``/debug/cache``: the cache comparer's report as JSON (a fresh list from the
   API server compared with the cache; 503 with a JSON error if the list fails).
 
-Plugin listeners (``PluginHttp.listen``) are served on their own ports, every
+Plugin listeners (``PluginHttp.listen``) are served on their own ports (plain
+HTTP, not behind the guard: the plugin owns that protocol), every
 method and path, with the guarantees stated in ``scheduler.framework.services``:
 503 until ``gate`` lets them through (synced, started, leading), at most
 ``max_body_bytes`` of the body read, a handler exception answered 500.
+
+Threads: each plugin listener is served by a ``scheduler.listener.ListenerThread``
+(its own thread, event loop and minimal HTTP/1.1 protocol), started by
+``start`` and stopped (connections closed, thread joined) by ``stop``;
+nothing else here runs off the daemon's loop. On that thread only ``gate``
+(plain reads of flags) and the plugin's handler are called.
 """
 
 from __future__ import annotations
 
 import logging
+import ssl
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Protocol
 
@@ -34,8 +48,10 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from scheduler.delegation import Decision
 from scheduler.framework.services import HttpHandler, HttpRequest, HttpResponse
 from scheduler.health import Endpoint, HealthChecks, HealthResponse, render, render_one
+from scheduler.listener import ListenerThread
 from scheduler.pluginservices import Listener
 
 log = logging.getLogger(__name__)
@@ -51,6 +67,25 @@ ListenerGate = Callable[[bool], str | None]
 
 class DiagnosticsSource(Protocol):
     def attempts(self, namespace: str, name: str) -> list[dict[str, Any]] | None: ...
+
+
+class RequestGuard(Protocol):
+    async def check(self, authorization: str | None, path: str, method: str) -> Decision: ...
+
+
+def _refusal(decision: Decision) -> web.Response:
+    reason = "Unauthorized" if decision.status == 401 else "Forbidden"
+    return _json(
+        decision.status,
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "status": "Failure",
+            "message": decision.reason or reason,
+            "reason": reason,
+            "code": decision.status,
+        },
+    )
 
 
 def _json(status: int, payload: object) -> web.Response:
@@ -79,6 +114,8 @@ def _call(name: str, handler: HttpHandler, request: web.Request, body: bytes) ->
     except Exception:
         log.exception("plugin endpoint %s failed", name)
         return _plain(500, "internal error")
+    if response.after is not None:  # a debug route: already on the daemon's loop
+        response.after()
     return web.Response(
         status=response.status, body=response.body, content_type=response.content_type
     )
@@ -98,11 +135,13 @@ class OpsServer:
         debug_routes: dict[str, HttpHandler] | None = None,
         gate: ListenerGate | None = None,
         cache_report: Callable[[], Awaitable[dict[str, Any]]] | None = None,
+        ssl_context: ssl.SSLContext | None = None,
+        guard: RequestGuard | None = None,
     ) -> None:
         self._listeners = tuple(listeners)
         self._debug_routes = dict(debug_routes or {})
         self._gate = gate or (lambda _leader_only: None)
-        self._listener_runners: list[web.AppRunner] = []
+        self._listener_threads: list[ListenerThread] = []
         self._host = host
         self._port = port
         self._registry = registry
@@ -110,11 +149,18 @@ class OpsServer:
         self._diagnostics = diagnostics
         self._config_dump = config_dump
         self._cache_report = cache_report
+        self._ssl_context = ssl_context
+        self._guard = guard
         self._runner: web.AppRunner | None = None
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self._ssl_context is not None else "http"
 
     def app(self) -> web.Application:
         """The routes, unstarted (``start`` serves them)."""
-        app = web.Application()
+        middlewares = [self._guarded] if self._guard is not None else []
+        app = web.Application(middlewares=middlewares)
         app.router.add_get("/metrics", self._metrics)
         for endpoint in Endpoint:
             app.router.add_get(f"/{endpoint}", self._health_root(endpoint))
@@ -126,19 +172,13 @@ class OpsServer:
             app.router.add_get(f"/debug/plugins/{path}", self._plugin_debug(handler))
         return app
 
-    def listener_app(self, listener: Listener) -> web.Application:
-        """One plugin listener's routes (every method, every path), unstarted."""
-        app = web.Application(client_max_size=max(listener.max_body_bytes, 1))
-        app.router.add_route("*", "/{tail:.*}", self._plugin_listener(listener))
-        return app
-
     async def start(self) -> None:
         if self._runner is not None:
             raise RuntimeError("OpsServer already started")
         runner = web.AppRunner(self.app(), access_log=None, handle_signals=False)
         await runner.setup()
         try:
-            await web.TCPSite(runner, self._host, self._port).start()
+            await web.TCPSite(runner, self._host, self._port, ssl_context=self._ssl_context).start()
         except BaseException:
             await runner.cleanup()
             raise
@@ -151,29 +191,32 @@ class OpsServer:
             raise
 
     async def _start_listener(self, listener: Listener) -> None:
-        runner = web.AppRunner(self.listener_app(listener), access_log=None, handle_signals=False)
-        await runner.setup()
-        try:
-            await web.TCPSite(runner, self._host, listener.port).start()
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self._listener_runners.append(runner)
+        thread = ListenerThread(
+            listener.name,
+            listener.handler,
+            host=self._host,
+            port=listener.port,
+            max_body_bytes=listener.max_body_bytes,
+            gate=lambda: self._gate(listener.leader_only),
+        )
+        await thread.start()
+        self._listener_threads.append(thread)
 
     async def stop(self) -> None:
-        """Close the listeners and finish in-flight requests; idempotent."""
-        runners, self._listener_runners = self._listener_runners, []
-        for listener_runner in runners:
-            await listener_runner.cleanup()
+        """Close the listeners (their threads joined) and finish in-flight
+        requests; idempotent."""
+        threads, self._listener_threads = self._listener_threads, []
+        for thread in threads:
+            await thread.stop()
         runner, self._runner = self._runner, None
         if runner is not None:
             await runner.cleanup()
 
     def listener_port(self, name: str) -> int:
         """The port a plugin listener actually listens on (useful with port 0)."""
-        for listener, runner in zip(self._listeners, self._listener_runners, strict=False):
-            if listener.name == name and runner.addresses:
-                return int(runner.addresses[0][1])
+        for thread in self._listener_threads:
+            if thread.name == name:
+                return thread.port
         raise RuntimeError(f"plugin listener {name!r} is not started")
 
     @property
@@ -184,6 +227,22 @@ class OpsServer:
         return int(self._runner.addresses[0][1])
 
     # ------------------------------------------------------------ handlers
+    @web.middleware
+    async def _guarded(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        assert self._guard is not None
+        decision = await self._guard.check(
+            request.headers.get("Authorization"), request.path, request.method
+        )
+        if not decision.allowed:
+            log.debug(
+                "refused %s %s: %s",
+                request.method,
+                request.path,
+                decision.reason or decision.status,
+            )
+            return _refusal(decision)
+        return await handler(request)
+
     async def _metrics(self, _request: web.Request) -> web.Response:
         return web.Response(
             body=generate_latest(self._registry), headers={"Content-Type": CONTENT_TYPE_LATEST}
@@ -203,16 +262,6 @@ class OpsServer:
             if response is None:
                 raise web.HTTPNotFound(text="404 page not found\n")
             return _text(response)
-
-        return handler
-
-    def _plugin_listener(self, listener: Listener) -> Handler:
-        async def handler(request: web.Request) -> web.Response:
-            refusal = self._gate(listener.leader_only)
-            if refusal is not None:
-                return _plain(503, refusal)
-            body = await request.content.read(listener.max_body_bytes)
-            return _call(listener.name, listener.handler, request, body)
 
         return handler
 

@@ -18,13 +18,17 @@ answers ``(status, content type, body)``:
 | 200 | the permit, in the request's version | JSON ``PluginResponse`` |
 
 Errors are ``text/plain``; success is ``application/json``. Every non-200
-answer leaves the state exactly as it was. Synchronous: it runs on the event
-loop between awaits, so it never interleaves with a scheduling cycle.
+answer leaves the state exactly as it was. Synchronous, and called from the
+agent listener's own thread: the state is read and changed only while
+holding the plugin's state lock, in one section (parsing and encoding happen
+outside it), so a request is atomic with respect to Filter, Score, Reserve,
+Unreserve and informer events.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -41,6 +45,7 @@ from plugins.autoscale_enforcer.protocol import (
     MAX_HTTP_BODY_SIZE,
     ProtocolError,
     ProtoVersion,
+    WireRequest,
     encode_response,
     granularity,
     parse_request,
@@ -64,9 +69,16 @@ def _error(status: int, message: str, node: str = "") -> ApiAnswer:
 
 
 class AgentApi:
-    def __init__(self, state: State, migration_allowed: Callable[[], bool]) -> None:
+    def __init__(
+        self,
+        state: State,
+        migration_allowed: Callable[[], bool],
+        lock: threading.Lock | None = None,
+    ) -> None:
+        """``lock`` guards ``state`` (the plugin shares its own; by default a new one)."""
         self._state = state
         self._migration_allowed = migration_allowed
+        self._lock = lock or threading.Lock()
 
     def handle(self, method: str, body: bytes) -> ApiAnswer:
         if method != "POST":
@@ -78,6 +90,18 @@ class AgentApi:
             wire = parse_request(body, slot_bytes)
         except ProtocolError as error:
             return _error(error.status, error.message)
+        with self._lock:
+            decided = self._decide(state, wire)
+        if isinstance(decided, ApiAnswer):
+            return decided
+        outcome, node_name = decided
+        body_out = encode_response(
+            wire.version, outcome.permit, outcome.migrate, outcome.unit, slot_bytes
+        )
+        return ApiAnswer(200, CONTENT_TYPE_JSON, body_out, node_name, outcome)
+
+    def _decide(self, state: State, wire: WireRequest) -> ApiAnswer | tuple[AgentOutcome, str]:
+        """The locked section: the outcome and the pod's node, or the error answer."""
         pod = state.pods.get(wire.pod_key)
         node_name = pod.node if pod is not None else ""
         if pod is None or pod.vm is None:
@@ -90,7 +114,7 @@ class AgentApi:
             last_permit=wire.last_permit,
             metrics=wire.metrics,
             check_unit=wire.version < ProtoVersion.V4_0,
-            granularity=granularity(wire.version, slot_bytes),
+            granularity=granularity(wire.version, state.config.slot_bytes),
         )
         try:
             outcome = handle_request(state, request, migration_allowed=self._migration_allowed())
@@ -99,7 +123,4 @@ class AgentApi:
         except AgentRequestBug as error:
             log.error("agent request for %s: %s", wire.pod_key, error)
             return _error(500, f"internal error: {error}", node_name)
-        body_out = encode_response(
-            wire.version, outcome.permit, outcome.migrate, outcome.unit, slot_bytes
-        )
-        return ApiAnswer(200, CONTENT_TYPE_JSON, body_out, node_name, outcome)
+        return outcome, node_name

@@ -10,14 +10,16 @@ metric and a Warning event on the ConfigMap).
 Invariants: no state exists before a valid config (events before then are
 only stored by the informers, and ``start`` rebuilds from the stores); after
 ``start`` every informer event is applied synchronously, in the order the
-informers deliver them; a VM pod first seen bound is held at its maximum
-until its agent reports (``State.observe_pod``).
+informers deliver them, holding the plugin's state lock (the agent API runs
+on its own thread); a VM pod first seen bound is held at its maximum until
+its agent reports (``State.observe_pod``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -49,6 +51,7 @@ MAX_CACHED_VMS = 100_000
 
 Raw = Mapping[str, Any]
 MigrationFinished = Callable[[str, str, str], None]  # namespace, name, phase
+Handler = Callable[[Raw | None, Raw | None], None]
 
 
 class ClusterFeed:
@@ -58,8 +61,10 @@ class ClusterFeed:
         handle: Handle,
         metrics: AutoscaleMetrics,
         on_migration_finished: MigrationFinished,
+        lock: threading.Lock,
     ) -> None:
         self._args = args
+        self._lock = lock
         self._handle = handle
         self._metrics = metrics
         self._on_migration_finished = on_migration_finished
@@ -80,11 +85,21 @@ class ClusterFeed:
         self._pods = informers.store("pods")
         self._nodes = informers.store("nodes")
         self._vm_migrations = informers.store(MIGRATION_RESOURCE)
-        informers.on_change("configmaps", self._config_map_changed, field_selector=selector)
-        informers.on_change("nodes", self._node_changed)
-        informers.on_change("pods", self._pod_changed)
-        informers.on_change(VM_RESOURCE, self._vm_changed)
-        informers.on_change(MIGRATION_RESOURCE, self._migration_changed)
+        locked = self._locked
+        informers.on_change("configmaps", locked(self._config_map_changed), field_selector=selector)
+        informers.on_change("nodes", locked(self._node_changed))
+        informers.on_change("pods", locked(self._pod_changed))
+        informers.on_change(VM_RESOURCE, locked(self._vm_changed))
+        informers.on_change(MIGRATION_RESOURCE, locked(self._migration_changed))
+
+    def _locked(self, handler: Handler) -> Handler:
+        lock = self._lock
+
+        def run(old: Raw | None, new: Raw | None) -> None:
+            with lock:
+                handler(old, new)
+
+        return run
 
     @property
     def state(self) -> State | None:
@@ -121,7 +136,8 @@ class ClusterFeed:
                 f"config schedulerName {config.scheduler_name!r} does not match the profile "
                 f"{self._handle.profile_name!r} the plugin is enabled in"
             )
-        state = self._state = self._rebuild(config)
+        with self._lock:
+            state = self._state = self._rebuild(config)
         log.info(
             "AutoscaleEnforcer state rebuilt",
             extra={"nodes": len(state.nodes), "pods": len(state.pods)},

@@ -23,6 +23,7 @@ from it. Labels come from the constants here, never retyped.
 from __future__ import annotations
 
 import enum
+import threading
 from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter
@@ -67,8 +68,9 @@ def _fields(node: NodeState) -> dict[Field, Amounts]:
 class NodeGauges(Collector):
     """Per-node gauges read from the state at scrape time."""
 
-    def __init__(self, state: Callable[[], State | None]) -> None:
+    def __init__(self, state: Callable[[], State | None], lock: threading.Lock) -> None:
         self._state = state
+        self._lock = lock
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         cpu = GaugeMetricFamily(
@@ -81,19 +83,28 @@ class NodeGauges(Collector):
             "Node memory (bytes) by field, as the AutoscaleEnforcer accounts it",
             labels=["node", "field"],
         )
-        state = self._state()
-        for node in () if state is None else state.nodes.values():
-            if node.budget is None:
-                continue
-            for field, amounts in _fields(node).items():
-                cpu.add_metric([node.name, field], amounts.cpu / 1000)
-                mem.add_metric([node.name, field], amounts.mem)
+        with self._lock:  # a consistent reading (agents change nodes from their thread)
+            state = self._state()
+            nodes = [
+                (node.name, _fields(node))
+                for node in (() if state is None else state.nodes.values())
+                if node.budget is not None
+            ]
+        for name, fields in nodes:
+            for field, amounts in fields.items():
+                cpu.add_metric([name, field], amounts.cpu / 1000)
+                mem.add_metric([name, field], amounts.mem)
         yield cpu
         yield mem
 
 
 class AutoscaleMetrics:
-    def __init__(self, registry: CollectorRegistry, state: Callable[[], State | None]) -> None:
+    def __init__(
+        self,
+        registry: CollectorRegistry,
+        state: Callable[[], State | None],
+        lock: threading.Lock,
+    ) -> None:
         def counter(name: str, doc: str, labels: tuple[str, ...] = ()) -> Counter:
             return Counter(f"{PREFIX}_{name}", doc, labels, registry=registry)
 
@@ -131,4 +142,4 @@ class AutoscaleMetrics:
         self.config_rejected = counter(
             "config_rejected", "ConfigMap updates rejected (the last good config stays)"
         )
-        registry.register(NodeGauges(state))
+        registry.register(NodeGauges(state, lock))

@@ -25,6 +25,14 @@ API: no call per Filter.
   ConfigMap.
 - The agent API (POST, port 10299) and ``GET /debug/plugins/autoscale-enforcer/state``
   are served by the daemon (``Handle.services``); followers answer 503.
+- Threads: the agent API is served from its listener's own thread, so the
+  state is guarded by one ``threading.Lock`` (``_lock``), held only for short
+  synchronous sections: each Filter, Score, Reserve and Unreserve call, each
+  informer event (``ClusterFeed``), each agent request's decision
+  (``AgentApi``), the state dump and the metrics scrape. Nothing awaits or
+  takes another lock while holding it. What an agent request does to the
+  scheduler (waking pods, starting a migration) runs afterwards on the
+  daemon's event loop (``HttpResponse.after``).
 - Migration (``doMigration``, default on): when an agent of the pod to move
   asks, a VirtualMachineMigration is created by the migration worker; the
   informer shows it, the pod is marked migrating and its agent is told
@@ -35,10 +43,13 @@ from __future__ import annotations
 
 import logging
 import random
+import threading
+from collections.abc import Callable
 
 import orjson
 
 from plugins.autoscale_enforcer import scoring
+from plugins.autoscale_enforcer.agent import AgentOutcome
 from plugins.autoscale_enforcer.agent_api import AgentApi
 from plugins.autoscale_enforcer.args import AutoscaleEnforcerArgs
 from plugins.autoscale_enforcer.cluster import ClusterFeed
@@ -91,16 +102,17 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         self._args = args
         self._handle = handle
         self._rng = rng or random.Random()
+        self._lock = threading.Lock()  # guards the state: see the module docstring
         try:
             self._metrics = AutoscaleMetrics(
-                handle.services.metrics_registry, lambda: self._feed.state
+                handle.services.metrics_registry, lambda: self._feed.state, self._lock
             )
         except ValueError as error:  # its metrics are already registered
             raise ValueError(
                 f"{NAME} can be enabled in one profile only (also in {handle.profile_name!r})"
             ) from error
         self._migrations = MigrationController(handle.api, self._metrics, sleep=handle.clock.sleep)
-        self._feed = ClusterFeed(args, handle, self._metrics, self._migrations.finished)
+        self._feed = ClusterFeed(args, handle, self._metrics, self._migrations.finished, self._lock)
         self._api: AgentApi | None = None
         # Pods Filter rejected for room: an agent shrinking a VM is no cluster
         # event, so they are woken here when room is freed. Bounded.
@@ -117,7 +129,7 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
     async def start(self) -> None:
         """Wait for a valid config and rebuild the state (``ClusterFeed.start``)."""
         state = await self._feed.start()
-        self._api = AgentApi(state, lambda: state.config.migration_enabled)
+        self._api = AgentApi(state, lambda: state.config.migration_enabled, self._lock)
 
     @property
     def _state(self) -> State | None:
@@ -181,6 +193,10 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         self._metrics.calls[Method.FILTER].inc()
+        with self._lock:
+            return self._filter(pod, node_info)
+
+    def _filter(self, pod: Pod, node_info: NodeInfo) -> Status | None:
         plugin_state = self._state
         if plugin_state is None:
             return self._fail(Method.FILTER, Status.as_error(REASON_NOT_STARTED))
@@ -209,6 +225,10 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
         self._metrics.calls[Method.SCORE].inc()
+        with self._lock:
+            return self._score(pod, node_info)
+
+    def _score(self, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
         plugin_state = self._state
         if plugin_state is None:
             return 0, self._fail(Method.SCORE, Status.as_error(REASON_NOT_STARTED))
@@ -242,6 +262,10 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
 
     def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         self._metrics.calls[Method.RESERVE].inc()
+        with self._lock:
+            return self._reserve(pod, node_name)
+
+    def _reserve(self, pod: Pod, node_name: str) -> Status | None:
         plugin_state = self._state
         if plugin_state is None:
             return self._fail(Method.RESERVE, Status.as_error(REASON_NOT_STARTED))
@@ -256,8 +280,9 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
 
     def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
         self._metrics.calls[Method.UNRESERVE].inc()
-        if self._state is not None:
-            self._state.unreserve(pod.key, node_name)
+        with self._lock:
+            if self._state is not None:
+                self._state.unreserve(pod.key, node_name)
 
     # ------------------------------------------------------------------ HTTP
     def _serve_agent(self, request: HttpRequest) -> HttpResponse:
@@ -270,15 +295,26 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         if answer.node:
             self._metrics.request_results.labels(code, answer.node).inc()
         outcome = answer.outcome
-        if outcome is not None and outcome.freed:
-            self._wake_waiting()
-        if outcome is not None and outcome.wants_migration:
-            self._start_migration(outcome.pod_key)
-        return HttpResponse(answer.status, answer.content_type, answer.body)
+        after = None
+        if outcome is not None and (outcome.freed or outcome.wants_migration):
+            after = self._follow_up(outcome)
+        return HttpResponse(answer.status, answer.content_type, answer.body, after)
+
+    def _follow_up(self, outcome: AgentOutcome) -> Callable[[], None]:
+        """What the request asks of the scheduler, to run on its event loop."""
+
+        def run() -> None:
+            if outcome.freed:
+                self._wake_waiting()
+            if outcome.wants_migration:
+                self._start_migration(outcome.pod_key)
+
+        return run
 
     def _start_migration(self, pod_key: str) -> None:
-        state = self._state
-        pod = None if state is None else state.pods.get(pod_key)
+        with self._lock:
+            state = self._state
+            pod = None if state is None else state.pods.get(pod_key)
         if pod is None or pod.vm is None:
             return
         namespace, pod_name = pod_key.split("/", 1)
@@ -288,13 +324,19 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         state = self._state
         if state is None:
             return HttpResponse(503, "text/plain", b"not ready")
-        body = orjson.dumps(state.dump(), option=orjson.OPT_NON_STR_KEYS)
+        with self._lock:
+            body = orjson.dumps(state.dump(), option=orjson.OPT_NON_STR_KEYS)
         return HttpResponse(200, "application/json", body)
 
     # -------------------------------------------------------------- for tests
     @property
     def state(self) -> State | None:
         return self._state
+
+    @property
+    def lock(self) -> threading.Lock:
+        """The lock guarding ``state`` (hold it to read the state from a test)."""
+        return self._lock
 
 
 def new(args: object, handle: Handle) -> AutoscaleEnforcer:

@@ -124,9 +124,10 @@ def _contribution(pod: PodState) -> tuple[Amounts, Amounts, Amounts, Amounts, Am
 
 
 class State:
-    """Every node and pod the plugin accounts for. Single-threaded: called from
-    the event loop only (informer handlers, the scheduling cycle, the agent
-    handler), never across an await."""
+    """Every node and pod the plugin accounts for. Not thread-safe: every
+    caller (informer handlers and the scheduling cycle on the event loop, the
+    agent handler on its listener thread) holds the plugin's state lock, and
+    never across an await."""
 
     def __init__(self, config: Config) -> None:
         self.config = config

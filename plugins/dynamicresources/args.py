@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, field_serializer, field_validator
 from pydantic.alias_generators import to_camel
 
 DEFAULT_FILTER_TIMEOUT = 10.0
@@ -45,6 +45,11 @@ class DynamicResourcesArgs(BaseModel):
 
     filter_timeout: float = DEFAULT_FILTER_TIMEOUT
     binding_timeout: float = DEFAULT_BINDING_TIMEOUT
+
+    @field_serializer("filter_timeout", "binding_timeout")
+    def _as_go_duration(self, value: float) -> str:
+        """Dumped as upstream writes them (``10s``), so a dump is valid upstream input."""
+        return f"{value:g}s"
 
     @field_validator("filter_timeout", "binding_timeout", mode="before")
     @classmethod

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from typing import Any
 
 from plugins.dynamicresources import extended as extended_claims
@@ -102,11 +102,11 @@ from scheduler.framework import (
     PreEnqueuePlugin,
     PreFilterPlugin,
     PreFilterResult,
-    PreScorePlugin,
     QueueingHint,
     ReservePlugin,
     ScoreExtensions,
     ScorePlugin,
+    SignPlugin,
     Status,
     default_normalize,
     is_dra_extended_resource_name,
@@ -128,12 +128,12 @@ class DynamicResources(
     PreFilterPlugin,
     FilterPlugin,
     PostFilterPlugin,
-    PreScorePlugin,
     ScorePlugin,
     ScoreExtensions,
     ReservePlugin,
     PreBindPlugin,
     EnqueueExtensions,
+    SignPlugin,
 ):
     name = NAME
 
@@ -227,6 +227,17 @@ class DynamicResources(
         except ClaimNotReady as error:
             return Status.unresolvable(str(error))
         return None
+
+    # -------------------------------------------------------------- signature
+    def sign_pod(self, pod: Pod) -> Hashable | None:
+        """A pod without claims and without extended resources a DeviceClass
+        serves is signed (upstream ``SignPod`` signs pods without claims): for
+        it PreFilter skips Filter and Score is 0 on every node, whatever the
+        node. Any other pod is never signed: its results read claims and
+        slices, not only the NodeInfo."""
+        if pod.spec.get("resourceClaims") or self._extended_requests(pod):
+            return None
+        return ()
 
     # -------------------------------------------------------------- PreFilter
     def pre_filter(
@@ -407,16 +418,6 @@ class DynamicResources(
         return None, Status.unschedulable(REASON_STILL_UNSCHEDULABLE)
 
     # ------------------------------------------------------------------ Score
-    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
-        """Skip for a pod without claims: every node would score 0, so the
-        totals are the same; skipping spares a call per node and lets the
-        runtime reuse the other plugins' node-local scores (this plugin
-        cannot sign a pod). Upstream has no PreScore here and calls Score."""
-        data = state.get(STATE_KEY)
-        if data is None or not data.claims:
-            return Status.skip()
-        return None
-
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
         data = state.get(STATE_KEY)
         if data is None or not data.claims:

@@ -19,11 +19,12 @@ required anti-affinity (Unschedulable); existing pods' anti-affinity
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from scheduler.framework import Node, NodeInfo, Pod
 from scheduler.framework.podaffinity import AffinityTerm
+from scheduler.framework.tally import Contribution, Tallies
 
 TopologyPair = tuple[str, str]
 _NO_LABELS: Mapping[str, str] = {}
@@ -89,47 +90,90 @@ class PreFilterState:
 
 
 def existing_anti_affinity_counts(
-    pod: Pod, namespace_labels: Mapping[str, str], nodes: Iterable[NodeInfo]
+    pod: Pod,
+    namespace_labels: Mapping[str, str],
+    nodes: Sequence[NodeInfo],
+    tallies: Tallies[TopologyPair] | None = None,
 ) -> PairCounts:
-    """Counts only grow here, so no pair reaches 0 (hot path: no method calls
-    per pod beyond the term match)."""
+    """Pairs of the existing pods' anti-affinity terms selecting ``pod``.
+    With ``tallies`` (the plugin's, for the snapshot's nodes) kept from cycle
+    to cycle, by the pod's namespace and labels and its namespace's labels."""
+    contribution = _existing_anti_contribution(pod, namespace_labels)
+    if tallies is not None:
+        labels = frozenset(pod.labels.items())
+        key = ("existing", pod.namespace, labels, frozenset(namespace_labels.items()))
+        (totals,) = tallies.get(key, 1, contribution).update(nodes)
+        return PairCounts(totals)
     counts = PairCounts()
-    namespace, labels = pod.namespace, pod.labels
     for node_info in nodes:
+        for _, pair, count in contribution(node_info):
+            counts[pair] = counts.get(pair, 0) + count
+    return counts
+
+
+def _existing_anti_contribution(
+    pod: Pod, namespace_labels: Mapping[str, str]
+) -> Callable[[NodeInfo], Contribution[TopologyPair]]:
+    namespace, labels = pod.namespace, pod.labels
+
+    def contribution(node_info: NodeInfo) -> Contribution[TopologyPair]:
         with_affinity = node_info.pods_with_affinity
         if not with_affinity:
-            continue
+            return ()
         node = node_info.node
         if node is None:
-            continue
+            return ()
         node_labels = node.labels
+        counts: dict[TopologyPair, int] = {}
         for existing in with_affinity.values():
             for term in existing.pod_affinity.required_anti_affinity:
                 value = node_labels.get(term.topology_key)
                 if value is not None and term.matches(namespace, labels, namespace_labels):
                     pair = (term.topology_key, value)
                     counts[pair] = counts.get(pair, 0) + 1
-    return counts
+        return tuple((0, pair, count) for pair, count in counts.items())
+
+    return contribution
 
 
 def incoming_counts(
-    affinity_terms: Sequence[AffinityTerm],
-    anti_affinity_terms: Sequence[AffinityTerm],
-    nodes: Iterable[NodeInfo],
+    affinity_terms: tuple[AffinityTerm, ...],
+    anti_affinity_terms: tuple[AffinityTerm, ...],
+    nodes: Sequence[NodeInfo],
+    tallies: Tallies[TopologyPair] | None = None,
 ) -> tuple[PairCounts, PairCounts]:
-    """Counts only grow here, so no pair reaches 0; nodes without pods are
-    passed over before anything else is read."""
-    affinity, anti = PairCounts(), PairCounts()
+    """Pairs of the existing pods matching all the incoming pod's affinity
+    terms (once per term), and each of its anti-affinity terms. With
+    ``tallies`` kept from cycle to cycle, by the (resolved) terms."""
     if not affinity_terms and not anti_affinity_terms:
-        return affinity, anti
+        return PairCounts(), PairCounts()
+    contribution = _incoming_contribution(affinity_terms, anti_affinity_terms)
+    if tallies is not None:
+        key = ("incoming", affinity_terms, anti_affinity_terms)
+        affinity_totals, anti_totals = tallies.get(key, 2, contribution).update(nodes)
+        return PairCounts(affinity_totals), PairCounts(anti_totals)
+    affinity, anti = PairCounts(), PairCounts()
+    slots = (affinity, anti)
     for node_info in nodes:
+        for slot, pair, count in contribution(node_info):
+            counts = slots[slot]
+            counts[pair] = counts.get(pair, 0) + count
+    return affinity, anti
+
+
+def _incoming_contribution(
+    affinity_terms: tuple[AffinityTerm, ...], anti_affinity_terms: tuple[AffinityTerm, ...]
+) -> Callable[[NodeInfo], Contribution[TopologyPair]]:
+    def contribution(node_info: NodeInfo) -> Contribution[TopologyPair]:
         pods = node_info.pods
         if not pods:
-            continue
+            return ()
         node = node_info.node
         if node is None:
-            continue
+            return ()
         node_labels = node.labels
+        affinity: dict[TopologyPair, int] = {}
+        anti: dict[TopologyPair, int] = {}
         for existing in pods.values():
             if affinity_terms and matches_all(affinity_terms, existing):
                 for term in affinity_terms:
@@ -144,7 +188,13 @@ def incoming_counts(
                 ):
                     pair = (term.topology_key, value)
                     anti[pair] = anti.get(pair, 0) + 1
-    return affinity, anti
+        if not affinity and not anti:
+            return ()
+        return tuple((0, pair, count) for pair, count in affinity.items()) + tuple(
+            (1, pair, count) for pair, count in anti.items()
+        )
+
+    return contribution
 
 
 def satisfies_pod_affinity(state: PreFilterState, pod: Pod, labels: Mapping[str, str]) -> bool:
@@ -175,4 +225,7 @@ def satisfies_existing_anti_affinity(state: PreFilterState, labels: Mapping[str,
     counts = state.existing_anti
     if not counts:
         return True
-    return all(counts.get(pair, 0) <= 0 for pair in labels.items())
+    for pair in labels.items():  # noqa: SIM110 - hot path, no generator
+        if counts.get(pair, 0) > 0:
+            return False
+    return True

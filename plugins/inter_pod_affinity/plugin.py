@@ -18,7 +18,9 @@ from collections.abc import Mapping, Sequence
 
 from plugins.inter_pod_affinity.args import InterPodAffinityArgs
 from plugins.inter_pod_affinity.filtering import (
+    PairCounts,
     PreFilterState,
+    TopologyPair,
     existing_anti_affinity_counts,
     incoming_counts,
     matches_all,
@@ -59,6 +61,7 @@ from scheduler.framework import (
     Status,
 )
 from scheduler.framework.podaffinity import AffinityTerm, WeightedAffinityTerm
+from scheduler.framework.tally import Tallies
 
 NAME = "InterPodAffinity"
 REASON_EXISTING_ANTI_AFFINITY_NOT_MATCH = "node(s) didn't satisfy existing pods anti-affinity rules"
@@ -91,6 +94,9 @@ class InterPodAffinity(
         self._args = args
         self._snapshot = snapshot
         self._namespaces = namespaces
+        # PreFilter's per-node pair counts, kept across cycles (scheduler.framework.tally).
+        self._tallies: Tallies[TopologyPair] = Tallies()
+        self._score_tallies: Tallies[TopologyPair] = Tallies()  # PreScore's
 
     # ------------------------------------------------------------ events
     def events_to_register(self) -> list[ClusterEventWithHint]:
@@ -193,12 +199,15 @@ class InterPodAffinity(
         affinity_terms = tuple(self._resolve(term) for term in terms.required_affinity)
         anti_terms = tuple(self._resolve(term) for term in terms.required_anti_affinity)
         namespace_labels = self._namespace_labels(pod.namespace)
-        existing_anti = existing_anti_affinity_counts(
-            pod, namespace_labels, self._snapshot.have_pods_with_affinity()
+        with_affinity = self._snapshot.have_pods_with_affinity()
+        existing_anti = (
+            existing_anti_affinity_counts(pod, namespace_labels, with_affinity, self._tallies)
+            if with_affinity
+            else PairCounts()
         )
         if not existing_anti and not affinity_terms and not anti_terms:
             return None, Status.skip()
-        affinity, anti = incoming_counts(affinity_terms, anti_terms, nodes)
+        affinity, anti = incoming_counts(affinity_terms, anti_terms, nodes, self._tallies)
         state.write(
             PRE_FILTER_KEY,
             PreFilterState(
@@ -270,6 +279,7 @@ class InterPodAffinity(
             all_nodes,
             all_pods=has_constraints,
             hard_pod_affinity_weight=self._args.hard_pod_affinity_weight,
+            tallies=self._score_tallies,
         )
         if not pre_score.topology_score:
             return Status.skip()

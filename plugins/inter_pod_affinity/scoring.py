@@ -13,11 +13,12 @@ affinity. Score: the sum over the node's labels. NormalizeScore:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from scheduler.framework import MAX_NODE_SCORE, Node, NodeInfo, Pod
 from scheduler.framework.podaffinity import AffinityTerm, WeightedAffinityTerm
+from scheduler.framework.tally import Contribution, Tallies
 
 _NO_LABELS: Mapping[str, str] = {}
 
@@ -59,22 +60,62 @@ class IncomingTerms:
 
 def compute_pre_score_state(
     incoming: IncomingTerms,
-    nodes: Iterable[NodeInfo],
+    nodes: Sequence[NodeInfo],
     *,
     all_pods: bool,
     hard_pod_affinity_weight: int,
+    tallies: Tallies[tuple[str, str]] | None = None,
 ) -> PreScoreState:
+    """Upstream PreScore's sums. With ``tallies`` (the plugin's, for the
+    snapshot's nodes) the per-node sums are kept from cycle to cycle, by
+    everything of the incoming pod they depend on."""
+    contribution = _contribution(incoming, all_pods=all_pods, hard_weight=hard_pod_affinity_weight)
+    totals: dict[tuple[str, str], int] = {}
+    key = None
+    if tallies is not None:
+        pod = incoming.pod
+        key = (
+            "prescore",
+            pod.namespace,
+            frozenset(pod.labels.items()),
+            frozenset(incoming.namespace_labels.items()),
+            incoming.preferred_affinity,
+            incoming.preferred_anti_affinity,
+            all_pods,
+            hard_pod_affinity_weight,
+        )
+    if tallies is not None and key is not None:
+        (totals,) = tallies.get(key, 1, contribution).update(nodes)
+    else:
+        for node_info in nodes:
+            for _, pair, weight in contribution(node_info):
+                totals[pair] = totals.get(pair, 0) + weight
     state = PreScoreState()
-    for node_info in nodes:
+    for (topology_key, value), weight in totals.items():
+        state.topology_score.setdefault(topology_key, {})[value] = weight
+    return state
+
+
+def _contribution(
+    incoming: IncomingTerms, *, all_pods: bool, hard_weight: int
+) -> Callable[[NodeInfo], Contribution[tuple[str, str]]]:
+    def contribution(node_info: NodeInfo) -> Contribution[tuple[str, str]]:
         pods = node_info.pods if all_pods else node_info.pods_with_affinity
         if not pods:
-            continue
+            return ()
         node = node_info.node
         if node is None or not node.labels:
-            continue
+            return ()
+        state = PreScoreState()
         for existing in pods.values():
-            _process_existing_pod(state, incoming, existing, node, hard_pod_affinity_weight)
-    return state
+            _process_existing_pod(state, incoming, existing, node, hard_weight)
+        return tuple(
+            (0, (topology_key, value), weight)
+            for topology_key, values in state.topology_score.items()
+            for value, weight in values.items()
+        )
+
+    return contribution
 
 
 def _process_existing_pod(

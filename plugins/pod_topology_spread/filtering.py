@@ -17,7 +17,7 @@ UnschedulableAndUnresolvable; otherwise
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 
 from plugins.pod_topology_spread.constraints import (
@@ -27,6 +27,7 @@ from plugins.pod_topology_spread.constraints import (
     node_has_all_keys,
 )
 from scheduler.framework import Node, NodeInfo, Pod
+from scheduler.framework.tally import Contribution, Tallies
 
 MAX_INT32 = 2**31 - 1
 
@@ -61,19 +62,16 @@ class PreFilterState:
     constraints: tuple[Constraint, ...]
     critical_paths: list[CriticalPaths]
     counts: list[dict[str, int]]  # per constraint: topology value -> matching pods
+    # Per constraint, 1 if the incoming pod matches its selector (empty: not known).
+    self_match: tuple[int, ...] = ()
 
     def clone(self) -> PreFilterState:
         return PreFilterState(
             self.constraints,
             [paths.clone() for paths in self.critical_paths],
             [dict(counts) for counts in self.counts],
+            self.self_match,
         )
-
-    def min_match(self, index: int, min_domains: int) -> int:
-        """Upstream ``minMatchNum``: 0 while there are fewer domains than ``min_domains``."""
-        if len(self.counts[index]) < min_domains:
-            return 0
-        return self.critical_paths[index].counts[0]
 
     def update_with_pod(self, changed: Pod, pod: Pod, node: Node | None, delta: int) -> None:
         """Upstream ``updateWithPod``: ``changed`` is added (+1) to or removed
@@ -94,55 +92,116 @@ class PreFilterState:
 
 
 def compute_pre_filter_state(
-    pod: Pod, constraints: tuple[Constraint, ...], nodes: Sequence[NodeInfo]
+    pod: Pod,
+    constraints: tuple[Constraint, ...],
+    nodes: Sequence[NodeInfo],
+    tallies: Tallies[str] | None = None,
 ) -> PreFilterState:
-    """Upstream ``calPreFilterState`` over all nodes (a hot loop: per node only
-    what the constraints need)."""
-    counts: list[dict[str, int]] = [{} for _ in constraints]
+    """Upstream ``calPreFilterState`` over all nodes. With ``tallies`` (the
+    plugin's, for the snapshot's nodes) the per-node counts are kept from
+    cycle to cycle and only changed nodes are counted again."""
+    contribution = _contribution(pod, constraints)
+    tally = None
+    if tallies is not None:
+        key = _tally_key(pod, constraints)
+        if key is not None:
+            tally = tallies.get(key, len(constraints), contribution)
+    if tally is not None:
+        counts = [dict(totals) for totals in tally.update(nodes)]
+    else:
+        counts = [{} for _ in constraints]
+        for node_info in nodes:
+            for slot, value, matched in contribution(node_info):
+                domains = counts[slot]
+                domains[value] = domains.get(value, 0) + matched
+    self_match = tuple(1 if c.selector.matches(pod.labels) else 0 for c in constraints)
+    paths = [_two_smallest(domains) for domains in counts]
+    return PreFilterState(constraints, paths, counts, self_match)
+
+
+def _two_smallest(domain_counts: dict[str, int]) -> CriticalPaths:
+    """The critical paths of freshly counted domains: the two smallest by
+    (count, value). Upstream takes them in Go's random map order, so ties go
+    any way there; ordering ties by value makes the result independent of the
+    order the counts were gathered in (kept tallies or a fresh count)."""
+    critical = CriticalPaths()
+    values, counts = critical.values, critical.counts
+    for value, count in domain_counts.items():
+        if count < counts[0] or (count == counts[0] and value < values[0]):
+            values[1], counts[1] = values[0], counts[0]
+            values[0], counts[0] = value, count
+        elif count < counts[1] or (count == counts[1] and value < values[1]):
+            values[1], counts[1] = value, count
+    return critical
+
+
+def _tally_key(pod: Pod, constraints: tuple[Constraint, ...]) -> Hashable | None:
+    """What a node's contribution depends on besides the node: the
+    constraints, the namespace, and the pod's node affinity and tolerations
+    when a policy reads them (None if that is not hashable)."""
+    inclusion: Hashable = None
+    if any(constraint.filters_nodes(pod) for constraint in constraints):
+        inclusion = (pod.required_affinity, tuple(pod.tolerations))
+    key = (pod.namespace, constraints, inclusion)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _contribution(
+    pod: Pod, constraints: tuple[Constraint, ...]
+) -> Callable[[NodeInfo], Contribution[str]]:
+    """One node's share of the counts: per constraint (slot) that counts the
+    node, its topology value and the pods on it matching the selector."""
     namespace = pod.namespace
     keys = tuple(constraint.topology_key for constraint in constraints)
     plan = [
-        (constraint, counts[index], constraint.filters_nodes(pod), constraint.selector.empty)
-        for index, constraint in enumerate(constraints)
+        (slot, constraint, constraint.filters_nodes(pod), constraint.selector.empty)
+        for slot, constraint in enumerate(constraints)
     ]
-    for node_info in nodes:
+
+    def contribution(node_info: NodeInfo) -> Contribution[str]:
         node = node_info.node
         if node is None:
-            continue
+            return ()
         labels = node.labels
         if not all_keys(labels, keys):
-            continue
+            return ()
         pods = node_info.pods
-        for constraint, domains, check, empty in plan:
+        shares = []
+        for slot, constraint, check, empty in plan:
             if check and not constraint.includes(pod, node):
                 continue
-            value = labels[constraint.topology_key]
             matched = (
                 count_matching(pods.values(), constraint.selector, namespace)
                 if pods and not empty
                 else 0
             )
-            domains[value] = domains.get(value, 0) + matched
-    paths = []
-    for domain_counts in counts:
-        critical = CriticalPaths()
-        for value, count in domain_counts.items():
-            critical.update(value, count)
-        paths.append(critical)
-    return PreFilterState(constraints, paths, counts)
+            shares.append((slot, labels[constraint.topology_key], matched))
+        return tuple(shares)
+
+    return contribution
 
 
 def violated(state: PreFilterState, pod: Pod, node: Node) -> tuple[bool, bool]:
     """(a topology key is missing, a skew exceeds maxSkew), checked in
     constraint order: the first failing constraint decides."""
     labels = node.labels
+    known = state.self_match
     for index, constraint in enumerate(state.constraints):
         value = labels.get(constraint.topology_key)
         if value is None:
             return True, False
-        minimum = state.min_match(index, constraint.min_domains)
-        self_match = 1 if constraint.selector.matches(pod.labels) else 0
-        skew = state.counts[index].get(value, 0) + self_match - minimum
-        if skew > constraint.max_skew:
+        counts = state.counts[index]
+        # Upstream ``minMatchNum``: 0 while there are fewer domains than minDomains.
+        minimum = (
+            0 if len(counts) < constraint.min_domains else state.critical_paths[index].counts[0]
+        )
+        self_match = (
+            known[index] if known else (1 if constraint.selector.matches(pod.labels) else 0)
+        )
+        if counts.get(value, 0) + self_match - minimum > constraint.max_skew:
             return False, True
     return False, False

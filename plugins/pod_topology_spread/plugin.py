@@ -66,6 +66,7 @@ from scheduler.framework import (
     Status,
 )
 from scheduler.framework.labels import LabelSelectorError
+from scheduler.framework.tally import Tallies
 
 NAME = "PodTopologySpread"
 REASON_CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread constraints"
@@ -98,6 +99,8 @@ class PodTopologySpread(
         self._default_constraints = default_constraints
         self._default_selector = default_selector
         self._system_defaulted = system_defaulted
+        # PreFilter's per-node counts, kept across cycles (scheduler.framework.tally).
+        self._tallies: Tallies[str] = Tallies()
 
     # ------------------------------------------------------------ constraints
     def constraints(self, pod: Pod, action: str) -> tuple[Constraint, ...]:
@@ -205,7 +208,9 @@ class PodTopologySpread(
             return None, Status.as_error(f"get constraints from pod: {error}")
         if not constraints:
             return None, Status.skip()
-        state.write(PRE_FILTER_KEY, compute_pre_filter_state(pod, constraints, nodes))
+        state.write(
+            PRE_FILTER_KEY, compute_pre_filter_state(pod, constraints, nodes, self._tallies)
+        )
         return None, None
 
     def pre_filter_extensions(self) -> PreFilterExtensions:

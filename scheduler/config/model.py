@@ -25,6 +25,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    PlainSerializer,
     StrictBool,
     StrictFloat,
     StrictInt,
@@ -43,13 +44,14 @@ API_VERSION = f"{API_GROUP}/v1"
 KIND = "KubeSchedulerConfiguration"
 
 DEFAULT_SCHEDULER_NAME = "pyscheduler"
-DEFAULT_PARALLELISM = 16
 DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE = 0  # adaptive
 DEFAULT_POD_INITIAL_BACKOFF_SECONDS = 1
 DEFAULT_POD_MAX_BACKOFF_SECONDS = 10
 DEFAULT_QPS = 50.0
 DEFAULT_BURST = 100
-DEFAULT_CONTENT_TYPE = "application/vnd.kubernetes.protobuf"
+# We speak JSON only: upstream's default (protobuf) is refused when asked for.
+JSON_CONTENT_TYPE = "application/json"
+DEFAULT_CONTENT_TYPE = JSON_CONTENT_TYPE
 DEFAULT_LEASE_DURATION = 15.0
 DEFAULT_RENEW_DEADLINE = 10.0
 DEFAULT_RETRY_PERIOD = 2.0
@@ -95,7 +97,10 @@ def _duration(value: Any) -> Any:
 Percentage = Annotated[
     StrictInt, _check(lambda v: 0 <= v <= 100, "must be in the range 0..100 (0 means adaptive)")
 ]
-Duration = Annotated[float, BeforeValidator(_duration)]
+# Read from and written back (``/configz``) as Go duration strings: ``15s``.
+Duration = Annotated[
+    float, BeforeValidator(_duration), PlainSerializer(format_duration, when_used="json")
+]
 
 
 class _Model(BaseModel):
@@ -134,10 +139,39 @@ def _is_empty(value: Any) -> bool:
     return isinstance(value, str) and not value
 
 
+def _json_only(value: str) -> str:
+    if value != JSON_CONTENT_TYPE:
+        raise ValueError(
+            f"{value!r} is not supported: pyscheduler speaks {JSON_CONTENT_TYPE!r} only"
+        )
+    return value
+
+
+def _json_accepted(value: str) -> str:
+    if value and value != JSON_CONTENT_TYPE:
+        raise ValueError(
+            f"{value!r} is not supported: pyscheduler accepts {JSON_CONTENT_TYPE!r} only"
+            " (leave it empty)"
+        )
+    return value
+
+
+def _refused(reason: str, *, allowed: object = False) -> AfterValidator:
+    """A field we cannot honour: any value but ``allowed`` (what we run with) is
+    refused with ``reason``. A field set to null counts as unset."""
+
+    def validate(value: Any) -> Any:
+        if value != allowed or type(value) is not type(allowed):
+            raise ValueError(f"not supported: {reason}")
+        return value
+
+    return AfterValidator(validate)
+
+
 class ClientConnection(_Model):
     kubeconfig: StrictStr = ""
-    accept_content_types: StrictStr = ""
-    content_type: StrictStr = DEFAULT_CONTENT_TYPE
+    accept_content_types: Annotated[StrictStr, AfterValidator(_json_accepted)] = ""
+    content_type: Annotated[StrictStr, AfterValidator(_json_only)] = DEFAULT_CONTENT_TYPE
     qps: Annotated[StrictFloat, _check(lambda v: v > 0, "must be > 0")] = DEFAULT_QPS
     burst: Annotated[StrictInt, _check(lambda v: v >= 1, "must be >= 1")] = DEFAULT_BURST
 
@@ -280,7 +314,18 @@ def _default_profiles() -> tuple[Profile, ...]:
 class SchedulerConfiguration(_Model):
     api_version: StrictStr = API_VERSION
     kind: StrictStr = KIND
-    parallelism: Annotated[StrictInt, _check(lambda v: v > 0, "must be > 0")] = DEFAULT_PARALLELISM
+    # Filtering and scoring run sequentially in one event loop: any value set is
+    # refused rather than ignored (None = unset, left out of /configz).
+    parallelism: (
+        Annotated[
+            StrictInt,
+            _refused(
+                "filtering and scoring run sequentially in one event loop; remove the field",
+                allowed=None,
+            ),
+        ]
+        | None
+    ) = None
     percentage_of_nodes_to_score: Percentage = DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE
     pod_initial_backoff_seconds: Annotated[StrictInt, _check(lambda v: v > 0, "must be > 0")] = (
         DEFAULT_POD_INITIAL_BACKOFF_SECONDS
@@ -290,9 +335,16 @@ class SchedulerConfiguration(_Model):
     leader_election: LeaderElection = LeaderElection()
     profiles: tuple[Profile, ...] = Field(default_factory=_default_profiles)
     extenders: Annotated[tuple[Any, ...], AfterValidator(_no_extenders)] = ()
-    delay_cache_until_active: StrictBool = False
-    enable_profiling: StrictBool = True
-    enable_contention_profiling: StrictBool = True
+    delay_cache_until_active: Annotated[
+        StrictBool,
+        _refused("the informers always start before leader election is won; set false"),
+    ] = False
+    enable_profiling: Annotated[
+        StrictBool, _refused("there is no profiler (/debug/pprof is Go's); set false")
+    ] = False
+    enable_contention_profiling: Annotated[
+        StrictBool, _refused("there is no profiler (/debug/pprof is Go's); set false")
+    ] = False
 
     @field_validator("api_version")
     @classmethod

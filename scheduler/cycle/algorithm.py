@@ -229,6 +229,11 @@ class Algorithm:
         filters = framework.active_filters(state)
         run_filters = framework.run_filters
         verdicts = framework.filter_verdicts(state, pod, filters, len(nodes))
+        partial = (
+            framework.partial_filter_verdicts(pod, filters, len(nodes))
+            if verdicts is None
+            else None
+        )
         passed = 0  # nodes that ran every filter (for the evaluation counts)
         rejected_by: dict[str, int] = {}
         nominations = self._nominations() or None  # usually empty: one test per node
@@ -248,7 +253,12 @@ class Algorithm:
             elif cached is not None and cached[0] == node_info.generation:
                 status = cached[1]
             else:
-                status = run_filters(filters, state, pod, node_info)
+                status = (
+                    # Node-local verdicts reused, the other plugins run fresh.
+                    partial.run(framework, state, pod, node_info)
+                    if partial is not None
+                    else run_filters(filters, state, pod, node_info)
+                )
                 if status is None:
                     passed += 1
                 else:

@@ -69,9 +69,12 @@ def scheduled_condition_patch(
     reason, message or observed generation differ. ``nominated_node`` None
     leaves ``nominatedNodeName`` alone; "" clears it.
     """
-    status = pod.raw.get("status") or {}
-    current = next(
-        (c for c in status.get("conditions") or () if c.get("type") == POD_SCHEDULED), None
+    raw_status = pod.raw.get("status")
+    status: Mapping[str, Any] = raw_status if isinstance(raw_status, Mapping) else {}
+    conditions = status.get("conditions") or ()
+    current = next(  # a malformed status (a parse error to report) has no condition
+        (c for c in conditions if isinstance(c, Mapping) and c.get("type") == POD_SCHEDULED),
+        None,
     )
     transition = _rfc3339(now)
     if current is not None and current.get("status") == "False":

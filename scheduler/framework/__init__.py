@@ -21,6 +21,7 @@ from scheduler.framework.events import (
 from scheduler.framework.events import (
     Resource as EventResource,
 )
+from scheduler.framework.features import KNOWN_GATES, FeatureGates
 from scheduler.framework.handle import (
     ApiWriter,
     EventRecorder,
@@ -113,6 +114,7 @@ __all__ = [
     "CPU",
     "EPHEMERAL_STORAGE",
     "IMPLICIT_PREFIX",
+    "KNOWN_GATES",
     "MAX_NODE_SCORE",
     "MEMORY",
     "MIN_NODE_SCORE",
@@ -131,6 +133,7 @@ __all__ = [
     "EventResource",
     "ExtendedResourceClasses",
     "ExtensionPoint",
+    "FeatureGates",
     "FilterPlugin",
     "Handle",
     "HostPort",

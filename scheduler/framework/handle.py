@@ -13,6 +13,7 @@ from typing import Any, Protocol
 
 from scheduler.clock import Clock
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.features import FeatureGates
 from scheduler.framework.nodeinfo import NodeInfo
 from scheduler.framework.objects import Pod
 from scheduler.framework.services import PluginServices
@@ -106,6 +107,10 @@ class PluginMetrics(Protocol):
 class Handle(Protocol):
     @property
     def profile_name(self) -> str: ...
+
+    @property
+    def feature_gates(self) -> FeatureGates:
+        """The feature gates in force (``--feature-gates`` over v1.36 defaults)."""
 
     @property
     def clock(self) -> Clock: ...

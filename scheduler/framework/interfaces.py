@@ -66,7 +66,9 @@ class PreEnqueuePlugin(Plugin):
 
 class QueueSortPlugin(Plugin):
     @abc.abstractmethod
-    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool: ...
+    def less(self, a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
+        """True if ``a`` should be popped before ``b``: a strict weak order
+        (one QueueSort plugin orders the whole queue, shared by all profiles)."""
 
 
 class EnqueueExtensions(abc.ABC):
@@ -74,7 +76,9 @@ class EnqueueExtensions(abc.ABC):
     schedulable. A rejecting plugin without it is woken by every event."""
 
     @abc.abstractmethod
-    def events_to_register(self) -> list[ClusterEventWithHint]: ...
+    def events_to_register(self) -> list[ClusterEventWithHint]:
+        """The cluster events (with an optional queueing hint each) that may
+        make a pod this plugin rejected schedulable; called once at start."""
 
 
 class SignPlugin(abc.ABC):
@@ -88,26 +92,35 @@ class SignPlugin(abc.ABC):
     """
 
     @abc.abstractmethod
-    def sign_pod(self, pod: Pod) -> Hashable | None: ...
+    def sign_pod(self, pod: Pod) -> Hashable | None:
+        """The hashable part of ``pod`` this plugin's results depend on, or None
+        when the pod cannot be signed (its results are then never reused)."""
 
 
 class PreFilterExtensions(abc.ABC):
     @abc.abstractmethod
     def add_pod(
         self, state: CycleState, pod: Pod, pod_to_add: Pod, node_info: NodeInfo
-    ) -> Status | None: ...
+    ) -> Status | None:
+        """Update what PreFilter stored in ``state`` as if ``pod_to_add`` ran on
+        ``node_info`` (a what-if copy: nominated pods, preemption dry runs)."""
 
     @abc.abstractmethod
     def remove_pod(
         self, state: CycleState, pod: Pod, pod_to_remove: Pod, node_info: NodeInfo
-    ) -> Status | None: ...
+    ) -> Status | None:
+        """Update what PreFilter stored in ``state`` as if ``pod_to_remove`` left
+        ``node_info`` (preemption's victims)."""
 
 
 class PreFilterPlugin(Plugin):
     @abc.abstractmethod
     def pre_filter(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
-    ) -> tuple[PreFilterResult | None, Status | None]: ...
+    ) -> tuple[PreFilterResult | None, Status | None]:
+        """Once per cycle, before Filter: precompute into ``state``; a result
+        may narrow the candidate nodes; Skip skips this plugin's Filter for
+        the pod; a rejection fails the cycle for every node."""
 
     def pre_filter_extensions(self) -> PreFilterExtensions | None:
         return None
@@ -123,14 +136,16 @@ class PostFilterPlugin(Plugin):
     @abc.abstractmethod
     def post_filter(
         self, state: CycleState, pod: Pod, filtered: NodeToStatus
-    ) -> tuple[PostFilterResult | None, Status | None]: ...
+    ) -> tuple[PostFilterResult | None, Status | None]:
+        """Only when no node fits; ``filtered`` holds each node's rejection. May
+        make room (preemption) and nominate a node in the result."""
 
 
 class PreScorePlugin(Plugin):
     @abc.abstractmethod
-    def pre_score(
-        self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
-    ) -> Status | None: ...
+    def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:
+        """Once per cycle over the feasible ``nodes``, before Score; Skip skips
+        this plugin's Score for the pod."""
 
 
 class ScoreExtensions(abc.ABC):
@@ -158,7 +173,9 @@ class ScorePlugin(Plugin):
 
 class ReservePlugin(Plugin):
     @abc.abstractmethod
-    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None: ...
+    def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        """The pod is assumed on ``node_name``: claim what the plugin tracks.
+        A failure unreserves every Reserve plugin, in reverse order."""
 
     @abc.abstractmethod
     def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
@@ -177,7 +194,9 @@ class PreBindPlugin(Plugin):
         return None
 
     @abc.abstractmethod
-    async def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None: ...
+    async def pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
+        """In the binding cycle, before Bind: API writes the bind depends on
+        (volumes, claims). A failure unreserves and requeues the pod."""
 
 
 class BindPlugin(Plugin):
@@ -188,7 +207,8 @@ class BindPlugin(Plugin):
 
 class PostBindPlugin(Plugin):
     @abc.abstractmethod
-    def post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None: ...
+    def post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
+        """Informational, after a successful bind; cannot fail the pod."""
 
 
 # A factory builds a plugin from its validated arguments and the Handle.

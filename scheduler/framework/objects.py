@@ -157,13 +157,23 @@ class Node:
 def _tolerations(spec: Raw) -> tuple[Toleration, ...]:
     return tuple(
         Toleration(
-            key=item.get("key") or "",
-            operator=item.get("operator") or "Equal",
-            value=item.get("value") or "",
-            effect=item.get("effect") or "",
+            key=_string(item.get("key")),
+            operator=_string(item.get("operator")) or "Equal",
+            value=_string(item.get("value")),
+            effect=_string(item.get("effect")),
         )
         for item in spec.get("tolerations") or ()
     )
+
+
+def _string(value: Any) -> str:
+    """A string field (taints, tolerations are hashed and compared): absent is
+    "", another type makes the object malformed (named by ``validation``)."""
+    if not value:
+        return ""
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {type(value).__name__}")
+    return value
 
 
 def _host_ports(spec: Raw) -> tuple[HostPort, ...]:
@@ -208,10 +218,13 @@ def node_images(status: Raw) -> Mapping[str, int]:
     """``status.images`` of a node: every name of every image -> its size
     (the first image listing a name wins)."""
     images: dict[str, int] = {}
-    for image in status.get("images") or ():
-        size = int(image.get("sizeBytes") or 0)
-        for name in image.get("names") or ():
-            images.setdefault(name, size)
+    try:
+        for image in status.get("images") or ():
+            size = int(image.get("sizeBytes") or 0)
+            for name in image.get("names") or ():
+                images.setdefault(name, size)
+    except _MALFORMED:  # a malformed node: parse_node reports it; it has no images
+        return _NO_IMAGES
     return images or _NO_IMAGES
 
 
@@ -225,6 +238,17 @@ def parse_pod(raw: Raw) -> Pod:
 
 def _problems(found: list[str], error: Exception) -> str:
     return "; ".join(found) if found else f"malformed: {error}"
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    """An object field that plugins iterate (labels, nodeSelector): a
+    mapping, else the pod or node is malformed (TypeError, named by
+    ``validation``)."""
+    if not value:
+        return _EMPTY
+    if not isinstance(value, Mapping):
+        raise TypeError(f"expected an object, got {type(value).__name__}")
+    return value
 
 
 def _text(mapping: Any, key: str) -> str:
@@ -285,8 +309,8 @@ def _parse_pod(raw: Raw) -> Pod:
         priority=int(spec.get("priority") or 0),
         phase=status.get("phase") or "",
         deleting=bool(metadata.get("deletionTimestamp")),
-        labels=metadata.get("labels") or _EMPTY,
-        node_selector=spec.get("nodeSelector") or _EMPTY,
+        labels=_mapping(metadata.get("labels")),
+        node_selector=_mapping(spec.get("nodeSelector")),
         affinity=spec.get("affinity"),
         tolerations=_tolerations(spec),
         host_ports=_host_ports(spec),
@@ -346,9 +370,13 @@ def _parse_node(raw: Raw) -> Node:
         raw=raw,
         name=metadata.get("name") or "",
         uid=metadata.get("uid") or "",
-        labels=metadata.get("labels") or _EMPTY,
+        labels=_mapping(metadata.get("labels")),
         taints=tuple(
-            Taint(key=t.get("key") or "", value=t.get("value") or "", effect=t.get("effect") or "")
+            Taint(
+                key=_string(t.get("key")),
+                value=_string(t.get("value")),
+                effect=_string(t.get("effect")),
+            )
             for t in spec.get("taints") or ()
         ),
         unschedulable=bool(spec.get("unschedulable")),

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic
 
-from pydantic import BaseModel
+from typing_extensions import TypeVar
 
 from scheduler.framework.interfaces import Plugin
 
@@ -24,38 +24,52 @@ if TYPE_CHECKING:
 ENTRY_POINT_GROUP = "pyscheduler.plugins"
 
 
+# The plugin's arguments: its pydantic model (Any for a spec that takes none).
+ArgsT = TypeVar("ArgsT", default=Any)
+
+
 @dataclass(frozen=True)
-class PluginSpec:
-    """``factory(args, handle)`` builds the plugin; ``args`` is an instance of
-    ``args_model`` (defaults filled), or None when the plugin takes none.
-    ``plugin_class`` tells, before anything is built, which extension points
-    the plugin implements (the configuration is validated against it)."""
+class PluginSpec(Generic[ArgsT]):
+    """How to build one plugin, typed by its arguments.
+
+    ``factory(args, handle)`` builds the plugin; ``args`` is an instance of
+    ``args_model`` validated from the profile's ``pluginConfig`` (defaults
+    filled when the plugin is enabled without one), or None when the plugin
+    declares no model. ``plugin_class`` tells, before anything is built, which
+    extension points the plugin implements (the configuration is validated
+    against it). A plugin with arguments is declared
+
+        PluginSpec(name="X", plugin_class=X, factory=X, args_model=XArgs)
+
+    with ``X.__init__(self, args: XArgs, handle: Handle)``: the type checker
+    then holds the factory to the model (a ``PluginSpec[XArgs]``).
+    """
 
     name: str
     plugin_class: type[Plugin]
-    factory: Callable[[Any, Handle], Plugin]
-    args_model: type[BaseModel] | None = None
+    factory: Callable[[ArgsT, Handle], Plugin]
+    args_model: type[ArgsT] | None = None
 
 
 class RegistryError(ValueError):
     """Two plugins share a name, or an entry point is not a PluginSpec."""
 
 
-class Registry(Mapping[str, PluginSpec]):
-    def __init__(self, specs: Iterable[PluginSpec] = ()) -> None:
-        self._specs: dict[str, PluginSpec] = {}
+class Registry(Mapping[str, PluginSpec[Any]]):
+    def __init__(self, specs: Iterable[PluginSpec[Any]] = ()) -> None:
+        self._specs: dict[str, PluginSpec[Any]] = {}
         for spec in specs:
             self.register(spec)
 
-    def register(self, spec: PluginSpec) -> None:
+    def register(self, spec: PluginSpec[Any]) -> None:
         if spec.name in self._specs:
             raise RegistryError(f"plugin {spec.name!r} is registered twice")
         self._specs[spec.name] = spec
 
-    def merged(self, other: Iterable[PluginSpec]) -> Registry:
+    def merged(self, other: Iterable[PluginSpec[Any]]) -> Registry:
         return Registry([*self._specs.values(), *other])
 
-    def __getitem__(self, name: str) -> PluginSpec:
+    def __getitem__(self, name: str) -> PluginSpec[Any]:
         return self._specs[name]
 
     def __iter__(self):  # type: ignore[no-untyped-def]
@@ -65,7 +79,7 @@ class Registry(Mapping[str, PluginSpec]):
         return len(self._specs)
 
 
-def entry_point_plugins(group: str = ENTRY_POINT_GROUP) -> list[PluginSpec]:
+def entry_point_plugins(group: str = ENTRY_POINT_GROUP) -> list[PluginSpec[Any]]:
     """PluginSpecs published by installed distributions under ``group``."""
     specs = []
     for point in entry_points(group=group):

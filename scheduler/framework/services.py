@@ -4,9 +4,17 @@ metrics, a start-up step and background workers. Protocols and plain data only (
 A plugin that serves clients (the AutoscaleEnforcer's agent API) describes
 its endpoints with a synchronous ``HttpHandler`` over ``HttpRequest`` /
 ``HttpResponse``; the ops server (``scheduler.server``) is the only code
-that speaks HTTP. A handler runs on the event loop between awaits, so it
-sees plugin state exactly as the scheduling cycle leaves it and never
-interleaves with one.
+that speaks HTTP.
+
+Threads: a ``PluginHttp.listen`` handler runs on its listener's own thread
+(own event loop), so a busy scheduling cycle never delays its clients. It
+therefore interleaves with the scheduling cycle and the informer handlers:
+state it shares with them must be guarded by a ``threading.Lock`` that every
+side holds only for short synchronous sections (never across an await, never
+while taking another lock). It must not touch the daemon's event-loop objects
+(queue, API writer, informers): such effects go in ``HttpResponse.after``,
+which the daemon runs on its event loop after the answer. ``debug`` routes
+run on the event loop, like everything else.
 
 Guarantees the daemon gives to ``PluginHttp.listen`` handlers:
 - they are not called before the informers have synced and every start
@@ -40,6 +48,9 @@ class HttpResponse:
     status: int
     content_type: str
     body: bytes
+    # Run on the daemon's event loop once the handler returned (listeners
+    # only): effects on the scheduler such as waking pods or starting work.
+    after: Callable[[], None] | None = None
 
 
 HttpHandler = Callable[[HttpRequest], HttpResponse]
@@ -57,7 +68,8 @@ class PluginHttp(Protocol):
         max_body_bytes: int,
         leader_only: bool = True,
     ) -> None:
-        """Serve ``handler`` for every method and path on an extra ``port``."""
+        """Serve ``handler`` for every method and path on an extra ``port``,
+        from the listener's own thread (see the module docstring)."""
 
     def debug(self, path: str, handler: HttpHandler) -> None:
         """Serve ``handler`` for GET ``/debug/plugins/<path>`` on the ops port."""
@@ -77,6 +89,7 @@ class PluginServices(Protocol):
 
     def run(self, name: str, worker: Worker) -> None:
         """Run ``worker()`` as the daemon's task ``plugin:<name>`` from when
-        scheduling starts until shutdown (cancelled after the scheduling loop
-        and the binding cycles have stopped, before the informers). It should
+        scheduling starts until shutdown (cancelled after the scheduling loop,
+        the binding cycles and ``Handle.spawn`` work have stopped, with the
+        informers); one owner runs both kinds (``BackgroundTasks``). It should
         run until cancelled; an exception it lets out stops the daemon."""

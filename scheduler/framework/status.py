@@ -5,13 +5,15 @@ Invariants:
   is the explicit form. ``is_success`` treats both alike via ``status_code``.
 - Codes keep their upstream integer values, so ``Code(n).name`` is the label
   used in metrics.
-- A Status is immutable; ``with_plugin`` returns a copy.
+- A Status is immutable; ``with_plugin`` returns a copy, the same copy each
+  time for the same plugin (a plugin's constant statuses are tagged once, not
+  once per rejected node).
 """
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 
 
 class Code(enum.IntEnum):
@@ -48,6 +50,8 @@ class Status:
     reasons: tuple[str, ...] = ()
     plugin: str = ""
     error: str = ""
+    # The last ``with_plugin`` copy (a cache: not part of the value).
+    _tagged: Status | None = field(default=None, init=False, compare=False, repr=False)
 
     # ---------------------------------------------------------- constructors
     @staticmethod
@@ -101,7 +105,12 @@ class Status:
         return ", ".join(parts)
 
     def with_plugin(self, plugin: str) -> Status:
-        return replace(self, plugin=plugin)
+        tagged = self._tagged
+        if tagged is not None and tagged.plugin == plugin:
+            return tagged
+        tagged = Status(self.code, self.reasons, plugin, self.error)
+        object.__setattr__(self, "_tagged", tagged)
+        return tagged
 
 
 _SUCCESS = Status()

@@ -34,11 +34,39 @@ QUANTITY = _Quantity()
 RESOURCES = {"requests": _MapOf(QUANTITY), "limits": _MapOf(QUANTITY)}
 CONTAINER = {
     "name": str,
+    "image": str,
     "restartPolicy": str,
     "resources": RESOURCES,
     "ports": [
         {"hostPort": int, "containerPort": int, "protocol": str, "hostIP": str},
     ],
+}
+REQUIREMENT = {"key": str, "operator": str, "values": [str]}
+LABEL_SELECTOR = {"matchLabels": _MapOf(str), "matchExpressions": [REQUIREMENT]}
+NODE_TERM = {"matchExpressions": [REQUIREMENT], "matchFields": [REQUIREMENT]}
+POD_TERM = {
+    "labelSelector": LABEL_SELECTOR,
+    "namespaceSelector": LABEL_SELECTOR,
+    "namespaces": [str],
+    "topologyKey": str,
+    "matchLabelKeys": [str],
+    "mismatchLabelKeys": [str],
+}
+POD_AFFINITY = {
+    "requiredDuringSchedulingIgnoredDuringExecution": [POD_TERM],
+    "preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": int, "podAffinityTerm": POD_TERM},
+    ],
+}
+AFFINITY = {
+    "nodeAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [NODE_TERM]},
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": int, "preference": NODE_TERM},
+        ],
+    },
+    "podAffinity": POD_AFFINITY,
+    "podAntiAffinity": POD_AFFINITY,
 }
 POD = {
     "metadata": {
@@ -59,11 +87,22 @@ POD = {
         "overhead": _MapOf(QUANTITY),
         "resources": RESOURCES,
         "nodeSelector": _MapOf(str),
-        "affinity": dict,
+        "affinity": AFFINITY,
         "tolerations": [
             {"key": str, "operator": str, "value": str, "effect": str, "tolerationSeconds": int},
         ],
         "schedulingGates": [{"name": str}],
+        "volumes": [{"name": str, "image": {"reference": str}}],
+        "topologySpreadConstraints": [
+            {
+                "maxSkew": int,
+                "topologyKey": str,
+                "whenUnsatisfiable": str,
+                "labelSelector": LABEL_SELECTOR,
+                "minDomains": int,
+                "matchLabelKeys": [str],
+            },
+        ],
     },
     "status": {"phase": str, "nominatedNodeName": str, "conditions": list},
 }

@@ -14,7 +14,12 @@ and ``scheduler.kube.resources`` modules.
 """
 
 from scheduler.informers.factory import FactoryInformerAccess, InformerFactory
-from scheduler.informers.informer import Informer, InformerStats, ReflectorOptions
+from scheduler.informers.informer import (
+    Informer,
+    InformerStats,
+    ReflectorOptions,
+    ResourceNotServed,
+)
 from scheduler.informers.source import ListWatchClient
 from scheduler.informers.store import Diff, Store, object_key
 
@@ -26,6 +31,7 @@ __all__ = [
     "InformerStats",
     "ListWatchClient",
     "ReflectorOptions",
+    "ResourceNotServed",
     "Store",
     "object_key",
 ]

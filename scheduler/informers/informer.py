@@ -13,6 +13,10 @@ State machine of ``run()``:
         WATCH again from the last RV (or LIST again if the list itself failed)
       - the backoff resets after any success: a completed list, or a watch
         that delivered at least one line
+      - 404 on the initial LIST (the API server does not serve the type, e.g.
+        a CustomResourceDefinition not installed): ``run()`` raises
+        ``ResourceNotServed`` naming it, since the informer would never sync;
+        after the first sync a 404 is retried like other errors
 
 Invariants:
 - Handlers run synchronously on the event loop, in watch order, never
@@ -41,7 +45,7 @@ from scheduler.clock import Clock, RealClock
 from scheduler.informers.backoff import Backoff
 from scheduler.informers.source import ListWatchClient
 from scheduler.informers.store import Diff, Raw, Store, resource_version_of, uid_of
-from scheduler.kube.errors import ApiError, TransportError
+from scheduler.kube.errors import HTTP_NOT_FOUND, ApiError, TransportError
 from scheduler.kube.resources import ResourceType
 from scheduler.kube.wire import WatchEventType
 
@@ -50,6 +54,18 @@ log = logging.getLogger(__name__)
 OnAdd = Callable[[Raw], None]
 OnUpdate = Callable[[Raw, Raw], None]
 OnDelete = Callable[[Raw], None]
+
+
+class ResourceNotServed(Exception):
+    """The API server does not serve a resource type an informer was asked for."""
+
+    def __init__(self, resource: ResourceType) -> None:
+        super().__init__(
+            f"the API server does not serve {resource.group_resource} "
+            f"({resource.api_version}, kind {resource.kind}): the initial list answered "
+            "404 Not Found; install its CustomResourceDefinition, or disable what needs it"
+        )
+        self.resource = resource
 
 
 class _Step(enum.StrEnum):
@@ -172,6 +188,8 @@ class Informer:
                 await self._watch()
                 continue
             except ApiError as err:
+                if step == _Step.LIST and err.status == HTTP_NOT_FOUND and not self.has_synced:
+                    raise ResourceNotServed(self.resource) from err
                 if err.gone and step == _Step.WATCH:
                     self.stats.gone += 1
                     log.info("informer %s: %s; relisting", name, err)

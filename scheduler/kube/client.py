@@ -18,14 +18,26 @@ Contract:
   connection (kubernetes_asyncio #360) cannot stall an informer forever.
 - A watch is an async generator holding one HTTP response; consumers close it
   (``contextlib.aclosing``) to release the connection promptly.
+- ``close()`` leaves no socket open. A response released before its end (an
+  abandoned watch, a cancelled request) closes its connection, and over TLS
+  that close is graceful: close_notify is sent and the socket kept until the
+  peer answers (up to asyncio's 30 s shutdown timeout). aiohttp's connector
+  forgets such a connection at release, so ``ClientSession.close()`` neither
+  waits for it nor aborts it, and it would outlive the client (an "unclosed
+  transport" ResourceWarning once the loop is gone). The client remembers
+  every transport it used (weakly) and ``close()`` aborts those not yet
+  closed and waits until each has lost its connection.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
+import weakref
 from collections.abc import AsyncGenerator, Mapping
-from typing import Any
+from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 import aiohttp
 
@@ -76,6 +88,26 @@ class _ConnectionCounter:
         self.count += 1
 
 
+class RequestMetrics(Protocol):
+    """Where the client reports each request (client-go's ``rest_client_*``)."""
+
+    def rest_request(self, method: str, host: str, code: str, seconds: float) -> None: ...
+
+    def rate_limiter_wait(self, verb: str, host: str, seconds: float) -> None: ...
+
+
+class _NoMetrics:
+    def rest_request(self, method: str, host: str, code: str, seconds: float) -> None:
+        pass
+
+    def rate_limiter_wait(self, verb: str, host: str, seconds: float) -> None:
+        pass
+
+
+# ``code`` of a request that got no HTTP answer, as client-go.
+NO_ANSWER = "<error>"
+
+
 class KubeClient:
     """Create with ``await KubeClient.connect(...)``; ``await close()`` at shutdown."""
 
@@ -101,6 +133,10 @@ class KubeClient:
         self._watch_open_timeout = request_timeout
         self._watch_margin = watch_margin
         self._opened = _ConnectionCounter()
+        self._metrics: RequestMetrics = _NoMetrics()
+        self._host = urlsplit(connection.host).netloc
+        # Every transport a response came on; dead ones drop out (see close()).
+        self._transports: weakref.WeakSet[asyncio.Transport] = weakref.WeakSet()
 
     @classmethod
     async def connect(
@@ -183,9 +219,32 @@ class KubeClient:
         flat in steady state when the pool keeps connections alive."""
         return self._opened.count
 
+    def report_to(self, metrics: RequestMetrics) -> None:
+        """Report every request from now on (the root wires the registry)."""
+        self._metrics = metrics
+
     async def close(self) -> None:
+        """Close the session, then abort the connections it no longer knows
+        that are still closing (TLS shutdown awaiting the peer) and wait until
+        every one is gone: no socket survives this call."""
         self._limiter.close()
         await self._session.close()
+        lost: list[asyncio.Future[None]] = []
+        for transport in list(self._transports):
+            protocol = transport.get_protocol()
+            closed = getattr(protocol, "closed", None)  # aiohttp's ResponseHandler
+            if isinstance(closed, asyncio.Future) and not closed.done():
+                transport.abort()
+                lost.append(closed)
+        self._transports.clear()
+        if lost:
+            await asyncio.gather(*lost, return_exceptions=True)
+
+    def _remember(self, response: aiohttp.ClientResponse) -> None:
+        connection = response.connection
+        transport = connection.transport if connection is not None else None
+        if transport is not None:
+            self._transports.add(transport)
 
     # ------------------------------------------------------------------ reads
     async def list(
@@ -236,6 +295,7 @@ class KubeClient:
         path = resource.collection_path(namespace)
         silence = timeout_seconds + self._watch_margin
         loop = asyncio.get_running_loop()
+        started = time.perf_counter()
         try:
             async with asyncio.timeout(self._watch_open_timeout):
                 response = await self._session.request(
@@ -247,7 +307,13 @@ class KubeClient:
                     **self._request_extras(),
                 )
         except _TRANSPORT_ERRORS as err:
+            self._metrics.rest_request("GET", self._host, NO_ANSWER, time.perf_counter() - started)
             raise TransportError(f"watch {path}: {err!r}") from err
+        self._remember(response)
+        # A watch counts when its answer starts (its duration: until the headers).
+        self._metrics.rest_request(
+            "GET", self._host, str(response.status), time.perf_counter() - started
+        )
         async with response:
             if response.status != 200:
                 body = await self._read_body(response, path)
@@ -312,6 +378,22 @@ class KubeClient:
             priority=Priority.LOW,
         )
 
+    async def create_core_event(self, namespace: str, event: Mapping[str, Any]) -> None:
+        """POST a core/v1 Event (the fallback when events.k8s.io is refused)."""
+        await self._call(
+            "POST", f"/api/v1/namespaces/{namespace}/events", body=event, priority=Priority.LOW
+        )
+
+    async def patch_core_event(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        """Merge-patch a core/v1 Event (count and lastTimestamp)."""
+        await self._call(
+            "PATCH",
+            f"/api/v1/namespaces/{namespace}/events/{name}",
+            body=patch,
+            content_type=MERGE_PATCH,
+            priority=Priority.LOW,
+        )
+
     async def request(
         self,
         method: str,
@@ -345,11 +427,14 @@ class KubeClient:
         priority: Priority | None = None,
     ) -> Any:
         if priority is not None:
+            waited = time.perf_counter()
             await self._limiter.acquire(priority)
+            self._metrics.rate_limiter_wait(method, self._host, time.perf_counter() - waited)
         data = encode_json(body) if body is not None else None
         if data is not None and content_type is None:
             content_type = JSON
         headers = await self._headers(content_type)
+        started = time.perf_counter()
         try:
             async with self._session.request(
                 method,
@@ -360,10 +445,13 @@ class KubeClient:
                 timeout=self._timeout,
                 **self._request_extras(),
             ) as response:
+                self._remember(response)
                 status = response.status
                 payload = await response.read()
         except _TRANSPORT_ERRORS as err:
+            self._metrics.rest_request(method, self._host, NO_ANSWER, time.perf_counter() - started)
             raise TransportError(f"{method} {path}: {err!r}") from err
+        self._metrics.rest_request(method, self._host, str(status), time.perf_counter() - started)
         if not 200 <= status < 300:
             raise error_from_response(status, payload)
         return decode_json(payload)

@@ -16,6 +16,13 @@ Invariants:
   gives events the lowest priority). Repeats become a series (``eventseries``).
 - A failed write is retried a few times when retriable (no answer, 429, 5xx),
   then dropped and counted in ``failed``: events are best-effort.
+- When the API server refuses events.k8s.io (403: RBAC allows only core
+  events; 404 for the collection: the group is not served), the sink falls back
+  to core/v1 Events for the rest of its life, as upstream's broadcaster
+  adapter does: ``involvedObject``, ``message``, ``source.component``,
+  ``firstTimestamp``/``lastTimestamp`` and ``count`` carry the same content,
+  and a series becomes a ``count``/``lastTimestamp`` patch. The refused write
+  itself is written again the core way.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from scheduler.clock import Clock
-from scheduler.kube.errors import HTTP_NOT_FOUND, ApiError, TransportError
+from scheduler.kube.errors import HTTP_FORBIDDEN, HTTP_NOT_FOUND, ApiError, TransportError
 from scheduler.kube.eventseries import (
     DEFAULT_REFRESH,
     DEFAULT_WINDOW,
@@ -58,6 +65,49 @@ class EventWriter(Protocol):
     async def create_event(self, namespace: str, event: Mapping[str, Any]) -> None: ...
 
     async def patch_event(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None: ...
+
+    async def create_core_event(self, namespace: str, event: Mapping[str, Any]) -> None: ...
+
+    async def patch_core_event(
+        self, namespace: str, name: str, patch: Mapping[str, Any]
+    ) -> None: ...
+
+
+# The API server's message for a path it does not serve (vs. a missing object).
+_NOT_SERVED = "could not find the requested resource"
+
+
+def events_api_refused(error: ApiError) -> bool:
+    """events.k8s.io cannot be used: forbidden, or the group is not served."""
+    if error.status == HTTP_FORBIDDEN:
+        return True
+    return error.status == HTTP_NOT_FOUND and _NOT_SERVED in error.message
+
+
+def _seconds(micro: str) -> str:
+    """RFC 3339 seconds (core/v1 timestamps) from a MicroTime string."""
+    return micro[:19] + "Z"
+
+
+def core_event(body: Mapping[str, Any], count: int = 1, last: str | None = None) -> dict[str, Any]:
+    """The core/v1 Event saying what the events.k8s.io/v1 ``body`` says."""
+    first = _seconds(str(body["eventTime"]))
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": dict(body["metadata"]),
+        "involvedObject": dict(body["regarding"]),
+        "reason": body["reason"],
+        "message": body["note"],
+        "type": body["type"],
+        "action": body["action"],
+        "source": {"component": body["reportingController"]},
+        "reportingComponent": body["reportingController"],
+        "reportingInstance": body["reportingInstance"],
+        "firstTimestamp": first,
+        "lastTimestamp": last or first,
+        "count": count,
+    }
 
 
 def truncate_note(note: str) -> str:
@@ -167,6 +217,7 @@ class EventSink:
         self.dropped = 0
         self.failed = 0
         self.written = 0
+        self.core_v1 = False  # set once events.k8s.io is refused
 
     def recorder(self, scheduler_name: str) -> Recorder:
         instance = f"{scheduler_name}-{self._hostname}"[:_FIELD_LIMIT]
@@ -292,6 +343,35 @@ class EventSink:
             return
 
     async def _write_once(self, action: CreateEvent | PatchSeries) -> None:
+        if self.core_v1:
+            await self._write_core(action)
+            return
+        try:
+            await self._write_events_v1(action)
+        except ApiError as err:
+            if not events_api_refused(err):
+                raise
+            log.warning("events.k8s.io refused (%s); writing core/v1 events from now on", err)
+            self.core_v1 = True
+            await self._write_core(action)
+
+    async def _write_core(self, action: CreateEvent | PatchSeries) -> None:
+        if isinstance(action, CreateEvent):
+            await self._writer.create_core_event(action.namespace, core_event(action.body))
+            return
+        last = _seconds(micro_time(action.last_observed_wall))
+        try:
+            await self._writer.patch_core_event(
+                action.namespace, action.name, {"count": action.count, "lastTimestamp": last}
+            )
+        except ApiError as err:
+            if err.status != HTTP_NOT_FOUND:
+                raise
+            await self._writer.create_core_event(
+                action.namespace, core_event(action.body, action.count, last)
+            )
+
+    async def _write_events_v1(self, action: CreateEvent | PatchSeries) -> None:
         if isinstance(action, CreateEvent):
             await self._writer.create_event(action.namespace, action.body)
             return

@@ -241,3 +241,74 @@ class FilteringPoints(ExtensionPoints):
         ``node_count`` (the snapshot's) bounds the tables."""
         self._cluster_size = node_count
         return self._verdict_table(self._filter_verdicts, state, filters, pod, node_count)
+
+    def partial_filter_verdicts(
+        self, pod: Pod, filters: Sequence[FilterPlugin], node_count: int
+    ) -> PartialFilterVerdicts | None:
+        """When some but not all of ``filters`` sign ``pod``: their reusable
+        results, to combine per node with fresh runs of the others (see
+        ``PartialFilterVerdicts``); None otherwise."""
+        self._cluster_size = node_count
+        found = self._partial_verdict_table(self._filter_verdicts, filters, pod, node_count)
+        if found is None:
+            return None
+        table, signed = found
+        return PartialFilterVerdicts(table, tuple(filters), signed)
+
+
+class PartialFilterVerdicts:
+    """A cycle's Filter with reused results of the node-local (signing)
+    plugins and fresh runs of the others.
+
+    Filter stops at the first plugin, in profile order, that does not
+    succeed. The signing plugins' verdict for a node (their first failure in
+    order, or success) is reused while the node's generation is unchanged;
+    then only the other plugins placed before that failure run (all of them
+    if the signing plugins pass). The first failure among those, else the
+    reused one, is exactly what running every filter in order gives, since
+    Filter calls have no side effects. Errors are never cached.
+    """
+
+    __slots__ = ("_before", "_filters", "_fresh", "_signed", "table")
+
+    def __init__(
+        self,
+        table: dict[str, tuple[int, Status | None]],
+        filters: tuple[FilterPlugin, ...],
+        signed: tuple[FilterPlugin, ...],
+    ) -> None:
+        self.table = table
+        self._filters = filters
+        self._signed = signed
+        signed_names = {plugin.name for plugin in signed}
+        fresh = tuple(plugin for plugin in filters if plugin.name not in signed_names)
+        self._fresh = fresh
+        # signing plugin -> the other plugins placed before it
+        self._before: dict[str, tuple[FilterPlugin, ...]] = {}
+        earlier: list[FilterPlugin] = []
+        for plugin in filters:
+            if plugin.name in signed_names:
+                self._before[plugin.name] = tuple(earlier)
+            else:
+                earlier.append(plugin)
+
+    def run(
+        self, points: FilteringPoints, state: CycleState, pod: Pod, node_info: NodeInfo
+    ) -> Status | None:
+        """The node's Filter status."""
+        cached = self.table.get(node_info.name)
+        if cached is not None and cached[0] == node_info.generation:
+            local = cached[1]
+        else:
+            local = points.run_filters(self._signed, state, pod, node_info)
+            if local is None or not local.is_error():
+                self.table[node_info.name] = (node_info.generation, local)
+        if local is None:
+            others = self._fresh
+        else:
+            before = self._before.get(local.plugin)
+            if before is None:  # not one of ours: never reached, but stay exact
+                return points.run_filters(self._filters, state, pod, node_info)
+            others = before
+        status = points.run_filters(others, state, pod, node_info) if others else None
+        return local if status is None else status

@@ -89,6 +89,7 @@ def nominates(result: PostFilterResult | None) -> bool:
 
 NO_SCORES = ScoreTable((), (), (), ())
 V = TypeVar("V")
+P = TypeVar("P", bound=Plugin)
 
 
 def _typed(
@@ -239,15 +240,44 @@ class ExtensionPoints:
         pod: Pod,
         node_count: int,
     ) -> dict[str, tuple[int, V]] | None:
+        """The table for ``plugins`` when every one of them signs ``pod``."""
         if not plugins:
             return None
-        fragments = []
-        for plugin in plugins:
-            if not isinstance(plugin, SignPlugin):
-                return None
+        signed = signed_part(plugins, pod)
+        if len(signed[0]) != len(plugins):
+            return None
+        return cache.table(_signature(*signed), max_entries=2 * node_count + 16)
+
+    @staticmethod
+    def _partial_verdict_table(
+        cache: VerdictCache[V],
+        plugins: Sequence[P],
+        pod: Pod,
+        node_count: int,
+    ) -> tuple[dict[str, tuple[int, V]], tuple[P, ...]] | None:
+        """For ``plugins`` of which some but not all sign ``pod``: the table
+        of the signing ones' results, and those plugins (in order). A table
+        is the same whether its plugins were all of the cycle's or a part:
+        its signature names them."""
+        signed, fragments = signed_part(plugins, pod)
+        if not signed or len(signed) == len(plugins):
+            return None
+        table = cache.table(_signature(signed, fragments), max_entries=2 * node_count + 16)
+        return table, signed
+
+
+def signed_part(plugins: Sequence[P], pod: Pod) -> tuple[tuple[P, ...], tuple[Hashable, ...]]:
+    """The plugins that sign ``pod`` (in order) and their fragments."""
+    signed: list[P] = []
+    fragments: list[Hashable] = []
+    for plugin in plugins:
+        if isinstance(plugin, SignPlugin):
             fragment = plugin.sign_pod(pod)
-            if fragment is None:
-                return None
-            fragments.append(fragment)
-        signature = (tuple(plugin.name for plugin in plugins), tuple(fragments))
-        return cache.table(signature, max_entries=2 * node_count + 16)
+            if fragment is not None:
+                signed.append(plugin)
+                fragments.append(fragment)
+    return tuple(signed), tuple(fragments)
+
+
+def _signature(plugins: Sequence[Plugin], fragments: tuple[Hashable, ...]) -> Hashable:
+    return (tuple(plugin.name for plugin in plugins), fragments)

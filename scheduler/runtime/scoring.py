@@ -115,6 +115,9 @@ class ScoringPoints(ExtensionPoints):
         size = max(self._cluster_size, len(nodes))
         table = self._verdict_table(self._score_verdicts, state, plugins, pod, size)
         if table is None:
+            partial = self._partial_verdict_table(self._score_verdicts, plugins, pod, size)
+            if partial is not None:
+                return self._partially_reused_scores(state, plugins, partial, pod, nodes)
             raw: list[list[int]] = []
             for plugin in plugins:
                 values, status = self._score_plugin(state, plugin, pod, nodes)
@@ -148,6 +151,59 @@ class ScoringPoints(ExtensionPoints):
         if not rows:
             return [[] for _ in plugins], None
         return [list(column) for column in zip(*rows, strict=True)], None
+
+    def _partially_reused_scores(
+        self,
+        state: CycleState,
+        plugins: Sequence[ScorePlugin],
+        partial: tuple[dict[str, tuple[int, tuple[int, ...]]], tuple[ScorePlugin, ...]],
+        pod: Pod,
+        nodes: Sequence[NodeInfo],
+    ) -> tuple[list[list[int]], Status | None]:
+        """Raw scores when only some plugins sign the pod: the signing ones'
+        per-node rows reused while the node's generation is unchanged, the
+        others computed for every node; each plugin's column is what it would
+        be if everything were computed (Score has no side effects)."""
+        table, signed = partial
+        rows: list[tuple[int, ...]] = []
+        computed_nodes = 0
+        for node_info in nodes:
+            cached = table.get(node_info.name)
+            if cached is not None and cached[0] == node_info.generation:
+                rows.append(cached[1])
+                continue
+            computed: list[int] = []
+            for plugin in signed:
+                try:
+                    value, status = plugin.score(state, pod, node_info)
+                except Exception as error:
+                    value, status = 0, Status.as_error(error)
+                if status is not None and status.code is not Code.SUCCESS:
+                    return [], score_failure(plugin.name, status)
+                computed.append(value)
+            scores = tuple(computed)
+            table[node_info.name] = (node_info.generation, scores)
+            rows.append(scores)
+            computed_nodes += 1
+        columns = (
+            dict(zip((p.name for p in signed), map(list, zip(*rows, strict=True)), strict=True))
+            if rows
+            else {p.name: [] for p in signed}
+        )
+        raw: list[list[int]] = []
+        counts: dict[str, int] = {}
+        for plugin in plugins:
+            column = columns.get(plugin.name)
+            if column is None:
+                column, status = self._score_plugin(state, plugin, pod, nodes)
+                if status is not None:
+                    return [], status
+                counts[plugin.name] = len(nodes)
+            else:
+                counts[plugin.name] = computed_nodes
+            raw.append(column)
+        self._evaluated(ExtensionPoint.SCORE, counts)
+        return raw, None
 
     def _score_plugin(
         self, state: CycleState, plugin: ScorePlugin, pod: Pod, nodes: Sequence[NodeInfo]

@@ -7,8 +7,13 @@ signature fragment and on that node's NodeInfo. When every Filter plugin of
 the cycle signs the pod, the Filter status of a node whose NodeInfo has not
 changed (same generation) since it was computed for an equal signature is
 reused instead of recomputed; likewise raw scores when every Score plugin
-signs. NormalizeScore, weights and selection still run every cycle, so the
-outcome is exactly what recomputing would give.
+signs. When only some sign (InterPodAffinity or PodTopologySpread active),
+the signing plugins' part is reused the same way and the others run fresh
+for every node (``filtering.PartialFilterVerdicts``,
+``ScoringPoints._partially_reused_scores``); a table's signature names its
+plugins, so both uses share the tables. NormalizeScore, weights and
+selection still run every cycle, so the outcome is exactly what recomputing
+would give.
 
 Cycles sampled for plugin metrics use it too: they measure the plugin calls
 that really run. Never used for what-if NodeInfo copies (only the snapshot's

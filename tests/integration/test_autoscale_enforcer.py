@@ -3,11 +3,14 @@ placed by their current size and never onto a node without room; a simulated
 autoscaler-agent speaking v1.1, v2.0, v2.1, v4.0 and v5.0 over real HTTP gets
 grants, partial grants and denials consistent with the node's capacity; a bad
 ConfigMap update is refused with an Event while the last good config stays;
-a restart loses no reservation."""
+a restart loses no reservation; without the NeonVM CRDs start-up fails
+naming the missing resource."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import dataclasses
 import secrets
 from collections.abc import AsyncIterator
 from typing import Any
@@ -19,11 +22,18 @@ from kubernetes_asyncio import client
 
 from plugins.autoscale_enforcer import CONFIG_MAP_KEY
 from plugins.autoscale_enforcer.plugin import AGENT_LISTENER, NAME, STATE_DUMP_PATH
+from scheduler import cli
+from scheduler import engine as engine_module
 from scheduler.app import SchedulerApp
+from scheduler.config import parse_config
+from scheduler.flags import apply_flags, parse_args
+from scheduler.informers import FactoryInformerAccess
+from scheduler.kube.resources import KNOWN_RESOURCES, VIRTUAL_MACHINES
 from tests.integration.conftest import Cluster, NodePool
 from tests.support.builders import make_config_map, make_node, make_pod, make_vm
 from tests.support.kubeapi import condition, read_json, read_pod
 from tests.support.neonvm import GROUP, VERSION, install_neonvm_crds
+from tests.support.ops import kubeconfig_token, ops_get
 from tests.support.scheduler import running_scheduler, scheduler_config, unique_scheduler_name
 from tests.support.wait import eventually
 
@@ -264,9 +274,13 @@ async def test_a_simulated_agent_of_every_protocol_version_gets_grants_consisten
         async with session.get(url) as response:
             assert (response.status, await response.text()) == (400, "must be POST")
 
-        dump_url = f"http://127.0.0.1:{app.server.bound_port}/debug/plugins/{STATE_DUMP_PATH}"
-        async with session.get(dump_url) as response:
-            state = orjson.loads(await response.read())
+        status, text = await ops_get(
+            f"https://127.0.0.1:{app.server.bound_port}",
+            f"/debug/plugins/{STATE_DUMP_PATH}",
+            kubeconfig_token(control_plane.kubeconfig),
+        )
+        assert status == 200, text
+        state = orjson.loads(text)
         assert state["nodes"][node]["reserved"] == {"cpu": 4000, "mem": 4 * GI}
         assert state["nodes"][node]["pressure"] == {"cpu": 500, "mem": GI}
 
@@ -448,3 +462,44 @@ async def test_only_the_leader_answers_agents_and_a_follower_takes_over(
 
 async def _leading(app: SchedulerApp) -> bool:
     return app.elector is not None and app.elector.is_leader
+
+
+async def test_missing_neonvm_crds_fail_start_up_naming_the_resource(
+    control_plane: Cluster,
+    kube: client.ApiClient,
+    namespace: str,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Other tests of the session install the CRDs, so the plugin is pointed at a
+    # version of the group that no CRD serves: the API server answers the same
+    # 404 as for an uninstalled CRD.
+    missing = dataclasses.replace(VIRTUAL_MACHINES, version="v1missing")
+    resources = {**KNOWN_RESOURCES, "virtualmachines": missing}
+    monkeypatch.setattr(
+        engine_module,
+        "FactoryInformerAccess",
+        lambda factory: FactoryInformerAccess(factory, resources),
+    )
+    env = Env(kube, namespace, unique_scheduler_name())
+    await env.put_config(enforcer_config(env.name))
+    args = parse_args(
+        [
+            f"--kubeconfig={control_plane.kubeconfig}",
+            "--bind-address=127.0.0.1",
+            "--secure-port=0",
+            "--bind-grace-seconds=5",
+        ]
+    )
+    config = apply_flags(parse_config(env.scheduler_config()), args)
+    try:
+        code = await asyncio.wait_for(cli._run(config, args), timeout=60)
+    finally:
+        with contextlib.suppress(client.ApiException):
+            await env.core.delete_namespaced_config_map(env.config_map, CONFIG_NAMESPACE)
+    assert code == cli.EXIT_RESOURCE_NOT_SERVED
+    errors = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert any(
+        "does not serve virtualmachines.vm.neon.tech (vm.neon.tech/v1missing" in message
+        for message in errors
+    ), errors

@@ -254,6 +254,8 @@ def test_presets_match_the_documented_sizes() -> None:
         "small": (100, 100, 500),
         "scale": (15000, 0, 30000),
         "nodeaffinity": (5000, 5000, 1000),
+        "topologyspreading": (5000, 5000, 2000),
+        "podantiaffinity": (5000, 1000, 1000),
         "dra": (500, 2500, 2500),
         "dra-selector": (500, 2500, 2500),
     }
@@ -314,6 +316,49 @@ def test_upstream_accepts_the_generated_configuration(tmp_path: Path, kind: Sche
         enabled = [entry["name"] for entry in profile["plugins"]["multiPoint"]["enabled"]]
         ours = our_default_profile(PROFILE_NAMES[SchedulerKind.OURS])
         assert enabled == list(same_plugins_profile(ours, "x").plugins)
+
+
+def test_topology_spreading_workload_is_scheduler_perfs() -> None:
+    workload = PRESETS["topologyspreading"]
+    assert workload.name == "TopologySpreading"
+    labels = workload.template.node_labels
+    zones = [labels(i)["topology.kubernetes.io/zone"] for i in range(4)]
+    assert zones == ["moon-1", "moon-2", "moon-3", "moon-1"]  # round robin
+    assert labels(2)["kubernetes.io/hostname"] == node_name(2)
+    init_spec, init_labels = workload.template.init_pod()
+    init = pod_body("i", "ns", "pyscheduler", init_spec, labels=init_labels)
+    assert "labels" not in init["metadata"]
+    assert "topologySpreadConstraints" not in init["spec"]
+    template = workload.template
+    measured = pod_body("m", "ns", "pyscheduler", template.pod_spec, labels=template.pod_labels)
+    assert measured["metadata"]["labels"] == {"color": "blue"}
+    assert measured["spec"]["topologySpreadConstraints"] == [
+        {
+            "maxSkew": 5,
+            "topologyKey": "topology.kubernetes.io/zone",
+            "whenUnsatisfiable": "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"color": "blue"}},
+        }
+    ]
+
+
+def test_pod_anti_affinity_workload_is_scheduler_perfs() -> None:
+    workload = PRESETS["podantiaffinity"]
+    assert workload.name == "SchedulingPodAntiAffinity"
+    assert workload.template.node_labels(3) == {"kubernetes.io/hostname": node_name(3)}
+    init_spec, init_labels = workload.template.init_pod()
+    assert (init_spec, init_labels) == (workload.template.pod_spec, workload.template.pod_labels)
+    pod = pod_body("a", "ns", "pyscheduler", init_spec, labels=init_labels)
+    assert pod["metadata"]["labels"] == {"color": "green"}
+    (term,) = pod["spec"]["affinity"]["podAntiAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]
+    assert term == {
+        "labelSelector": {"matchLabels": {"color": "green"}},
+        "topologyKey": "kubernetes.io/hostname",
+        "namespaces": ["bench-measured", "bench-init"],
+    }
+    assert workload.to_json()["pod_labels"] == {"color": "green"}
 
 
 # -------------------------------------------------------------- end to end
@@ -403,3 +448,33 @@ def test_tiny_dra_benchmark_binds_every_pod_with_both_schedulers(tmp_path: Path)
     assert report["all_correct"] is True
     for run in report["runs"]:
         assert (run["measured_bound"], run["unbound_pods"]) == (6, 0), run
+
+
+@pytest.mark.integration  # bench.run starts its own control planes
+@pytest.mark.parametrize(
+    ("workload", "nodes", "init_pods", "pods"),
+    [
+        pytest.param("topologyspreading", 5, 10, 10, id="TopologySpreading 5Nodes"),
+        pytest.param("podantiaffinity", 5, 1, 4, id="SchedulingPodAntiAffinity 5Nodes"),
+    ],
+)
+def test_tiny_interpod_workloads_bind_every_pod_with_both_schedulers(
+    tmp_path: Path, workload: str, nodes: int, init_pods: int, pods: int
+) -> None:
+    """scheduler_perf's 5Nodes sizes: every pod bound, no node overcommitted,
+    by both schedulers (the anti-affinity one fills each node with one pod)."""
+    done = _bench(
+        tmp_path,
+        f"--workload={workload}",
+        f"--nodes={nodes}",
+        f"--init-pods={init_pods}",
+        f"--pods={pods}",
+        "--mode=streaming",
+        "--schedulers=ours,upstream",
+    )
+    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    report = orjson.loads((tmp_path / "custom-streaming.json").read_bytes())
+    assert report["workload"]["pod_labels"] == dict(PRESETS[workload].template.pod_labels)
+    assert report["all_correct"] is True
+    for run in report["runs"]:
+        assert (run["measured_bound"], run["unbound_pods"]) == (pods, 0), run

@@ -7,7 +7,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import aiohttp
 import orjson
 import pytest
 from kubernetes_asyncio import client
@@ -16,16 +15,16 @@ from scheduler.framework import parse_pod
 from tests.integration.conftest import Cluster, NodePool
 from tests.support.builders import make_node, make_pod
 from tests.support.kubeapi import create_all, list_pods
+from tests.support.ops import kubeconfig_token, ops_get
 from tests.support.scheduler import running_scheduler, unique_scheduler_name
 from tests.support.wait import eventually
 
 
-async def _debug_cache(port: int) -> dict[str, Any]:
-    url = f"http://127.0.0.1:{port}/debug/cache"
-    async with aiohttp.ClientSession() as session, session.get(url) as response:
-        assert response.status == 200
-        report: dict[str, Any] = orjson.loads(await response.read())
-        return report
+async def _debug_cache(port: int, token: str) -> dict[str, Any]:
+    status, text = await ops_get(f"https://127.0.0.1:{port}", "/debug/cache", token)
+    assert status == 200, text
+    report: dict[str, Any] = orjson.loads(text)
+    return report
 
 
 async def test_cache_matches_the_api_after_a_burst_and_a_phantom_pod_is_reported(
@@ -52,7 +51,9 @@ async def test_cache_matches_the_api_after_a_burst_and_a_phantom_pod_is_reported
         await eventually(all_bound, timeout=60, what="30 pods bound")
 
         async def clean() -> dict[str, Any] | None:
-            report = await _debug_cache(app.server.bound_port)
+            report = await _debug_cache(
+                app.server.bound_port, kubeconfig_token(control_plane.kubeconfig)
+            )
             return report if not report["differences"] else None
 
         report = await eventually(clean, what="cache comparer clean after the burst")
@@ -63,7 +64,9 @@ async def test_cache_matches_the_api_after_a_burst_and_a_phantom_pod_is_reported
             make_pod("phantom", namespace).uid("phantom-uid").node(nodes.names[0]).obj()
         )
         app.cache.add_pod(phantom)
-        report = await _debug_cache(app.server.bound_port)
+        report = await _debug_cache(
+            app.server.bound_port, kubeconfig_token(control_plane.kubeconfig)
+        )
         assert {(d["kind"], d["subject"]) for d in report["differences"]} == {
             ("pod-redundant", f"{namespace}/phantom")
         }

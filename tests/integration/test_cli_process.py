@@ -18,13 +18,15 @@ from bench.checks import overcommitted_nodes
 from scheduler.cli import EXIT_CONFIG
 from tests.integration.conftest import Cluster, NodePool
 from tests.support.builders import make_node, make_pod
-from tests.support.daemon import PYSCHEDULER, SHUTDOWN_DEADLINE, pyscheduler
+from tests.support.daemon import PYSCHEDULER, SHUTDOWN_DEADLINE, UPSTREAM_OPEN, pyscheduler
 from tests.support.faultproxy import FaultProxy, Kind
 from tests.support.kubeapi import create_all, list_pods, read_json
+from tests.support.ops import kubeconfig_token
 from tests.support.scheduler import running_scheduler, unique_scheduler_name
 from tests.support.wait import eventually
 
 BURST = 150
+
 # Each bind is held this long by the proxy: longer than the bind grace, so the
 # binds in flight at SIGTERM are cancelled and rolled back, not drained.
 BIND_DELAY_SECONDS = 8.0
@@ -102,7 +104,14 @@ async def test_daemon_process_becomes_ready_and_binds_only_its_own_pods(
     name = unique_scheduler_name()
     for index in range(2):
         await nodes.create(make_node(f"p{index}").capacity(cpu="4", memory="8Gi", pods="110").obj())
-    async with pyscheduler(control_plane.kubeconfig, name, tmp_path) as daemon:
+    # Reviews through their own kubeconfigs (the same admin here), as upstream's flags.
+    reviews = (
+        f"--authentication-kubeconfig={control_plane.kubeconfig}",
+        f"--authorization-kubeconfig={control_plane.kubeconfig}",
+    )
+    async with pyscheduler(
+        control_plane.kubeconfig, name, tmp_path, *reviews, open_paths=UPSTREAM_OPEN
+    ) as daemon:
         assert await daemon.ready() == (200, "ok")
         ours = [
             make_pod(f"ours-{i}", namespace).scheduler(name).requests(cpu="500m").obj()
@@ -116,6 +125,8 @@ async def test_daemon_process_becomes_ready_and_binds_only_its_own_pods(
         assert {placements[f"ours-{i}"] for i in range(5)} <= set(nodes.names)
         assert placements["theirs"] == ""
         status, metrics = await daemon.get("/metrics")
+        assert status == 403, "anonymous /metrics must be refused"
+        status, metrics = await daemon.get("/metrics", kubeconfig_token(control_plane.kubeconfig))
         assert status == 200
         assert f'scheduler_schedule_attempts_total{{profile="{name}",result="scheduled"}} 5.0' in (
             metrics

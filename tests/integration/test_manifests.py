@@ -40,6 +40,7 @@ from tests.support.manifests import (
     resources,
     shipped_config_text,
 )
+from tests.support.ops import kubeconfig_token, ops_get
 from tests.support.scheduler import running_scheduler, unique_scheduler_name
 from tests.support.wait import eventually
 
@@ -348,6 +349,16 @@ DRA = "resource.k8s.io"
             False,
             id="grant itself more",
         ),
+        pytest.param(
+            _access("create", "tokenreviews", group="authentication.k8s.io"),
+            True,
+            id="review a scraper's token (ops port)",
+        ),
+        pytest.param(
+            _access("create", "subjectaccessreviews", group="authorization.k8s.io"),
+            True,
+            id="review a scraper's access (ops port)",
+        ),
     ],
 )
 async def test_service_account_may_do_what_the_scheduler_does_and_little_else(
@@ -441,6 +452,7 @@ async def _lease(kube: client.ApiClient, name: str) -> Obj:
 async def test_scheduler_binds_and_reports_with_only_its_service_account(
     leader_elect: bool,
     *,
+    control_plane: Cluster,
     service_account_kubeconfig: Path,
     kube: client.ApiClient,
     namespace: str,
@@ -486,6 +498,11 @@ async def test_scheduler_binds_and_reports_with_only_its_service_account(
         else:
             assert app.elector is None
         assert (app.event_sink.failed, app.event_sink.dropped) == (0, 0)
+        # The ops port's delegated reviews work with only the ServiceAccount's rights.
+        base = f"https://127.0.0.1:{app.server.bound_port}"
+        admin = kubeconfig_token(control_plane.kubeconfig)
+        assert (await ops_get(base, "/metrics"))[0] == 403
+        assert (await ops_get(base, "/metrics", admin))[0] == 200
 
     if leader_elect:
         released = await _lease(kube, lease_name)

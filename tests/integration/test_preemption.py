@@ -150,8 +150,8 @@ async def test_pod_with_preemption_policy_never_waits_and_says_why(
 
         message = await eventually(told, what="PodScheduled condition written")
         assert message == (
-            "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to "
-            "preemptionPolicy=Never."
+            "0/1 nodes are available: 1 Insufficient cpu. no new claims to deallocate, "
+            "preemption: not eligible due to preemptionPolicy=Never."
         )
         left = await read_pod(core, namespace, "low")
         assert "deletionTimestamp" not in left["metadata"]

@@ -8,7 +8,6 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import orjson
 import pytest
 from kubernetes_asyncio import client
@@ -18,6 +17,7 @@ from tests.integration.conftest import Cluster, NodePool
 from tests.support.builders import make_node, make_pod
 from tests.support.faultproxy import FaultProxy, Kind
 from tests.support.kubeapi import condition, create_all, list_pods, read_json, read_pod
+from tests.support.ops import kubeconfig_token, ops_get
 from tests.support.scheduler import running_scheduler, unique_scheduler_name
 from tests.support.wait import eventually
 
@@ -232,9 +232,9 @@ async def test_apiserver_restart_with_binds_in_flight_loses_no_pod(
     for index in range(5):
         await nodes.create(make_node(f"r{index}").capacity(cpu="4", memory="8Gi", pods="110").obj())
     async with FaultProxy(control_plane.kubeconfig) as proxy:
-        # Binds are held 1 s by the proxy, so some are surely in flight (and
-        # pods pending) when the API server goes away.
-        proxy.delay[Kind.BIND] = 1.0
+        # Binds are held 5 s by the proxy: once one is in flight, it still is
+        # when the API server goes away (the restart cuts it off).
+        proxy.delay[Kind.BIND] = 5.0
         via_proxy = proxy.write_kubeconfig(tmp_path / "via-proxy.kubeconfig")
         async with running_scheduler(via_proxy, name) as app:
             first = [
@@ -242,10 +242,15 @@ async def test_apiserver_restart_with_binds_in_flight_loses_no_pod(
                 for i in range(40)
             ]
             await create_all(lambda body: core.create_namespaced_pod(namespace, body), first)
-            await eventually(lambda: _all_bound(core, namespace, 10), what="some pods bound")
+
+            async def binding() -> int | None:
+                return app.scheduler.binding_in_flight() or None
+
+            await eventually(binding, what="binds in flight")
             in_flight = app.scheduler.binding_in_flight()
             pending = 40 - len(await _all_bound(core, namespace, 0) or {})
             assert in_flight > 0, f"fault too late: no bind in flight ({pending} pending)"
+            assert pending > 0, "fault too late: every pod already bound"
             await asyncio.to_thread(plane.restart_apiserver)
             proxy.delay.clear()
             await _after_restart(core, namespace, name)
@@ -332,18 +337,16 @@ async def test_ops_endpoints_report_readiness_metrics_and_pod_diagnosis(
             return app.attempt_log.attempts(namespace, "too-big")
 
         await eventually(diagnosed, what="attempt recorded")
-        base = f"http://127.0.0.1:{app.server.bound_port}"
-        async with aiohttp.ClientSession() as session:
-            async with session.get(f"{base}/readyz") as response:
-                assert (response.status, await response.text()) == (200, "ok")
-            async with session.get(f"{base}/metrics") as response:
-                text = await response.text()
-            assert (
-                f'scheduler_schedule_attempts_total{{profile="{name}",result="unschedulable"}}'
-                in text
-            )
-            async with session.get(f"{base}/debug/pods/{namespace}/too-big") as response:
-                body = orjson.loads(await response.read())
+        base = f"https://127.0.0.1:{app.server.bound_port}"
+        admin = kubeconfig_token(control_plane.kubeconfig)
+        assert await ops_get(base, "/readyz") == (200, "ok")
+        status, text = await ops_get(base, "/metrics", admin)
+        assert status == 200
+        assert (
+            f'scheduler_schedule_attempts_total{{profile="{name}",result="unschedulable"}}' in text
+        )
+        status, text = await ops_get(base, f"/debug/pods/{namespace}/too-big", admin)
+        body = orjson.loads(text)
         attempt = body["attempts"][-1]
         assert attempt["result"] == "Unschedulable"
         verdict = next(iter(attempt["nodes"].values()))

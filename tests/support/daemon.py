@@ -2,7 +2,8 @@
 
 ``pyscheduler(kubeconfig, name, workdir)`` starts it with one profile ``name``
 (or the given configuration), its output in a log file; ``Daemon`` waits on it
-(failing at once, with the log, if it died), reads its endpoints, and sends it
+(failing at once, with the log, if it died), reads its endpoints (HTTPS,
+optionally with a bearer token), and sends it
 SIGTERM, SIGKILL or SIGUSR2. The process is always stopped and reaped on exit.
 """
 
@@ -23,6 +24,7 @@ import aiohttp
 from localcluster.cluster import free_port
 from localcluster.process import ComponentProcess
 from scheduler.app import AppOptions
+from tests.support.ops import ops_get
 from tests.support.scheduler import scheduler_config
 from tests.support.wait import ConditionTimeout, eventually
 
@@ -34,6 +36,10 @@ BIND_GRACE_SECONDS = 5.0
 # and events (bounded by the flush grace), close; plus slack for a busy machine.
 SHUTDOWN_DEADLINE = BIND_GRACE_SECONDS + AppOptions().flush_grace_seconds + 5.0
 BURST = 150
+# Paths the daemon serves without a token unless told otherwise: tests that do
+# not test authorization read /metrics and /debug/... like the demo does.
+OPEN_FOR_TESTS = "/healthz,/readyz,/livez,/metrics,/debug/*"
+UPSTREAM_OPEN = "/healthz,/readyz,/livez"
 
 
 class Daemon:
@@ -41,7 +47,7 @@ class Daemon:
 
     def __init__(self, process: ComponentProcess, port: int) -> None:
         self.process = process
-        self.base = f"http://127.0.0.1:{port}"
+        self.base = f"https://127.0.0.1:{port}"
 
     def report(self, problem: str) -> str:
         return f"{problem}\n--- pyscheduler log ---\n{self.process.tail(40)}"
@@ -60,9 +66,9 @@ class Daemon:
         except ConditionTimeout as error:
             raise AssertionError(self.report(str(error))) from None
 
-    async def get(self, path: str) -> tuple[int, str]:
-        async with aiohttp.ClientSession() as session, session.get(self.base + path) as response:
-            return response.status, await response.text()
+    async def get(self, path: str, token: str | None = None) -> tuple[int, str]:
+        """GET over HTTPS (self-signed), with ``token`` as bearer if given."""
+        return await ops_get(self.base, path, token)
 
     async def ready(self) -> tuple[int, str]:
         async def answered() -> tuple[int, str] | None:
@@ -104,10 +110,13 @@ async def pyscheduler(
     *extra: str,
     config_text: str | None = None,
     label: str = "",
+    open_paths: str = OPEN_FOR_TESTS,
 ) -> AsyncIterator[Daemon]:
     """Run ``pyscheduler`` with one profile ``name`` (or ``config_text``);
     always stopped (and reaped) on exit, killed if it ignores SIGTERM.
-    ``label`` tells apart several daemons of the same profile."""
+    ``label`` tells apart several daemons of the same profile; ``open_paths``
+    is its ``--authorization-always-allow-paths`` (``UPSTREAM_OPEN`` to test
+    authorization as deployed)."""
     stem = f"{name}{label}"
     config = workdir / f"{stem}.yaml"
     config.write_text(config_text or scheduler_config(name))
@@ -116,9 +125,10 @@ async def pyscheduler(
         str(PYSCHEDULER),
         f"--config={config}",
         f"--kubeconfig={kubeconfig}",
-        f"--port={port}",
+        f"--secure-port={port}",
         "--bind-address=127.0.0.1",
         f"--bind-grace-seconds={BIND_GRACE_SECONDS:g}",
+        f"--authorization-always-allow-paths={open_paths}",
         *extra,
     ]
     process = ComponentProcess("pyscheduler", argv, workdir / f"{stem}.log")

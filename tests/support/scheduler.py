@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -42,8 +43,14 @@ def unique_scheduler_name() -> str:
 
 @contextlib.asynccontextmanager
 async def running_scheduler(
-    kubeconfig: Path, name: str, *, config_text: str | None = None, bind_grace: float = 10.0
+    kubeconfig: Path,
+    name: str,
+    *,
+    config_text: str | None = None,
+    bind_grace: float = 10.0,
+    rng: random.Random | None = None,
 ) -> AsyncIterator[SchedulerApp]:
+    """``rng`` fixes the random choice among equal scores (the fidelity test)."""
     config = parse_config(config_text or scheduler_config(name))
     client = await KubeClient.connect(
         kubeconfig=str(kubeconfig),
@@ -55,6 +62,7 @@ async def running_scheduler(
         config,
         client,
         AppOptions(bind_address="127.0.0.1", port=0, bind_grace_seconds=bind_grace),
+        rng=rng,
     )
     task = asyncio.create_task(app.run(), name="scheduler-app")
 

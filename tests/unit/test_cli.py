@@ -89,7 +89,7 @@ def no_connection(monkeypatch: pytest.MonkeyPatch) -> None:
         ),
         pytest.param(
             make_config().set("parallelism", 0).profiles(make_profile("p").set("bogus", 1)).yaml(),
-            ["parallelism: must be > 0", "profiles[0].bogus: unknown field"],
+            ["parallelism: not supported", "profiles[0].bogus: unknown field"],
             id="every problem reported at once",
         ),
     ],

@@ -18,8 +18,8 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from scheduler.app import AppOptions, build_registry, resolve
-from scheduler.cli import parse_args
 from scheduler.config import DEFAULT_SCHEDULER_NAME, SchedulerConfiguration, parse_config
+from scheduler.flags import parse_args
 from scheduler.health import Endpoint
 from scheduler.metrics import SchedulerMetrics
 from tests.support.manifests import (
@@ -39,7 +39,7 @@ from tests.support.manifests import (
 )
 
 CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding"}
-METRIC_NAME = re.compile(r"\bscheduler_[a-z0-9_]+")
+METRIC_NAME = re.compile(r"\b(?:scheduler|rest_client|leader_election|process)_[a-z0-9_]+")
 JOB_SELECTOR = 'job="pyscheduler"'
 DASHBOARD = MONITORING / "dashboard.json"
 
@@ -169,7 +169,7 @@ def test_the_served_port_is_the_container_port_the_probes_and_the_service_use() 
     service = find(BASE, "Service")
     (service_port,) = service["spec"]["ports"]
     (endpoint,) = find(MONITORING_OBJECTS, "PodMonitor")["spec"]["podMetricsEndpoints"]
-    assert args.port == _port("metrics")
+    assert args.secure_port == _port("metrics")
     assert args.bind_address not in ("127.0.0.1", "localhost", "::1"), "kubelet probes need it"
     assert service_port["targetPort"] == endpoint["port"] == "metrics"
     assert endpoint["path"] == "/metrics"
@@ -314,17 +314,19 @@ def test_selector_matches_the_scheduler_pods(
 
 # --------------------------------------------------------------------- RBAC
 @pytest.mark.parametrize(
-    ("binding_kind", "role_kind"),
+    ("binding_kind", "role_kind", "name"),
     [
-        pytest.param("ClusterRoleBinding", "ClusterRole", id="cluster-wide"),
-        pytest.param("RoleBinding", "Role", id="leases in its namespace"),
+        pytest.param("ClusterRoleBinding", "ClusterRole", "pyscheduler", id="cluster-wide"),
+        pytest.param(
+            "RoleBinding", "Role", "pyscheduler-leader-election", id="leases in its namespace"
+        ),
     ],
 )
 def test_bindings_grant_their_role_to_the_scheduler_service_account(
-    binding_kind: str, role_kind: str
+    binding_kind: str, role_kind: str, name: str
 ) -> None:
-    binding = find(BASE, binding_kind)
-    role = find(BASE, role_kind)
+    binding = find(BASE, binding_kind, name)
+    role = find(BASE, role_kind, name)
     assert binding["roleRef"] == {
         "apiGroup": "rbac.authorization.k8s.io",
         "kind": role_kind,
@@ -339,9 +341,15 @@ def test_bindings_grant_their_role_to_the_scheduler_service_account(
     ]
 
 
-@pytest.mark.parametrize("kind", [pytest.param("ClusterRole"), pytest.param("Role")])
-def test_rules_name_groups_resources_and_verbs_without_wildcards(kind: str) -> None:
-    for rule in find(BASE, kind)["rules"]:
+@pytest.mark.parametrize(
+    ("kind", "name"),
+    [
+        pytest.param("ClusterRole", "pyscheduler"),
+        pytest.param("Role", "pyscheduler-leader-election"),
+    ],
+)
+def test_rules_name_groups_resources_and_verbs_without_wildcards(kind: str, name: str) -> None:
+    for rule in find(BASE, kind, name)["rules"]:
         for field in ("apiGroups", "resources", "verbs"):
             assert rule[field], rule
             assert "*" not in rule[field], rule
@@ -394,5 +402,41 @@ def test_alerts_cover_pending_pods_errors_and_leadership_with_severity_and_summa
 def test_no_leader_alert_watches_the_configured_lease() -> None:
     election = _config().leader_election
     (rule,) = [r for r in _alert_rules() if r["alert"] == "PySchedulerNoLeader"]
-    assert f'namespace="{election.resource_namespace}"' in rule["expr"]
-    assert f'lease="{election.resource_name}"' in rule["expr"]
+    assert f'name="{election.resource_name}"' in rule["expr"]
+
+
+def test_the_ops_port_can_delegate_and_scrapers_have_a_role() -> None:
+    delegator = find(BASE, "ClusterRoleBinding", "pyscheduler-auth-delegator")
+    assert delegator["roleRef"]["name"] == "system:auth-delegator"
+    assert delegator["subjects"] == find(BASE, "ClusterRoleBinding", "pyscheduler")["subjects"]
+    reader = find(BASE, "ClusterRole", "pyscheduler-metrics-reader")
+    assert reader["rules"] == [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]
+
+
+def test_probes_and_the_pod_monitor_speak_https_and_the_monitor_sends_a_token() -> None:
+    container = find(BASE, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+        assert container[probe]["httpGet"]["scheme"] == "HTTPS", probe
+        assert container[probe]["httpGet"]["path"] in {"/livez", "/readyz", "/healthz"}
+    (endpoint,) = find(MONITORING_OBJECTS, "PodMonitor")["spec"]["podMetricsEndpoints"]
+    assert endpoint["scheme"] == "https"
+    secret = endpoint["authorization"]["credentials"]["name"]
+    token = find(MONITORING_OBJECTS, "Secret", secret)
+    account = token["metadata"]["annotations"]["kubernetes.io/service-account.name"]
+    binding = find(MONITORING_OBJECTS, "ClusterRoleBinding", "pyscheduler-metrics-scraper")
+    assert binding["roleRef"]["name"] == "pyscheduler-metrics-reader"
+    assert binding["subjects"][0]["name"] == account
+
+
+def test_dashboard_shows_cpu_memory_leader_and_client_errors_from_our_own_metrics() -> None:
+    exprs = " ".join(_dashboard_exprs())
+    for metric in (
+        "process_cpu_seconds_total",
+        "process_resident_memory_bytes",
+        "leader_election_master_status",
+        "rest_client_requests_total",
+    ):
+        assert metric in exprs, metric
+    (no_leader,) = [r for r in _alert_rules() if r["alert"] == "PySchedulerNoLeader"]
+    assert "leader_election_master_status" in no_leader["expr"]
+    assert "kube_lease" not in no_leader["expr"]

@@ -241,10 +241,20 @@ async def test_pods_deleted_and_resized_while_their_bind_is_in_flight(scene: Sce
         in_flight = await eventually(held, timeout=60, what="binds held in flight")
         outcome.note = await assert_in_flight(burst, proxy, app.scheduler.binding_in_flight())
         doomed, resized = in_flight[:5], in_flight[5:10]
-        await burst.delete(doomed)
+        hit = {"deleted": 0, "resized": 0}  # changed while their bind was still held
+        for name in doomed:
+            hit["deleted"] += f"{burst.namespace}/{name}" in proxy.binds_in_flight
+            await burst.delete([name])
         for name in resized:
+            hit["resized"] += f"{burst.namespace}/{name}" in proxy.binds_in_flight
             await _resize(scene.kube, burst, name, cpu="200m")
-        outcome.faults += [f"{len(doomed)} deleted in bind", f"{len(resized)} resized in bind"]
+        assert hit["deleted"], f"fault too late: {hit}"
+        assert hit["resized"], f"fault too late: {hit}"
+        outcome.faults += [f"{count} {what} in bind" for what, count in hit.items()]
+        pods = {pod["metadata"]["name"]: pod for pod in await burst.pods()}
+        for name in resized:
+            requests = pods[name]["spec"]["containers"][0]["resources"]["requests"]
+            assert requests["cpu"] == "200m", f"{name} was not resized: {requests}"
         await creating
         proxy.delay.clear()
         await verdict(

@@ -30,18 +30,14 @@ def _parse(builder: ConfigBuilder) -> SchedulerConfiguration:
     [
         pytest.param("api_version", "kubescheduler.config.k8s.io/v1", id="apiVersion"),
         pytest.param("kind", "KubeSchedulerConfiguration", id="kind"),
-        pytest.param("parallelism", 16, id="parallelism 16"),
+        pytest.param("parallelism", None, id="parallelism unset (filtering is sequential)"),
         pytest.param("percentage_of_nodes_to_score", 0, id="percentageOfNodesToScore adaptive"),
         pytest.param("pod_initial_backoff_seconds", 1, id="initial backoff 1s"),
         pytest.param("pod_max_backoff_seconds", 10, id="max backoff 10s"),
         pytest.param("client_connection.kubeconfig", "", id="in-cluster kubeconfig"),
         pytest.param("client_connection.qps", 50.0, id="qps 50"),
         pytest.param("client_connection.burst", 100, id="burst 100"),
-        pytest.param(
-            "client_connection.content_type",
-            "application/vnd.kubernetes.protobuf",
-            id="protobuf content type",
-        ),
+        pytest.param("client_connection.content_type", "application/json", id="JSON content type"),
         pytest.param("client_connection.accept_content_types", "", id="accept content types"),
         pytest.param("leader_election.leader_elect", True, id="leader election on"),
         pytest.param("leader_election.lease_duration", 15.0, id="lease 15s"),
@@ -52,8 +48,8 @@ def _parse(builder: ConfigBuilder) -> SchedulerConfiguration:
         pytest.param("leader_election.resource_namespace", "kube-system", id="lock namespace"),
         pytest.param("extenders", (), id="no extenders"),
         pytest.param("delay_cache_until_active", False, id="cache starts before leading"),
-        pytest.param("enable_profiling", True, id="profiling"),
-        pytest.param("enable_contention_profiling", True, id="contention profiling"),
+        pytest.param("enable_profiling", False, id="no profiling"),
+        pytest.param("enable_contention_profiling", False, id="no contention profiling"),
     ],
 )
 def test_defaults_are_upstreams_except_our_names(attribute: str, expected: Any) -> None:
@@ -112,7 +108,7 @@ def test_default_profile_is_ours() -> None:
         pytest.param(
             make_config().set("clientConnection.contentType", ""),
             "client_connection.content_type",
-            "application/vnd.kubernetes.protobuf",
+            "application/json",
             id="empty content type means the default",
         ),
         pytest.param(
@@ -122,9 +118,9 @@ def test_default_profile_is_ours() -> None:
             id="fractional qps",
         ),
         pytest.param(
-            make_config().set("parallelism", None),
-            "parallelism",
-            16,
+            make_config().set("podMaxBackoffSeconds", None),
+            "pod_max_backoff_seconds",
+            10,
             id="null means unset",
         ),
         pytest.param(
@@ -178,10 +174,20 @@ def test_default_profile_is_ours() -> None:
             id="empty extender list",
         ),
         pytest.param(
-            make_config().set("delayCacheUntilActive", True),
+            make_config().set("delayCacheUntilActive", False),
             "delay_cache_until_active",
-            True,
-            id="delay cache until active",
+            False,
+            id="delay cache until active off",
+        ),
+        pytest.param(
+            make_config()
+            .set("enableProfiling", False)
+            .set("enableContentionProfiling", False)
+            .set("clientConnection.contentType", "application/json")
+            .set("clientConnection.acceptContentTypes", "application/json"),
+            "enable_profiling",
+            False,
+            id="the values we run with are accepted",
         ),
     ],
 )
@@ -224,10 +230,10 @@ def test_plugin_sets_are_read_per_extension_point() -> None:
 def test_json_is_accepted() -> None:
     text = (
         '{"apiVersion": "kubescheduler.config.k8s.io/v1",'
-        ' "kind": "KubeSchedulerConfiguration", "parallelism": 4}'
+        ' "kind": "KubeSchedulerConfiguration", "podMaxBackoffSeconds": 4}'
     )
 
-    assert parse_config(text).parallelism == 4
+    assert parse_config(text).pod_max_backoff_seconds == 4
 
 
 @pytest.mark.parametrize(
@@ -274,12 +280,43 @@ def test_json_is_accepted() -> None:
             id="unknown field in a plugin entry",
         ),
         pytest.param(
-            make_config().set("parallelism", 0), "parallelism: must be > 0", id="parallelism 0"
+            make_config().set("parallelism", 16),
+            "parallelism: not supported: filtering and scoring run sequentially",
+            id="parallelism refused, even upstream's default",
         ),
         pytest.param(
             make_config().set("parallelism", "4"),
             "parallelism: must be an integer, got str '4'",
             id="parallelism as a string",
+        ),
+        pytest.param(
+            make_config().set("enableProfiling", True),
+            "enableProfiling: not supported: there is no profiler",
+            id="profiling refused",
+        ),
+        pytest.param(
+            make_config().set("enableContentionProfiling", True),
+            "enableContentionProfiling: not supported: there is no profiler",
+            id="contention profiling refused",
+        ),
+        pytest.param(
+            make_config().set("delayCacheUntilActive", True),
+            "delayCacheUntilActive: not supported: the informers always start",
+            id="delayCacheUntilActive refused",
+        ),
+        pytest.param(
+            make_config().set(
+                "clientConnection.contentType", "application/vnd.kubernetes.protobuf"
+            ),
+            "clientConnection.contentType: 'application/vnd.kubernetes.protobuf' is not supported",
+            id="protobuf refused",
+        ),
+        pytest.param(
+            make_config().set(
+                "clientConnection.acceptContentTypes", "application/vnd.kubernetes.protobuf"
+            ),
+            "clientConnection.acceptContentTypes: 'application/vnd.kubernetes.protobuf' is not",
+            id="protobuf accept refused",
         ),
         pytest.param(
             make_config().set("percentageOfNodesToScore", 101),
@@ -427,7 +464,8 @@ def test_every_problem_is_reported_at_once() -> None:
         _parse(builder)
 
     assert caught.value.problems == (
-        "parallelism: must be > 0",
+        "parallelism: not supported: filtering and scoring run sequentially in one event loop;"
+        " remove the field",
         "clientConnection.burst: must be >= 1",
         "unknownField: unknown field",
     )
@@ -476,10 +514,10 @@ def test_yaml_errors_name_the_line(text: str, expected: str) -> None:
 
 def test_load_config_reads_a_file(tmp_path: Path) -> None:
     path = tmp_path / "config.yaml"
-    path.write_text(make_config().set("parallelism", 8).yaml(), encoding="utf-8")
+    path.write_text(make_config().set("podMaxBackoffSeconds", 8).yaml(), encoding="utf-8")
 
-    assert load_config(path).parallelism == 8
-    assert load_config(str(path)).parallelism == 8
+    assert load_config(path).pod_max_backoff_seconds == 8
+    assert load_config(str(path)).pod_max_backoff_seconds == 8
 
 
 @pytest.mark.parametrize(
@@ -491,7 +529,7 @@ def test_load_config_reads_a_file(tmp_path: Path) -> None:
         ),
         pytest.param(
             make_config().set("parallelism", 0).yaml().encode(),
-            "scheduler.yaml: parallelism: must be > 0",
+            "scheduler.yaml: parallelism: not supported",
             id="invalid content",
         ),
     ],

@@ -10,6 +10,7 @@ so a test can check that a rejection names that field.
 from __future__ import annotations
 
 import copy
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -18,6 +19,14 @@ from hypothesis import strategies as st
 from tests.support.builders import make_node, make_pod
 
 Raw = dict[str, Any]
+
+# Examples per fuzz test: few in the default run, more under ``make chaos``.
+EXAMPLES_ENV = "PYSCHEDULER_FUZZ_EXAMPLES"
+
+
+def examples(default: int) -> int:
+    return int(os.environ.get(EXAMPLES_ENV) or default)
+
 
 garbage: st.SearchStrategy[Any] = st.one_of(
     st.none(),
@@ -64,6 +73,94 @@ def _mutations(
 
     per_field = [values.map(lambda v, p=path: (p, v)) for path, values in fields]
     return st.one_of(per_field).map(build)
+
+
+_expression = st.fixed_dictionaries(
+    {
+        "key": st.one_of(st.sampled_from(["zone", "app"]), garbage),
+        "operator": st.one_of(
+            st.sampled_from(["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Bogus"]), garbage
+        ),
+        "values": st.one_of(st.lists(st.one_of(st.text(max_size=3), garbage), max_size=2), garbage),
+    }
+)
+_selector = st.one_of(
+    garbage,
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "matchLabels": st.one_of(garbage, st.dictionaries(st.text(max_size=3), garbage)),
+            "matchExpressions": st.one_of(garbage, st.lists(_expression, max_size=2)),
+        },
+    ),
+)
+_pod_term = st.fixed_dictionaries(
+    {"labelSelector": _selector, "topologyKey": st.one_of(st.just("zone"), garbage)},
+    optional={"namespaces": garbage, "namespaceSelector": _selector},
+)
+_node_term = st.fixed_dictionaries(
+    {},
+    optional={
+        "matchExpressions": st.one_of(garbage, st.lists(_expression, max_size=2)),
+        "matchFields": st.one_of(garbage, st.lists(_expression, max_size=1)),
+    },
+)
+affinities: st.SearchStrategy[Any] = st.fixed_dictionaries(
+    {},
+    optional={
+        "nodeAffinity": st.one_of(
+            garbage,
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "requiredDuringSchedulingIgnoredDuringExecution": st.one_of(
+                        garbage,
+                        st.fixed_dictionaries(
+                            {
+                                "nodeSelectorTerms": st.one_of(
+                                    garbage, st.lists(_node_term, max_size=2)
+                                )
+                            }
+                        ),
+                    ),
+                    "preferredDuringSchedulingIgnoredDuringExecution": st.one_of(
+                        garbage,
+                        st.lists(
+                            st.fixed_dictionaries({"weight": garbage, "preference": _node_term}),
+                            max_size=2,
+                        ),
+                    ),
+                },
+            ),
+        ),
+        "podAffinity": st.one_of(
+            garbage,
+            st.fixed_dictionaries(
+                {
+                    "requiredDuringSchedulingIgnoredDuringExecution": st.one_of(
+                        garbage, st.lists(_pod_term, max_size=2)
+                    )
+                }
+            ),
+        ),
+        "podAntiAffinity": st.one_of(
+            garbage,
+            st.fixed_dictionaries(
+                {
+                    "preferredDuringSchedulingIgnoredDuringExecution": st.one_of(
+                        garbage,
+                        st.lists(
+                            st.fixed_dictionaries(
+                                {"weight": garbage, "podAffinityTerm": _pod_term}
+                            ),
+                            max_size=2,
+                        ),
+                    )
+                }
+            ),
+        ),
+    },
+)
 
 
 def base_pod(name: str = "fuzzed", scheduler: str = "fuzz") -> Raw:
@@ -134,7 +231,34 @@ def pod_mutations(scheduler: str = "fuzz") -> st.SearchStrategy[Mutation]:
             st.one_of(garbage, st.dictionaries(st.text(max_size=3), garbage, max_size=2)),
         ),
         (("spec", "schedulingGates"), st.one_of(garbage, st.lists(garbage, max_size=2))),
-        (("spec", "affinity"), garbage),
+        (("spec", "affinity"), st.one_of(garbage, affinities)),
+        (
+            ("spec", "volumes"),
+            st.one_of(
+                garbage,
+                st.lists(
+                    st.fixed_dictionaries({"name": st.just("v"), "image": garbage}), max_size=2
+                ),
+            ),
+        ),
+        (("spec", "containers", 0, "image"), garbage),
+        (
+            ("spec", "topologySpreadConstraints"),
+            st.one_of(
+                garbage,
+                st.lists(
+                    st.fixed_dictionaries(
+                        {
+                            "maxSkew": garbage,
+                            "topologyKey": garbage,
+                            "whenUnsatisfiable": garbage,
+                            "labelSelector": _selector,
+                        }
+                    ),
+                    max_size=2,
+                ),
+            ),
+        ),
         (("metadata", "labels"), garbage),
         (("metadata", "generation"), garbage),
         (("metadata", "deletionTimestamp"), garbage),

@@ -15,13 +15,14 @@ from scheduler.framework.quantity import QuantityError, to_milli, to_units
 from tests.unit.fuzz.strategies import (
     Mutation,
     base_pod,
+    examples,
     node_mutations,
     pod_mutations,
     quantities,
 )
 
 FUZZ = settings(
-    max_examples=150,
+    max_examples=examples(100),
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow],

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from scheduler.informers.informer import Informer, ReflectorOptions
+from scheduler.informers.informer import Informer, ReflectorOptions, ResourceNotServed
 from scheduler.kube.errors import ApiError, TransportError, WatchTimeout
-from scheduler.kube.resources import PODS
+from scheduler.kube.resources import PODS, VIRTUAL_MACHINES
 from tests.support.builders import make_pod
 from tests.support.clock import FakeClock
 from tests.support.wait import eventually
@@ -291,3 +291,35 @@ async def test_run_twice_at_once_is_refused(harness: Harness) -> None:
     await harness.until_idle()
     with pytest.raises(RuntimeError, match="already running"):
         await harness.informer.run()
+
+
+async def test_a_type_the_server_does_not_serve_fails_run_naming_it() -> None:
+    fake = FakeListWatch()
+    fake.list_failures.append(
+        ApiError(404, "NotFound", "the server could not find the requested resource")
+    )
+    informer = Informer(
+        fake, VIRTUAL_MACHINES, options=OPTIONS, clock=FakeClock(), rng=random.Random(1)
+    )
+    with pytest.raises(ResourceNotServed, match=r"does not serve virtualmachines\.vm\.neon\.tech"):
+        await asyncio.wait_for(informer.run(), timeout=5)
+    assert not informer.has_synced
+
+
+async def test_a_404_after_the_first_sync_is_retried(harness: Harness) -> None:
+    harness.fake.states = [("10", [pod("a", "1")]), ("20", [pod("a", "1"), pod("b", "2")])]
+    harness.fake.watches.append(WatchStep(then=ApiError(410, "Gone", "too old")))
+    original, calls = harness.fake.list, [0]
+
+    async def list_failing_second(*args: Any, **kwargs: Any) -> Any:
+        calls[0] += 1
+        if calls[0] == 2:  # the relist after 410: the type is (briefly) not served
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        return await original(*args, **kwargs)
+
+    harness.fake.list = list_failing_second  # type: ignore[method-assign]
+    harness.task = asyncio.create_task(harness.informer.run())
+    await harness.until_idle()
+    assert not harness.task.done()
+    assert calls[0] == 3  # the failed relist was retried
+    assert sorted(harness.informer.store.keys()) == ["ns/a", "ns/b"]

@@ -238,3 +238,52 @@ async def test_unreachable_server_raises_transport_error() -> None:
             await collect(kube)
     finally:
         await kube.close()
+
+
+class RecordedMetrics:
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, str, str]] = []
+        self.waits: list[tuple[str, str]] = []
+
+    def rest_request(self, method: str, host: str, code: str, seconds: float) -> None:
+        assert seconds >= 0
+        self.requests.append((method, host, code))
+
+    def rate_limiter_wait(self, verb: str, host: str, seconds: float) -> None:
+        assert seconds >= 0
+        self.waits.append((verb, host))
+
+
+async def test_every_request_is_reported_with_code_method_and_host(
+    server: FakeApiServer, client: KubeClient
+) -> None:
+    recorded = RecordedMetrics()
+    client.report_to(recorded)
+    host = f"127.0.0.1:{server.port}"
+
+    await client.bind("ns", "p1", "uid-1", "n1")
+    with pytest.raises(ApiError):
+        await client.bind("ns", "taken", "uid-2", "n1")
+    await collect(client)
+
+    assert recorded.requests == [("POST", host, "201"), ("POST", host, "409"), ("GET", host, "200")]
+    assert recorded.waits == [("POST", host), ("POST", host)]  # watches are not rate limited
+
+
+async def test_a_request_without_an_answer_is_reported_as_error() -> None:
+    async def authorization() -> str:
+        return TOKEN
+
+    connection = Connection(
+        host="http://127.0.0.1:1", ssl_context=None, authorization=authorization
+    )
+    kube = KubeClient.open(connection, qps=0, burst=0, user_agent="t")
+    recorded = RecordedMetrics()
+    kube.report_to(recorded)
+    try:
+        with pytest.raises(TransportError):
+            await kube.request("GET", "/api")
+    finally:
+        await kube.close()
+
+    assert recorded.requests == [("GET", "127.0.0.1:1", "<error>")]

@@ -40,6 +40,15 @@ class FakeWriter:
             raise self.patch_failures.pop(0)
         self.patches.append((namespace, name, dict(patch)))
 
+    core_creates: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    core_patches: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)
+
+    async def create_core_event(self, namespace: str, event: Mapping[str, Any]) -> None:
+        self.core_creates.append((namespace, dict(event)))
+
+    async def patch_core_event(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        self.core_patches.append((namespace, name, dict(patch)))
+
 
 def make_sink(writer: FakeWriter, clock: FakeClock, **kwargs: Any) -> EventSink:
     return EventSink(writer, hostname="host-a", clock=clock, **kwargs)
@@ -214,7 +223,7 @@ async def test_full_buffer_drops_and_counts() -> None:
         pytest.param([TransportError("reset")], 1, 0, 1, id="retried after no answer"),
         pytest.param([ApiError(503, "ServiceUnavailable", "")] * 2, 1, 0, 1, id="retried on 5xx"),
         pytest.param([ApiError(503, "ServiceUnavailable", "")] * 3, 0, 1, 0, id="gives up"),
-        pytest.param([ApiError(403, "Forbidden", "")], 0, 1, 0, id="not retried on 403"),
+        pytest.param([ApiError(422, "Invalid", "")], 0, 1, 0, id="not retried on 422"),
     ],
 )
 async def test_write_retries_only_retriable_failures(
@@ -329,3 +338,77 @@ async def test_series_patch_waits_for_the_create_of_its_event() -> None:
     await sink.drain()
     assert writer.order == ["create", "patch"]
     assert writer.patches[0][2] == {"series": {"count": 2, "lastObservedTime": ANY}}
+
+
+NOT_SERVED = ApiError(404, "NotFound", "the server could not find the requested resource")
+
+
+@pytest.mark.parametrize(
+    ("refusal", "falls_back"),
+    [
+        pytest.param(
+            ApiError(403, "Forbidden", "events.events.k8s.io is forbidden"),
+            True,
+            id="forbidden by RBAC",
+        ),
+        pytest.param(NOT_SERVED, True, id="group not served"),
+        pytest.param(
+            ApiError(404, "NotFound", 'namespaces "gone" not found'),
+            False,
+            id="a missing namespace is not a refusal",
+        ),
+        pytest.param(ApiError(422, "Invalid", "bad"), False, id="invalid event"),
+    ],
+)
+async def test_events_fall_back_to_core_v1_when_events_k8s_io_is_refused(
+    refusal: ApiError, falls_back: bool
+) -> None:
+    writer, clock = FakeWriter(failures=[refusal]), FakeClock(now=100.0, wall=WALL0)
+    sink = make_sink(writer, clock, series_refresh=60)
+    recorder = sink.recorder("sched")
+    recorder.event(POD, EventType.WARNING, "FailedScheduling", "Scheduling", "first")
+    await sink.drain()
+
+    assert sink.core_v1 == falls_back
+    if not falls_back:
+        assert (sink.failed, writer.core_creates) == (1, [])
+        return
+    recorder.event(POD, EventType.NORMAL, "Scheduled", "Binding", "second")
+    await sink.drain()
+    assert writer.creates == []  # no second try of events.k8s.io
+    (namespace, first), (_, second) = writer.core_creates
+    assert namespace == "ns1"
+    assert first["apiVersion"] == "v1"
+    assert first["kind"] == "Event"
+    assert first["involvedObject"]["name"] == "p1"
+    assert first["involvedObject"]["uid"] == "u1"
+    assert (first["type"], first["reason"], first["message"]) == (
+        "Warning",
+        "FailedScheduling",
+        "first",
+    )
+    assert first["source"] == {"component": "sched"}
+    assert first["reportingInstance"] == "sched-host-a"
+    assert first["count"] == 1
+    assert first["firstTimestamp"] == first["lastTimestamp"] == "2027-01-15T08:00:00Z"
+    assert second["reason"] == "Scheduled"
+    assert sink.written == 2
+
+
+async def test_a_core_v1_series_patches_count_and_last_timestamp() -> None:
+    writer, clock = FakeWriter(failures=[NOT_SERVED]), FakeClock(now=100.0, wall=WALL0)
+    sink = make_sink(writer, clock, series_refresh=60)
+    recorder = sink.recorder("s")
+    for _ in range(3):
+        recorder.event(POD, EventType.WARNING, "FailedScheduling", "Scheduling", "same")
+        clock.advance(1)
+    await sink.drain()
+    clock.advance(60)
+    await sink.drain()
+
+    ((_, created),) = writer.core_creates
+    assert writer.core_patches[-1] == (
+        "ns1",
+        created["metadata"]["name"],
+        {"count": 3, "lastTimestamp": "2027-01-15T08:00:02Z"},
+    )

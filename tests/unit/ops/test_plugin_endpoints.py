@@ -1,20 +1,30 @@
 """Plugin endpoints over real HTTP: a plugin's listener on its own port (any
-method and path, body cut at its limit, 503 while gated, 500 on a crash) and
-its GET debug routes on the ops port; start steps run in order and a failure
-names the plugin."""
+method and path, body cut at its limit, 503 while gated, 500 on a crash),
+served from its own thread (it answers while the daemon's loop is blocked; a
+response's ``after`` runs on the daemon's loop) and its GET debug routes on
+the ops port; start steps run in order and a failure names the plugin."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import socket
+import threading
+import time
+import urllib.request
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import aiohttp
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
 from scheduler.diagnostics import AttemptLog
 from scheduler.framework import HttpRequest, HttpResponse
 from scheduler.health import HealthChecks
+from scheduler.listener import ListenerThread
 from scheduler.pluginservices import DaemonPluginServices
 from scheduler.server import OpsServer
 
@@ -148,3 +158,192 @@ def test_workers_are_registered_once_by_name() -> None:
     with pytest.raises(ValueError, match="registered twice"):
         services.run("migrations", work)
     assert [name for name, _ in services.workers] == ["migrations"]
+
+
+async def test_a_listener_answers_while_the_daemons_loop_is_blocked() -> None:
+    async with serving(Gate()) as (server, _session):
+        port = server.listener_port("echo")
+        answered = threading.Event()
+        answers: list[bytes] = []
+
+        def client() -> None:
+            request = urllib.request.Request(f"http://127.0.0.1:{port}/", b"hi", method="POST")
+            with urllib.request.urlopen(request, timeout=30) as response:
+                answers.append(response.read())
+            answered.set()
+
+        thread = threading.Thread(target=client)
+        thread.start()
+        deadline = time.monotonic() + 30
+        while not answered.is_set() and time.monotonic() < deadline:
+            pass  # the daemon's loop is busy: nothing on it runs meanwhile
+        blocked_throughout = answered.is_set()
+        await asyncio.to_thread(thread.join)
+        assert blocked_throughout, "the listener waited for the daemon's loop"
+        assert answers == [b"POST / 2:hi"]
+
+
+async def test_after_runs_on_the_daemons_loop() -> None:
+    ran_on: list[str] = []
+    done = asyncio.Event()
+
+    def with_after(_request: HttpRequest) -> HttpResponse:
+        def after() -> None:
+            ran_on.append(threading.current_thread().name)
+            done.set()
+
+        return HttpResponse(200, "text/plain", b"ok", after=after)
+
+    services = DaemonPluginServices(CollectorRegistry())
+    services.listen("after", 0, with_after, max_body_bytes=8)
+    server = OpsServer(
+        "127.0.0.1",
+        0,
+        CollectorRegistry(),
+        HealthChecks(),
+        AttemptLog(),
+        listeners=services.listeners,
+    )
+    await server.start()
+    try:
+        async with aiohttp.ClientSession() as session:
+            status, _, _ = await call(session, server.listener_port("after"), "POST", "/")
+        await asyncio.wait_for(done.wait(), 30)
+    finally:
+        await server.stop()
+    assert status == 200
+    assert ran_on == [threading.current_thread().name]
+    assert not [t for t in threading.enumerate() if t.name.startswith("listener:")]
+
+
+async def test_a_listener_whose_port_is_taken_fails_start_and_leaves_no_thread() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        listener = ListenerThread(
+            "busy",
+            echo,
+            host="127.0.0.1",
+            port=taken.getsockname()[1],
+            max_body_bytes=8,
+            gate=lambda: None,
+        )
+        with pytest.raises(OSError, match="in use"):
+            await listener.start()
+        await listener.stop()
+    assert not [t for t in threading.enumerate() if t.name == "listener:busy"]
+
+
+# ------------------------------------------------- the listener's HTTP/1.1
+@asynccontextmanager
+async def raw_listener(max_body_bytes: int = 8) -> AsyncIterator[int]:
+    listener = ListenerThread(
+        "raw", echo, host="127.0.0.1", port=0, max_body_bytes=max_body_bytes, gate=lambda: None
+    )
+    await listener.start()
+    try:
+        yield listener.port
+    finally:
+        await listener.stop()
+
+
+async def exchange(port: int, data: bytes) -> bytes:
+    """Send ``data``, then read until the server closes or 2 s of silence."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(data)
+    await writer.drain()
+    received = b""
+    with contextlib.suppress(TimeoutError):
+        while chunk := await asyncio.wait_for(reader.read(65536), 2):
+            received += chunk
+    writer.close()
+    return received
+
+
+def post(path: str, body: bytes, *headers: str) -> bytes:
+    head = [f"POST {path} HTTP/1.1", "Host: x", f"Content-Length: {len(body)}", *headers]
+    return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+
+
+async def test_keep_alive_and_pipelined_requests_are_answered_in_order() -> None:
+    async with raw_listener() as port:
+        answer = await exchange(port, post("/a?x=1", b"one") + post("/b", b"two"))
+    assert answer.count(b"HTTP/1.1 200 OK\r\n") == 2
+    assert answer.index(b"POST /a 3:one") < answer.index(b"POST /b 3:two")
+    assert b"Connection: close" not in answer
+
+
+async def test_a_body_over_the_limit_is_cut_and_the_rest_skipped() -> None:
+    async with raw_listener(max_body_bytes=4) as port:
+        answer = await exchange(port, post("/", b"0123456789") + post("/next", b"ok"))
+    assert b"POST / 4:0123" in answer
+    assert b"POST /next 2:ok" in answer  # the connection stayed in step
+
+
+async def test_connection_close_and_http10_close_after_the_answer() -> None:
+    async with raw_listener() as port:
+        closing = await exchange(port, post("/", b"", "Connection: close") + post("/never", b""))
+        old = await exchange(port, b"GET /old HTTP/1.0\r\n\r\n")
+    assert b"Connection: close" in closing
+    assert b"/never" not in closing
+    assert b"GET /old 0:" in old
+
+
+@pytest.mark.parametrize(
+    ("request_bytes", "status"),
+    [
+        (b"NOT A REQUEST\r\n\r\n", b"400"),
+        (b"POST / HTTP/2.0\r\n\r\n", b"505"),
+        (b"POST / HTTP/1.1\r\nContent-Length: x\r\n\r\n", b"400"),
+        (b"POST / HTTP/1.1\r\n folded\r\n\r\n", b"400"),
+        (b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", b"411"),
+        (b"POST / HTTP/1.1\r\nX: " + b"a" * 9000 + b"\r\n\r\n", b"431"),
+    ],
+)
+async def test_malformed_requests_are_refused_and_the_connection_closed(
+    request_bytes: bytes, status: bytes
+) -> None:
+    async with raw_listener() as port:
+        answer = await exchange(port, request_bytes)
+    assert answer.startswith(b"HTTP/1.1 " + status)
+    assert b"Connection: close" in answer
+
+
+async def test_expect_100_continue_is_honoured() -> None:
+    async with raw_listener() as port:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        head = b"POST /e HTTP/1.1\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n"
+        writer.write(head)
+        interim = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+        writer.write(b"hi")
+        final = await asyncio.wait_for(reader.readuntil(b"POST /e 2:hi"), 5)
+        writer.close()
+    assert interim == b"HTTP/1.1 100 Continue\r\n\r\n"
+    assert final.startswith(b"HTTP/1.1 200 OK")
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    garbage=st.one_of(
+        st.binary(max_size=300),
+        st.builds(
+            lambda line, headers: line + b"\r\n" + headers + b"\r\n\r\n",
+            st.binary(max_size=40),
+            st.binary(max_size=120),
+        ),
+    )
+)
+async def test_garbage_never_breaks_the_listener(garbage: bytes) -> None:
+    async with raw_listener() as port:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(garbage)
+        writer.write_eof()
+        with contextlib.suppress(ConnectionError):
+            answer = await asyncio.wait_for(reader.read(), 5)
+            assert answer == b"" or answer.startswith(b"HTTP/1.1 ")
+        writer.close()
+        assert (await exchange(port, post("/", b"", "Connection: close"))).startswith(
+            b"HTTP/1.1 200 OK"
+        )

@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import random
 import re
+import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, cast
@@ -21,8 +22,8 @@ from plugins.autoscale_enforcer.metrics import AutoscaleMetrics
 from plugins.autoscale_enforcer.migration import MigrationController
 from plugins.autoscale_enforcer.plugin import AGENT_LISTENER, STATE_DUMP_PATH
 from scheduler.clock import RealClock
-from scheduler.framework import Code, CycleState, Handle, HttpRequest, NodeScore
-from scheduler.pluginservices import DaemonPluginServices
+from scheduler.framework import Code, CycleState, Handle, HttpRequest, HttpResponse, NodeScore
+from scheduler.pluginservices import DaemonPluginServices, Listener
 from tests.support.builders import make_config_map, make_node, make_pod, make_vm
 from tests.unit.plugins.autoscale_support import GI, amounts, config_doc
 from tests.unit.plugins.support import node_info, pod
@@ -141,6 +142,15 @@ def plain_pod(name: str, node: str = "", cpu: str = "1", memory: str = "1Gi") ->
     raw = builder.obj()
     raw["metadata"]["uid"] = f"default/{name}"
     return raw
+
+
+def serve(listener: Listener, request: HttpRequest) -> HttpResponse:
+    """As the daemon does: the handler (on its listener thread), then its
+    ``after`` (on the event loop)."""
+    response = listener.handler(request)
+    if response.after is not None:
+        response.after()
+    return response
 
 
 async def started(
@@ -395,7 +405,7 @@ async def test_agent_api_and_state_dump_through_the_services() -> None:
             "metrics": None,
         }
     )
-    response = listener.handler(HttpRequest("POST", "/", body))
+    response = serve(listener, HttpRequest("POST", "/", body))
     assert response.status == 200
     assert orjson.loads(response.body)["permit"] == {"vCPUs": 3, "mem": 3}
     dump = handle.services.debug_routes[STATE_DUMP_PATH](HttpRequest("GET", "/", b""))
@@ -439,7 +449,7 @@ async def test_an_agent_shrinking_a_vm_wakes_pods_rejected_for_room() -> None:
     def ask(cpus: int, mem: int) -> int:
         body = {"protoVersion": 2, "pod": {"namespace": "default", "name": "vm-pod"}}
         body |= {"resources": {"vCPUs": cpus, "mem": mem}, "metrics": None}
-        return listener.handler(HttpRequest("POST", "/", orjson.dumps(body))).status
+        return serve(listener, HttpRequest("POST", "/", orjson.dumps(body))).status
 
     assert ask(8, 8) == 200  # held at its maximum since seen bound: nothing freed
     assert activated == []
@@ -473,7 +483,7 @@ async def test_a_node_over_its_watermark_migrates_the_opted_in_vm_and_cleans_up(
     def ask(cpus: int) -> dict[str, Any]:
         body = {"protoVersion": 3, "pod": {"namespace": "default", "name": "vm-pod"}}
         body |= {"resources": {"vCPUs": cpus, "mem": cpus}, "metrics": {"loadAvg1M": 1}}
-        response = listener.handler(HttpRequest("POST", "/", orjson.dumps(body)))
+        response = serve(listener, HttpRequest("POST", "/", orjson.dumps(body)))
         assert response.status == 200, response.body
         return dict(orjson.loads(response.body))
 
@@ -520,7 +530,7 @@ async def test_do_migration_false_creates_nothing() -> None:
     (listener,) = handle.services.listeners
     body = {"protoVersion": 3, "pod": {"namespace": "default", "name": "vm-pod"}}
     body |= {"resources": {"vCPUs": 5, "mem": 5}, "metrics": {"loadAvg1M": 1}}
-    assert listener.handler(HttpRequest("POST", "/", orjson.dumps(body))).status == 200
+    assert serve(listener, HttpRequest("POST", "/", orjson.dumps(body))).status == 200
     await run_worker_until_idle(handle)
     assert handle.api.calls == []
 
@@ -529,7 +539,7 @@ async def test_migration_jobs_retry_with_backoff_and_accept_already_exists() -> 
     _, handle = await started()
     controller = MigrationController(
         cast(Any, handle.api),
-        cast(Any, AutoscaleMetrics(CollectorRegistry(), lambda: None)),
+        cast(Any, AutoscaleMetrics(CollectorRegistry(), lambda: None, threading.Lock())),
         sleep=lambda _delay: asyncio.sleep(0),
     )
     handle.api.failures = [RuntimeError("connection reset"), FakeApiError(409)]

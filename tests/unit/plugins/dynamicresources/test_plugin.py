@@ -89,15 +89,20 @@ def cycle(
 
 
 # ------------------------------------------------------------- PreEnqueue
+def test_only_pods_without_claims_are_signed() -> None:
+    """Upstream SignPod: a pod with claims is never signed (its verdicts read
+    claims and slices); one without is, with nothing of it to sign."""
+    plugin, _ = setup()
+    assert plugin.sign_pod(pod(make_pod("plain").obj())) == ()
+    assert plugin.sign_pod(the_pod()) is None
+
+
 def test_pod_without_claims_is_skipped_everywhere() -> None:
     plugin, _ = setup()
     plain = pod(make_pod("plain").obj())
     state = CycleState()
     assert plugin.pre_enqueue(plain) is None
     assert plugin.pre_filter(state, plain, [WORKER])[1] == Status.skip()
-    # Not upstream (no PreScore there; Score gives 0 everywhere): the same
-    # totals, and the other plugins' node-local scores stay reusable.
-    assert plugin.pre_score(state, plain, [WORKER]) == Status.skip()
     assert plugin.pre_bind_pre_flight(state, plain, "worker") == Status.skip()
     _, status = plugin.post_filter(state, plain, NodeToStatus())
     assert status == Status.unschedulable("no new claims to deallocate")
@@ -477,7 +482,6 @@ def test_score_prefers_higher_priority_subrequest() -> None:
     )
     state, statuses = cycle(plugin, the_pod(), WORKER, OTHER)
     assert statuses == [None, None]
-    assert plugin.pre_score(state, the_pod(), [WORKER, OTHER]) is None
     raw = [plugin.score(state, the_pod(), n)[0] for n in (WORKER, OTHER)]
     assert raw == [7, 8]
     scores = [NodeScore("worker", 7), NodeScore("other", 8)]

@@ -157,3 +157,21 @@ def test_args(raw: dict[str, Any], expected: tuple[float, float]) -> None:
 def test_bad_args(raw: dict[str, Any]) -> None:
     with pytest.raises(ValueError):  # noqa: PT011 - pydantic's ValidationError
         DynamicResourcesArgs.model_validate(raw)
+
+
+@pytest.mark.parametrize(
+    ("raw", "dumped"),
+    [
+        pytest.param({}, {"filterTimeout": "10s", "bindingTimeout": "600s"}, id="defaults"),
+        pytest.param(
+            {"filterTimeout": "1m30s", "bindingTimeout": 1.5},
+            {"filterTimeout": "90s", "bindingTimeout": "1.5s"},
+            id="fractions",
+        ),
+    ],
+)
+def test_args_dump_as_go_durations(raw: dict[str, Any], dumped: dict[str, str]) -> None:
+    """Upstream's decoder (the bench's same-plugins profile) wants strings."""
+    args = DynamicResourcesArgs.model_validate(raw)
+    assert args.model_dump(mode="json", by_alias=True) == dumped
+    assert DynamicResourcesArgs.model_validate(dumped) == args

@@ -1,0 +1,64 @@
+"""The plugins through pyscheduler's public test helpers (scheduler.testing):
+arguments validated as a KubeSchedulerConfiguration would, Filter and Score
+run as the framework runs them."""
+
+from __future__ import annotations
+
+import pytest
+from pool_plugins import POOL_FILTER, PREFER_POOL, PoolFilterArgs
+
+from scheduler.config import ConfigError
+from scheduler.testing import build_plugin, make_node, make_pod, run_filter, run_score
+
+BLUE = make_node("blue-1", labels={"example.com/pool": "blue"})
+GREEN = make_node("green-1", labels={"example.com/pool": "green"})
+RED = make_node("red-1", labels={"example.com/pool": "red"})
+NONE = make_node("plain-1")
+
+
+@pytest.mark.parametrize(
+    ("node", "fits"),
+    [(BLUE, True), (GREEN, True), (RED, False), (NONE, False)],
+    ids=["blue", "green", "red", "no pool"],
+)
+def test_filter_keeps_pods_in_the_allowed_pools(node: object, fits: bool) -> None:
+    plugin = build_plugin(POOL_FILTER, {"allowed": ["blue", "green"]})
+
+    status = run_filter(plugin, make_pod("p"), node)  # type: ignore[arg-type]
+
+    assert (status is None) == fits
+    if not fits:
+        assert status is not None
+        assert status.reasons == ("node(s) not in pool blue or green",)
+
+
+def test_filter_receives_its_typed_args_with_defaults() -> None:
+    plugin = build_plugin(POOL_FILTER, {"allowed": ["blue"]})
+
+    assert plugin.args == PoolFilterArgs(label="example.com/pool", allowed=("blue",))  # type: ignore[attr-defined]
+
+
+def test_score_prefers_one_pool() -> None:
+    plugin = build_plugin(PREFER_POOL, {"preferred": "green"})
+
+    assert run_score(plugin, make_pod("p"), [BLUE, GREEN, RED]) == {
+        "blue-1": 0,
+        "green-1": 100,
+        "red-1": 0,
+    }
+
+
+@pytest.mark.parametrize(
+    ("spec", "args", "problem"),
+    [
+        (POOL_FILTER, {}, "pluginConfig.PoolFilter.args.allowed: required field"),
+        (POOL_FILTER, {"allowed": []}, "pluginConfig.PoolFilter.args.allowed"),
+        (PREFER_POOL, {"preferred": "x", "weight": 3}, "args.weight: unknown field"),
+    ],
+    ids=["allowed missing", "allowed empty", "unknown field"],
+)
+def test_bad_args_are_refused_with_the_field(spec: object, args: dict, problem: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        build_plugin(spec, args)  # type: ignore[arg-type]
+
+    assert problem in str(error.value)

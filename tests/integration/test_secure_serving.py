@@ -1,0 +1,103 @@
+"""The ops port on the real control plane, as kube-scheduler's secure serving:
+HTTPS; anonymous /metrics, /configz and /debug/... refused; a ServiceAccount
+bound to the manifests' scraper role reads /metrics (TokenReview +
+SubjectAccessReview through the API server), one without the role is refused;
+the probes stay open."""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+from collections.abc import AsyncIterator
+
+import orjson
+from kubernetes_asyncio import client
+
+from tests.integration.conftest import Cluster
+from tests.support.manifests import find, resources
+from tests.support.ops import kubeconfig_token, ops_get
+from tests.support.scheduler import running_scheduler, unique_scheduler_name
+
+READER = find(resources(), "ClusterRole", "pyscheduler-metrics-reader")
+
+
+async def _service_account_token(core: client.CoreV1Api, namespace: str, name: str) -> str:
+    await core.create_namespaced_service_account(namespace, {"metadata": {"name": name}})
+    request = {
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "spec": {"expirationSeconds": 600},
+    }
+    answer = await core.create_namespaced_service_account_token(name, namespace, request)
+    return str(answer.status.token)
+
+
+@contextlib.asynccontextmanager
+async def _scraper_role(
+    kube: client.ApiClient, namespace: str, account: str
+) -> AsyncIterator[None]:
+    rbac = client.RbacAuthorizationV1Api(kube)
+    role_name = f"{READER['metadata']['name']}-{secrets.token_hex(3)}"
+    role = {**READER, "metadata": {**READER["metadata"], "name": role_name}}
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": role_name},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": role_name,
+        },
+        "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": namespace}],
+    }
+    await rbac.create_cluster_role(role)
+    await rbac.create_cluster_role_binding(binding)
+    try:
+        yield
+    finally:
+        await rbac.delete_cluster_role_binding(role_name)
+        await rbac.delete_cluster_role(role_name)
+
+
+async def test_ops_port_authenticates_and_authorizes_through_the_cluster(
+    control_plane: Cluster, kube: client.ApiClient, namespace: str
+) -> None:
+    core = client.CoreV1Api(kube)
+    scraper = await _service_account_token(core, namespace, "scraper")
+    nobody = await _service_account_token(core, namespace, "nobody")
+    admin = kubeconfig_token(control_plane.kubeconfig)
+    name = unique_scheduler_name()
+    async with (
+        _scraper_role(kube, namespace, "scraper"),
+        running_scheduler(control_plane.kubeconfig, name) as app,
+    ):
+        assert app.server.scheme == "https"
+        base = f"https://127.0.0.1:{app.server.bound_port}"
+        cases = [
+            ("/livez", None, 200),
+            ("/readyz", None, 200),
+            ("/healthz", None, 200),
+            ("/metrics", None, 403),
+            ("/configz", None, 403),
+            (f"/debug/pods/{namespace}/absent", None, 403),
+            ("/metrics", "not-a-token", 401),
+            ("/metrics", nobody, 403),
+            ("/metrics", scraper, 200),
+            ("/configz", scraper, 403),
+            ("/debug/pods/x/y", scraper, 403),
+            ("/configz", admin, 200),
+        ]
+        got = [(path, (await ops_get(base, path, token))[0]) for path, token, _ in cases]
+        assert got == [(path, status) for path, _, status in cases]
+
+        _, text = await ops_get(base, "/metrics", scraper)
+        assert "scheduler_pending_pods" in text
+        assert "rest_client_requests_total{" in text
+        assert "process_resident_memory_bytes" in text
+
+        _, text = await ops_get(base, "/configz", admin)
+        shown = orjson.loads(text)["componentconfig"]
+        assert shown["profiles"][0]["schedulerName"] == name
+        assert shown["leaderElection"]["leaseDuration"] == "15s"
+        assert shown["clientConnection"]["contentType"] == "application/json"
+        assert "parallelism" not in shown

@@ -1,0 +1,28 @@
+"""The chaos suite's own rules: a fault that lands when nothing is pending and
+no bind is in flight fails the scenario ("fault too late"), and the summary
+table lines up its columns."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.integration.chaos.harness import Outcome, in_flight, table
+
+
+def test_a_fault_with_nothing_in_flight_is_too_late() -> None:
+    with pytest.raises(AssertionError, match="fault too late"):
+        in_flight(pending=0, binds=0)
+
+
+@pytest.mark.parametrize(("pending", "binds"), [(3, 0), (0, 2), (5, 7)])
+def test_a_fault_with_work_in_flight_is_described(pending: int, binds: int) -> None:
+    assert in_flight(pending, binds) == f"{pending} pending, {binds} binds in flight"
+
+
+def test_summary_table_lines_up() -> None:
+    row = Outcome("apiserver_restart", 505, ["apiserver restart"], 0, 0, 0, 0, "3 pending")
+    header, rule, line = table([row])
+    assert set(rule.replace(" ", "")) == {"-"}
+    assert header.split()[:2] == ["scenario", "pods"]
+    assert line.split()[:4] == ["apiserver_restart", "505", "apiserver", "restart"]
+    assert header.index("pods") == line.index("505")
