@@ -162,3 +162,28 @@ async def test_rate_limiter_lets_binds_through_ahead_of_queued_events(
         await slow.close()
     assert finished.index("bind") <= 1, finished
     assert len(finished) == 7
+
+
+async def test_connections_are_reused_across_bursts_of_concurrent_requests(
+    control_plane: Cluster,
+) -> None:
+    kube = await connect(control_plane, qps=0, burst=0)
+    try:
+
+        async def burst() -> None:
+            await asyncio.gather(
+                *(
+                    kube.request("GET", NODES.collection_path(), query={"limit": "1"})
+                    for _ in range(20)
+                )
+            )
+
+        await burst()
+        opened = kube.connections_opened
+        assert 1 <= opened <= 20
+        for _ in range(5):
+            await burst()
+        # Steady state: the pool keeps the connections alive, no new TLS handshakes.
+        assert kube.connections_opened == opened
+    finally:
+        await kube.close()
