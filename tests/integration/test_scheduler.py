@@ -232,9 +232,9 @@ async def test_apiserver_restart_with_binds_in_flight_loses_no_pod(
     for index in range(5):
         await nodes.create(make_node(f"r{index}").capacity(cpu="4", memory="8Gi", pods="110").obj())
     async with FaultProxy(control_plane.kubeconfig) as proxy:
-        # Binds are held 5 s by the proxy: once one is in flight, it still is
-        # when the API server goes away (the restart cuts it off).
-        proxy.delay[Kind.BIND] = 5.0
+        # Binds are held 3 s by the proxy, so some are surely in flight (and
+        # their pods pending) when the API server goes away.
+        proxy.delay[Kind.BIND] = 3.0
         via_proxy = proxy.write_kubeconfig(tmp_path / "via-proxy.kubeconfig")
         async with running_scheduler(via_proxy, name) as app:
             first = [
@@ -243,10 +243,11 @@ async def test_apiserver_restart_with_binds_in_flight_loses_no_pod(
             ]
             await create_all(lambda body: core.create_namespaced_pod(namespace, body), first)
 
-            async def binding() -> int | None:
-                return app.scheduler.binding_in_flight() or None
+            async def held() -> int | None:
+                binds = len(proxy.binds_in_flight)
+                return binds if binds >= 5 else None
 
-            await eventually(binding, what="binds in flight")
+            await eventually(held, what="binds held in flight")
             in_flight = app.scheduler.binding_in_flight()
             pending = 40 - len(await _all_bound(core, namespace, 0) or {})
             assert in_flight > 0, f"fault too late: no bind in flight ({pending} pending)"

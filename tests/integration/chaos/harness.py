@@ -27,7 +27,10 @@ from tests.support.kubeapi import condition, list_pods, read_json
 from tests.support.wait import ConditionTimeout, eventually
 
 FULL_ENV = "PYSCHEDULER_CHAOS_FULL"
-UNSCHEDULABLE = re.compile(r"^0/\d+ nodes are available: (.+, )?\d+ Insufficient cpu(, .+)?\.$")
+# The fit error, then what PostFilter (preemption) adds, as upstream writes it.
+UNSCHEDULABLE = re.compile(
+    r"^0/\d+ nodes are available: ([^.]+, )?\d+ Insufficient cpu(, [^.]+)?\.( .*)?$"
+)
 NODE_CPU, POD_CPU = "4", "300m"  # 13 pods fit a node; bursts fill about 3/4 of the nodes
 TOO_BIG_CPU = "5"  # fits no node: must end Unschedulable with the message above
 
