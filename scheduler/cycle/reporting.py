@@ -110,6 +110,14 @@ class _Pending:
     patch: Mapping[str, Any]
 
 
+# A transient failure (no answer, 429, 5xx) is retried with backoff 0.1 s,
+# 0.2 s, ... capped at 3.2 s, 10 attempts in all: about 16 s, long enough to
+# ride out an API server restart, so a pod is not left without the condition
+# that says why it waits.
+RETRIES = 10
+MAX_RETRY_DELAY_SECONDS = 3.2
+
+
 class StatusWriter:
     """Writes pod status patches in the background, newest per pod wins.
 
@@ -122,7 +130,7 @@ class StatusWriter:
       stale ``PodScheduled=False`` never lands after the bind.
     """
 
-    def __init__(self, patch: PatchStatus, clock: Clock, retries: int = 3) -> None:
+    def __init__(self, patch: PatchStatus, clock: Clock, retries: int = RETRIES) -> None:
         self._patch = patch
         self._clock = clock
         self._retries = retries
@@ -195,7 +203,7 @@ class StatusWriter:
                     self.failed += 1
                     log.warning("cannot update status of pod %s/%s: %s", namespace, name, error)
                     return
-                await self._clock.sleep(0.1 * 2**attempt)
+                await self._clock.sleep(min(0.1 * 2**attempt, MAX_RETRY_DELAY_SECONDS))
             else:
                 self.written += 1
                 return

@@ -228,7 +228,10 @@ async def test_a_patch_submitted_during_a_write_is_written_after_it(loop_time: L
         pytest.param([ApiError(429, "TooManyRequests", "slow down")], 2, 1, 0, id="429: retried"),
         pytest.param([ConnectionResetError("reset")], 2, 1, 0, id="no answer: retried"),
         pytest.param(
-            [ApiError(503, "ServiceUnavailable", "busy")] * 3, 3, 0, 1, id="gives up after 3"
+            [ApiError(503, "ServiceUnavailable", "busy")] * 3, 4, 1, 0, id="rides out 3 failures"
+        ),
+        pytest.param(
+            [ApiError(503, "ServiceUnavailable", "busy")] * 10, 10, 0, 1, id="gives up after 10"
         ),
     ],
 )
@@ -243,7 +246,7 @@ async def test_writer_retries_transient_failures(
     writer = StatusWriter(api.patch, FakeClock())
     writer.submit("default", "p", body("m"))
     task = asyncio.create_task(writer.run())
-    for _ in range(4):  # backoff 0.1 s, then 0.2 s
+    for _ in range(70):  # backoff 0.1 s, 0.2 s, ... 3.2 s: 15.9 s for 10 attempts
         await loop_time.advance(0.25)
     await finish(writer, task, loop_time)
     assert (len(api.calls), writer.written, writer.failed) == (calls, written, failed)
