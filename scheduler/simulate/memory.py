@@ -18,9 +18,10 @@ Invariants:
 - Every write bumps one cluster-wide resourceVersion and is delivered to
   each open watch in write order; a watch with a field selector sees an
   object that stops matching as DELETED and one that starts as ADDED.
-- Nothing awaits inside a write, so a write and its watch events happen at
-  one point of the event loop, as seen by the simulator's idle check
-  (``pending_deliveries``).
+- A list waits only while its resource is held (``hold``/``release``: the
+  simulator lists pods last); nothing awaits inside a write, so a write and
+  its watch events happen at one point of the event loop, as seen by the
+  simulator's idle check (``pending_deliveries``).
 """
 
 from __future__ import annotations
@@ -117,6 +118,7 @@ class MemoryCluster:
         self.deleted: list[Raw] = []
         self.writes = 0
         self._names = NameGenerator()
+        self._held: dict[ResourceType, asyncio.Event] = {}
         for obj in objects:
             resource = resource_type_of(obj)
             if resource is None:
@@ -188,6 +190,15 @@ class MemoryCluster:
         return found
 
     # ------------------------------------------------------------ list, watch
+    def hold(self, resource: ResourceType) -> None:
+        """Lists of ``resource`` wait until ``release(resource)``."""
+        self._held.setdefault(resource, asyncio.Event())
+
+    def release(self, resource: ResourceType) -> None:
+        held = self._held.pop(resource, None)
+        if held is not None:
+            held.set()
+
     async def list(
         self,
         resource: ResourceType,
@@ -198,6 +209,9 @@ class MemoryCluster:
         label_selector: str | None = None,
         field_selector: str | None = None,
     ) -> dict[str, Any]:
+        held = self._held.get(resource)
+        if held is not None:
+            await held.wait()
         matches = field_matcher(field_selector)
         items = [obj for obj in self.objects(resource) if matches(obj)]
         return {"metadata": {"resourceVersion": str(self._version)}, "items": items}

@@ -14,6 +14,13 @@ without a cluster change nothing would move them before the 5-minute flush,
 which would only repeat the same verdict. ``max_seconds`` of simulated time
 bounds a pod that keeps failing with an error.
 
+Pods are listed last, once every other informer has synced: the snapshot
+is one point in time, so a pod's PreEnqueue checks (its ResourceClaims,
+say) see what the snapshot holds, as they do in a scheduler that has been
+running for a while, and the pods enter the queue in input order. (Listed
+alongside the rest, a pod whose claims had not arrived yet would be gated
+and queued again behind the pods without claims.)
+
 Plugins' start steps run after the informers' sync, as in the daemon (a
 failure is a ``SimulationError``); their listeners and workers do not.
 
@@ -38,6 +45,7 @@ from scheduler.config import ResolvedProfile, SchedulerConfiguration
 from scheduler.diagnostics import AttemptLog
 from scheduler.engine import Engine
 from scheduler.framework.registry import Registry
+from scheduler.kube.resources import PODS
 from scheduler.queue import QueueName
 from scheduler.simulate.clock import SimClock
 from scheduler.simulate.memory import MemoryCluster
@@ -109,9 +117,12 @@ class Simulation:
         stats = RunStats()
         cpu_started = time.process_time()
         async with asyncio.TaskGroup() as group:
+            self.cluster.hold(PODS)
             informers = group.create_task(engine.informer_factory.run(), name="informers")
             events = group.create_task(engine.event_sink.run(), name="events")
             status = group.create_task(engine.status_writer.run(), name="pod-status")
+            await self._all_but_pods_synced()
+            self.cluster.release(PODS)
             await engine.informer_factory.wait_synced()
             await self._start_plugins()
             synced_cpu, synced_wall = time.process_time(), time.perf_counter()
@@ -136,6 +147,17 @@ class Simulation:
         stats.simulated_seconds = self.clock.now()
         stats.binds = sum(1 for e in self.cluster.events if e.get("reason") == "Scheduled")
         return Outcome(self.cluster, engine.attempt_log, engine, stats)
+
+    async def _all_but_pods_synced(self) -> None:
+        """Until every informer but the pods' (including any requested
+        meanwhile) has synced."""
+        factory = self.engine.informer_factory
+        while True:
+            others = [i for i in factory.informers() if i.resource != PODS]
+            if all(i.has_synced for i in others):
+                return
+            for informer in others:
+                await informer.wait_synced()
 
     async def _start_plugins(self) -> None:
         """The plugins' start steps (a configuration to wait for), as the

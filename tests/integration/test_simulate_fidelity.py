@@ -14,7 +14,10 @@ or not, with the same ``PodScheduled`` reason and message, word for word)
 and on the same node. 3 seeds x 40 pods by default;
 ``PYSCHEDULER_FIDELITY_SEEDS`` asks for more. The AutoscaleEnforcer scenario
 (VM pods sized by their VirtualMachines, the plugin's ConfigMap in the
-snapshot) is compared the same way.
+snapshot) is compared the same way, and so is the DynamicResources one (the
+differential DRA test's claims plus claims from templates; the snapshot
+holds the slices, classes, claims and templates), where each allocated
+claim must also get the same devices.
 """
 
 from __future__ import annotations
@@ -26,7 +29,6 @@ import os
 import random
 import secrets
 from pathlib import Path
-from typing import Any
 
 import pytest
 from kubernetes_asyncio import client
@@ -35,6 +37,7 @@ from plugins.autoscale_enforcer import CONFIG_MAP_KEY
 from plugins.autoscale_enforcer.plugin import NAME as ENFORCER
 from scheduler.simulate.cli import main as simulate_main
 from tests.integration.conftest import Cluster, NodePool
+from tests.integration.test_differential_dra import Topology, topology
 from tests.support.builders import make_config_map, make_node, make_pod, make_vm
 from tests.support.differential import (
     Outcome,
@@ -44,7 +47,8 @@ from tests.support.differential import (
     delete_pods,
     disagreements,
 )
-from tests.support.kubeapi import condition, create_all, list_pods
+from tests.support.drabuilders import Obj, make_claim, pod_uses_claim
+from tests.support.kubeapi import condition, create_all, list_pods, read_json
 from tests.support.neonvm import GROUP, VERSION, install_neonvm_crds
 from tests.support.scheduler import running_scheduler, scheduler_config, unique_scheduler_name
 from tests.support.snapshot import kubectl_snapshot
@@ -54,7 +58,6 @@ from tests.support.workloads import generate
 SEEDS = int(os.environ.get("PYSCHEDULER_FIDELITY_SEEDS", "3"))
 PODS = 40
 SETTLE_TIMEOUT = 120.0
-Obj = dict[str, Any]
 
 
 def _ours(pod: Obj, namespace: str, scheduler_name: str) -> Obj:
@@ -249,4 +252,173 @@ async def test_simulate_matches_the_live_scheduler_with_autoscale_enforcer(
     finally:
         await core.delete_namespaced_config_map(config_map, ENFORCER_CONFIG_NAMESPACE)
     found = disagreements(sim, live) + node_differences(sim, live)
+    assert not found, "\n".join(line.replace("upstream", "live") for line in found)
+
+
+# ------------------------------------------------------------ DynamicResources
+DRA_NODES = 3
+DRA_SEED = 7
+TEMPLATE_PODS = {"tpl-small": 5, "tpl-big": 2}
+PLAIN_PODS = 3
+DRA_SNAPSHOT_KINDS = "nodes,pods,resourceslices,deviceclasses,resourceclaims,resourceclaimtemplates"
+# claim name -> (node, devices as driver/pool/device, pods it is reserved for)
+Allocations = dict[str, tuple[str, list[str], list[str]]]
+
+
+def _template(name: str, namespace: str, claim: Obj) -> Obj:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"spec": claim["spec"]},
+    }
+
+
+def _dra_workload(
+    devices: Topology, namespace: str, scheduler_name: str
+) -> tuple[list[Obj], list[Obj], list[Obj]]:
+    """(claims, claim templates, pods): the differential DRA test's claims,
+    one pod each; pods whose claims come from templates (one small device,
+    one big device), more of them than there are devices left; pods
+    without claims."""
+    claims, templates, pods = [], [], []
+    for pod_name, claim in devices.claims():
+        claim["metadata"]["namespace"] = namespace
+        claim["metadata"].pop("uid")
+        claims.append(claim)
+        pod = make_pod(pod_name, namespace).scheduler(scheduler_name).obj()
+        pods.append(pod_uses_claim(pod, "gpu", claim["metadata"]["name"]))
+    for prefix, device_class in (("tpl-small", devices.small), ("tpl-big", devices.big)):
+        claim = make_claim(prefix).request("r", device_class).obj()
+        templates.append(_template(prefix, namespace, claim))
+        for index in range(TEMPLATE_PODS[prefix]):
+            pod = make_pod(f"{prefix}-{index}", namespace).scheduler(scheduler_name).obj()
+            pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": prefix}]
+            pods.append(pod)
+    for index in range(PLAIN_PODS):
+        pods.append(make_pod(f"plain-{index}", namespace).scheduler(scheduler_name).obj())
+    return claims, templates, pods
+
+
+def _live_allocation(claim: Obj) -> tuple[str, list[str], list[str]]:
+    status = claim.get("status") or {}
+    allocation = status.get("allocation") or {}
+    results = (allocation.get("devices") or {}).get("results") or ()
+    node = ""
+    for term in (allocation.get("nodeSelector") or {}).get("nodeSelectorTerms") or ():
+        for expression in term.get("matchFields") or ():
+            if expression.get("key") == "metadata.name" and expression.get("values"):
+                node = expression["values"][0]
+    devices = [f"{r['driver']}/{r['pool']}/{r['device']}" for r in results]
+    return node, devices, [r["name"] for r in status.get("reservedFor") or ()]
+
+
+async def _simulated_allocations(
+    path: Path, config: Path, seed: int, namespace: str
+) -> Allocations:
+    out = io.StringIO()
+    argv = [str(path), "--config", str(config), "--seed", str(seed), "-o", "json", "--quiet"]
+    code = await asyncio.to_thread(simulate_main, argv, out)
+    assert code == 0
+    found: Allocations = {}
+    for allocation in json.loads(out.getvalue())["allocations"]:
+        claim_namespace, _, name = allocation["claim"].partition("/")
+        if claim_namespace == namespace:
+            found[name] = (allocation["node"], allocation["devices"], allocation["reserved_for"])
+    return found
+
+
+async def _live_allocations(api: client.ResourceV1Api, namespace: str) -> Allocations:
+    listed = await read_json(
+        await api.list_namespaced_resource_claim(namespace, _preload_content=False)
+    )
+    return {
+        claim["metadata"]["name"]: _live_allocation(claim)
+        for claim in listed["items"]
+        if (claim.get("status") or {}).get("allocation")
+    }
+
+
+async def _claims_generated(core: client.CoreV1Api, namespace: str) -> bool:
+    """The resourceclaim controller has made every template pod's claim."""
+    for pod in await list_pods(core, namespace):
+        wanted = {
+            entry["name"]
+            for entry in pod["spec"].get("resourceClaims") or ()
+            if entry.get("resourceClaimTemplateName")
+        }
+        made = {
+            entry["name"]
+            for entry in (pod.get("status") or {}).get("resourceClaimStatuses") or ()
+            if entry.get("resourceClaimName")
+        }
+        if wanted - made:
+            return False
+    return True
+
+
+@pytest.mark.timeout(600)
+async def test_simulate_matches_the_live_scheduler_with_dynamic_resources(
+    control_plane: Cluster,
+    kube: client.ApiClient,
+    namespace: str,
+    nodes: NodePool,
+    tmp_path: Path,
+) -> None:
+    """The differential DRA workload (counts, selectors, matchAttribute,
+    prioritized lists, device taints) plus claims from templates, all pods
+    pending before either run: per pod the same outcome, message and node,
+    per claim the same devices, through simulate (snapshot with the slices,
+    classes, claims and templates) and live, with the same seed."""
+    plane = control_plane.require_plane()
+    core = client.CoreV1Api(kube)
+    api = client.ResourceV1Api(kube)
+    name = unique_scheduler_name()
+    config = tmp_path / "config.yaml"
+    config.write_text(scheduler_config(name))
+    names = [await nodes.create(make_node(f"dra-fid-{i}").obj()) for i in range(DRA_NODES)]
+    async with topology(api, names, "fid") as devices:
+        claims, templates, pods = _dra_workload(devices, namespace, name)
+        for claim in claims:
+            await api.create_namespaced_resource_claim(namespace, claim)
+        for template in templates:
+            await api.create_namespaced_resource_claim_template(namespace, template)
+        for pod in pods:
+            await core.create_namespaced_pod(namespace, pod)
+        await eventually(
+            lambda: _claims_generated(core, namespace),
+            timeout=SETTLE_TIMEOUT,
+            what="the template pods' claims generated",
+        )
+        path = await asyncio.to_thread(
+            kubectl_snapshot,
+            plane.binary,
+            plane.kubeconfig,
+            tmp_path / "snapshot.yaml",
+            DRA_SNAPSHOT_KINDS,
+        )
+        sim = await simulated(path, config, DRA_SEED, namespace)
+        sim_allocations = await _simulated_allocations(path, config, DRA_SEED, namespace)
+        assert len(sim) == len(pods)
+        # Not vacuous: claims allocated on several nodes, and some pods refused.
+        assert len({node for node, _, _ in sim_allocations.values()}) > 1
+        assert any(not o.node for o in sim.values())
+        async with running_scheduler(
+            plane.kubeconfig, name, config_text=config.read_text(), rng=random.Random(DRA_SEED)
+        ):
+            settled = await eventually(
+                lambda: _settled(core, namespace, len(pods)),
+                timeout=SETTLE_TIMEOUT,
+                what="every DRA pod bound or told why not",
+            )
+        live = {pod["metadata"]["name"]: _live_outcome(pod) for pod in settled}
+        live_allocations = await _live_allocations(api, namespace)
+        await delete_pods(core, namespace)
+    found = disagreements(sim, live) + node_differences(sim, live)
+    for claim_name in sorted(set(sim_allocations) | set(live_allocations)):
+        ours, theirs = sim_allocations.get(claim_name), live_allocations.get(claim_name)
+        if ours != theirs:
+            found.append(
+                f"claim {claim_name}: simulate allocated {ours}, the live scheduler {theirs}"
+            )
     assert not found, "\n".join(line.replace("upstream", "live") for line in found)

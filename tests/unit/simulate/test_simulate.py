@@ -15,6 +15,7 @@ from scheduler.simulate.edits import add_nodes, cordon, remove_node
 from scheduler.simulate.report import Report, as_yaml, build_report
 from scheduler.simulate.snapshot import Snapshot, load_text, snapshot_time
 from tests.support.builders import PodBuilder, make_node, make_pod
+from tests.support.drabuilders import make_claim, make_class, make_slice, pod_uses_claim
 
 Obj = dict[str, Any]
 Edit = Callable[[Snapshot], object]
@@ -155,3 +156,17 @@ def test_timestamps_stay_strings_and_the_run_is_dated_by_its_snapshot() -> None:
     bound = outcome.cluster.get(PODS, "default/p")
     assert bound is not None
     assert bound["status"]["conditions"][0]["lastTransitionTime"] == "2026-01-02T03:04:05Z"
+
+
+def test_pods_enter_the_queue_in_input_order_even_with_claims() -> None:
+    """The pod with a claim comes first in the snapshot and takes the only
+    pod slot: its claim is known when it is queued, so it is not gated
+    behind the pod without claims (as it is not live, on a running cluster)."""
+    node = make_node("gpu-node").capacity(cpu="4", memory="8Gi", pods="1").obj()
+    device_class = make_class("gpu").driver("driver-a").obj()
+    devices = make_slice("gpu-node-slice").node("gpu-node").device("gpu-0").obj()
+    claim = make_claim("gpu-claim").request("r", "gpu").obj()
+    with_claim = pod_uses_claim(pod("a-gpu").obj(), "gpu", "gpu-claim")
+    report, _ = run([node, device_class, devices, claim, with_claim, pod("b-plain").obj()])
+    assert placements(report) == {"default/a-gpu": "gpu-node", "default/b-plain": "Unschedulable"}
+    assert [a.devices for a in report.allocations] == [["driver-a/pool-1/gpu-0"]]
