@@ -23,9 +23,7 @@ files removed before it exits.
 from __future__ import annotations
 
 import json
-import signal
 import sys
-import time
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -33,17 +31,16 @@ from typing import Any
 from examples.demo import (
     DEMO_OPEN_PATHS,
     DemoError,
-    _interrupt,
+    drive,
     http_get,
     items,
     kubectl,
     say,
-    stop_scheduler,
     table,
     wait_for,
     wait_ready,
 )
-from localcluster import ControlPlane, ControlPlaneOptions
+from localcluster import ControlPlane
 from localcluster.cluster import free_port
 from localcluster.process import ComponentProcess
 
@@ -208,31 +205,7 @@ def _verdict(asked: Obj, permit: Obj) -> str:
 
 
 def main() -> int:
-    signal.signal(signal.SIGTERM, _interrupt)
-    signal.signal(signal.SIGINT, _interrupt)
-    began = time.monotonic()
-    plane = ControlPlane(ControlPlaneOptions(controller_manager=False))
-    processes: list[ComponentProcess] = []
-    code = 0
-    try:
-        run(plane, processes)
-    except KeyboardInterrupt:
-        say("\ninterrupted")
-        code = 130
-    except DemoError as error:
-        say(f"\ndemo failed: {error}")
-        for process in processes:
-            say(f"--- {process.name} log (last lines) ---\n{process.tail(30)}")
-        code = 1
-    finally:
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        say("Teardown")
-        for process in reversed(processes):
-            stop_scheduler(process)
-        plane.stop()
-        say(f"  control plane stopped; demo took {time.monotonic() - began:.1f}s")
-    return code
+    return drive(run)
 
 
 if __name__ == "__main__":

@@ -518,7 +518,11 @@ def _interrupt(signum: int, _frame: FrameType | None) -> None:
     raise KeyboardInterrupt(signal.Signals(signum).name)
 
 
-def main() -> int:
+Steps = Callable[[ControlPlane, list[ComponentProcess]], None]
+
+
+def drive(steps: Steps) -> int:
+    """Run a demo's steps on a fresh control plane; the teardown always runs."""
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGINT, _interrupt)  # even if started with SIGINT ignored
     began = time.monotonic()
@@ -526,7 +530,7 @@ def main() -> int:
     processes: list[ComponentProcess] = []
     code = 0
     try:
-        run(plane, processes)
+        steps(plane, processes)
     except KeyboardInterrupt:
         say("\ninterrupted")
         code = 130
@@ -545,6 +549,10 @@ def main() -> int:
         plane.stop()
         say(f"  control plane stopped; demo took {time.monotonic() - began:.1f}s")
     return code
+
+
+def main() -> int:
+    return drive(run)
 
 
 if __name__ == "__main__":
