@@ -9,33 +9,21 @@ or numbers of seconds.
 
 from __future__ import annotations
 
-import re
-
 from pydantic import BaseModel, ConfigDict, field_serializer, field_validator
 from pydantic.alias_generators import to_camel
 
+from scheduler.framework.durations import format_duration, parse_duration
+
 DEFAULT_FILTER_TIMEOUT = 10.0
 DEFAULT_BINDING_TIMEOUT = 600.0
-_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
-_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 def _seconds(value: object) -> float:
     if isinstance(value, int | float):
         return float(value)
-    if not isinstance(value, str) or not value:
+    if not isinstance(value, str):
         raise ValueError(f"invalid duration {value!r}")
-    if value == "0":
-        return 0.0
-    total, position = 0.0, 0
-    for match in _PART.finditer(value):
-        if match.start() != position:
-            break
-        total += float(match[1]) * _UNITS[match[2]]
-        position = match.end()
-    if position != len(value):
-        raise ValueError(f"invalid duration {value!r}: expected a number with a unit (10s, 1m)")
-    return total
+    return parse_duration(value)
 
 
 class DynamicResourcesArgs(BaseModel):
@@ -49,7 +37,7 @@ class DynamicResourcesArgs(BaseModel):
     @field_serializer("filter_timeout", "binding_timeout")
     def _as_go_duration(self, value: float) -> str:
         """Dumped as upstream writes them (``10s``), so a dump is valid upstream input."""
-        return f"{value:g}s"
+        return format_duration(value)
 
     @field_validator("filter_timeout", "binding_timeout", mode="before")
     @classmethod

@@ -7,7 +7,6 @@ registry and returns one ``ResolvedProfile`` per profile. Every error is a
 ``ConfigError`` naming the field path of each problem.
 """
 
-from scheduler.config.durations import parse_duration
 from scheduler.config.errors import ConfigError
 from scheduler.config.loading import load_config, parse_config
 from scheduler.config.model import (
@@ -36,6 +35,7 @@ from scheduler.config.profiles import (
     points_of_classes,
     resolve_profiles,
 )
+from scheduler.framework.durations import parse_duration
 
 __all__ = [
     "ALL_PLUGINS",

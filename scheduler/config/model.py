@@ -35,8 +35,8 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
-from scheduler.config.durations import format_duration, parse_duration
 from scheduler.config.errors import FieldProblems, Problem
+from scheduler.framework.durations import format_duration, parse_duration
 from scheduler.framework.interfaces import EXTENSION_POINT_CLASSES, ExtensionPoint
 
 API_GROUP = "kubescheduler.config.k8s.io"
