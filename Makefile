@@ -13,7 +13,7 @@ venv: $(STAMP)
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[test,lint]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[test,lint,bench]'
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
@@ -53,7 +53,6 @@ demo: venv controlplane
 # e.g. make bench BENCH_ARGS="--workload scale"
 # Then simulate's pure decision throughput on the same workload (no API server).
 bench: venv controlplane
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[bench]'
 	PYTHONPATH=. $(BIN)/python -m bench.run $(BENCH_ARGS)
 	PYTHONPATH=. $(BIN)/python -m bench.simulate $(SIM_BENCH_ARGS)
 

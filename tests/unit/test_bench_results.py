@@ -195,7 +195,6 @@ def test_result_files_and_markdown(tmp_path: Path) -> None:
 
 
 def test_the_plot_is_written_with_matplotlib(tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib")
     write(_doc(), tmp_path, "custom-backlog")
     assert (tmp_path / "custom-backlog.png").read_bytes()[:4] == b"\x89PNG"
 
