@@ -12,7 +12,8 @@ CRDs, ``--nodes`` nodes and pyscheduler with AutoscaleEnforcer enabled, then:
 
 The agents run in a process of their own (``storm_process``), so their
 latencies are not inflated by this harness creating pods and polling the API
-server on its own event loop.
+server on its own event loop; their client is a lean synchronous loop
+(``Storm``), so its own CPU is not counted as the plugin's latency either.
 
 pyscheduler only: upstream kube-scheduler has no AutoscaleEnforcer. The
 harness shares the machine with what it measures, so figures are a floor.
@@ -25,10 +26,12 @@ import argparse
 import asyncio
 import contextlib
 import multiprocessing
+import selectors
+import socket
 import sys
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from multiprocessing.connection import Connection
 from multiprocessing.synchronize import Event as ProcessEvent
 from pathlib import Path
@@ -174,72 +177,162 @@ async def schedule(api: Api, first: int, count: int) -> float:
 
 
 class Storm:
-    """Simulated agents: ``rate`` v5.0 requests/s over the given VM pods."""
+    """Simulated agents: ``rate`` v5.0 requests/s over the given VM pods.
 
-    def __init__(self, url: str, pods: int, rate: int) -> None:
-        self.url, self.pods, self.rate = url, pods, rate
+    Synchronous and lean on purpose (one ``selectors`` loop, raw HTTP/1.1 over
+    keep-alive connections, bodies encoded once), so the client's own CPU
+    does not show up as agent-API latency: a real agent runs on another
+    machine. Each agent (VM pod) has its own connection, opened up front, and
+    one request in flight at most, as a real agent does. A latency runs from
+    writing the request to having read the whole response; a request due
+    while its agent still waits for an answer goes out once that answer is
+    in, and its latency counts from when it was due (the server's delay, not
+    hidden by the wait)."""
+
+    def __init__(self, host: str, port: int, pods: int, rate: int) -> None:
+        self.host, self.port, self.pods, self.rate = host, port, pods, rate
         self.latencies: list[tuple[float, float]] = []  # (sent at, seconds)
         self.codes: Counter[int] = Counter()
         self.sent = 0
-        self._stop = asyncio.Event()
+        self.queued = 0  # requests due while their agent still waited for an answer
+        self._selector = selectors.DefaultSelector()
+        self._agents = [self._connect(index) for index in range(pods)]
 
-    def stop(self) -> None:
-        self._stop.set()
+    def _connect(self, index: int) -> _Agent:
+        sock = socket.create_connection((self.host, self.port))
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setblocking(False)
+        agent = _Agent(sock, [self._request(index, size) for size in (1, 2)])
+        self._selector.register(sock, selectors.EVENT_READ, agent)
+        return agent
 
-    async def run(self) -> float:
-        """Send until stopped; returns the achieved requests per second."""
-        connector = aiohttp.TCPConnector(limit=256)
-        async with aiohttp.ClientSession(connector=connector) as session:
-            tasks: set[asyncio.Task[None]] = set()
-            started = time.monotonic()
-            while not self._stop.is_set():
-                target = started + self.sent / self.rate
-                delay = target - time.monotonic()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-                task = asyncio.create_task(self._one(session, self.sent))
-                tasks.add(task)
-                task.add_done_callback(tasks.discard)
+    def _request(self, index: int, size: int) -> bytes:
+        body = orjson.dumps(
+            {
+                "protoVersion": 7,
+                "pod": {"namespace": NAMESPACE, "name": f"vm-{index}-pod"},
+                "resources": {"vCPUs": size, "mem": f"{size}Gi"},
+                "computeUnit": {"vCPUs": 1, "mem": "1Gi"},
+                "metrics": {"loadAvg1M": 0.5},
+            }
+        )
+        head = (
+            f"POST / HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
+            "User-Agent: Go-http-client/1.1\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\nAccept-Encoding: gzip\r\n\r\n"
+        )
+        return head.encode() + body
+
+    def run(self, stopped: Callable[[], bool]) -> float:
+        """Send until ``stopped()`` (checked every 50 ms), then wait for the
+        answers in flight (up to 10 s); returns the achieved requests/s."""
+        started = time.perf_counter()
+        next_check = started
+        while True:
+            now = time.perf_counter()
+            if now >= next_check:
+                if stopped():
+                    break
+                next_check = now + 0.05
+            while started + self.sent / self.rate <= now:
+                n = self.sent
+                size = (n // self.pods) % 2  # grow to 2, shrink to 1, ...
+                agent = self._agents[n % self.pods]
+                if agent.in_flight:
+                    self.queued += 1
+                    agent.due.append((started + n / self.rate, size))
+                else:
+                    agent.send(size, time.perf_counter())
                 self.sent += 1
-            await asyncio.gather(*tasks)
-            return self.sent / (time.monotonic() - started)
+            wait = max(0.0, min(started + self.sent / self.rate, next_check) - now)
+            self._receive(wait)
+        achieved = self.sent / (time.perf_counter() - started)
+        deadline = time.perf_counter() + 10
+        while any(agent.in_flight for agent in self._agents) and time.perf_counter() < deadline:
+            self._receive(0.1)
+        self.codes[0] += sum(agent.in_flight + len(agent.due) for agent in self._agents)
+        return achieved
 
-    async def _one(self, session: aiohttp.ClientSession, n: int) -> None:
-        index = n % self.pods
-        size = 1 + (n // self.pods) % 2  # grow to 2, shrink to 1, ...
-        body = {
-            "protoVersion": 7,
-            "pod": {"namespace": NAMESPACE, "name": f"vm-{index}-pod"},
-            "resources": {"vCPUs": size, "mem": f"{size}Gi"},
-            "computeUnit": {"vCPUs": 1, "mem": "1Gi"},
-            "metrics": {"loadAvg1M": 0.5},
-        }
-        began = time.perf_counter()
+    def _receive(self, timeout: float) -> None:
+        """Read what arrived within ``timeout``; send what agents had queued."""
+        for key, _ in self._selector.select(timeout):
+            agent: _Agent = key.data
+            answered = agent.receive()
+            if answered is None:
+                continue
+            status, sent_at, seconds = answered
+            self.codes[status] += 1
+            if not status:  # closed by the server: this agent stops
+                self._selector.unregister(agent.sock)
+                agent.sock.close()
+                continue
+            self.latencies.append((sent_at, seconds))
+            if agent.due:
+                due, size = agent.due.pop(0)
+                agent.send(size, due)
+
+
+class _Agent:
+    """One agent's keep-alive connection, with at most one request in flight."""
+
+    __slots__ = ("began", "buffer", "due", "in_flight", "requests", "sent_at", "sock")
+
+    def __init__(self, sock: socket.socket, requests: list[bytes]) -> None:
+        self.sock = sock
+        self.requests = requests  # by size - 1
+        self.buffer = bytearray()
+        self.due: list[tuple[float, int]] = []  # (due at, size - 1) waiting to be sent
+        self.in_flight = False
+        self.began = 0.0
+        self.sent_at = 0.0
+
+    def send(self, size: int, since: float) -> None:
+        """Write the request for ``size`` (0: one unit, 1: two); its latency
+        counts from ``since`` (perf_counter)."""
+        self.sent_at = time.monotonic()  # CLOCK_MONOTONIC: comparable across processes
+        self.began = since
+        self.in_flight = True
+        self.sock.sendall(self.requests[size])  # small: fits the socket buffer
+
+    def receive(self) -> tuple[int, float, float] | None:
+        """(status, sent at, seconds) once a whole response is read; status 0
+        when the connection closed first; None while incomplete."""
         try:
-            async with session.post(self.url, data=orjson.dumps(body)) as response:
-                await response.read()
-                self.codes[response.status] += 1
-        except aiohttp.ClientError:
-            self.codes[0] += 1
-            return
-        self.latencies.append((time.monotonic(), time.perf_counter() - began))
+            data = self.sock.recv(65536)
+        except BlockingIOError:
+            return None
+        if not data:
+            self.in_flight = False
+            return 0, self.sent_at, 0.0
+        buffer = self.buffer
+        buffer += data
+        end = buffer.find(b"\r\n\r\n")
+        if end < 0:
+            return None
+        head = bytes(buffer[:end]).decode("latin-1").split("\r\n")
+        length = 0
+        for line in head[1:]:
+            name, _, value = line.partition(":")
+            if name.lower() == "content-length":
+                length = int(value)
+        if len(buffer) < end + 4 + length:
+            return None
+        seconds = time.perf_counter() - self.began
+        del buffer[: end + 4 + length]
+        self.in_flight = False
+        return int(head[0].split(" ")[1]), self.sent_at, seconds
 
 
-StormResult = tuple[float, int, dict[int, int], list[tuple[float, float]]]
+StormResult = tuple[float, int, int, dict[int, int], list[tuple[float, float]]]
 
 
-def storm_process(url: str, pods: int, rate: int, stop: ProcessEvent, out: Connection) -> None:
+def storm_process(
+    address: tuple[str, int], pods: int, rate: int, stop: ProcessEvent, out: Connection
+) -> None:
     """A ``Storm`` in a process of its own, until ``stop``; sends its result on ``out``."""
-    storm = Storm(url, pods, rate)
-
-    async def main() -> float:
-        running = asyncio.create_task(storm.run())
-        await asyncio.to_thread(stop.wait)
-        storm.stop()
-        return await running
-
-    achieved = asyncio.run(main())
-    out.send((achieved, storm.sent, dict(storm.codes), storm.latencies))
+    storm = Storm(*address, pods, rate)
+    achieved = storm.run(stop.is_set)
+    out.send((achieved, storm.sent, storm.queued, dict(storm.codes), storm.latencies))
 
 
 async def run(
@@ -295,7 +388,7 @@ async def run(
         receive, send = context.Pipe(duplex=False)
         agents = context.Process(
             target=storm_process,
-            args=(f"http://127.0.0.1:{agent_port}/", half, args.rate, stop, send),
+            args=(("127.0.0.1", agent_port), half, args.rate, stop, send),
             name="agents",
         )
         agents.start()
@@ -306,9 +399,12 @@ async def run(
         stop.set()
         result: StormResult = await asyncio.to_thread(receive.recv)
         agents.join()
-        achieved, sent, codes, latencies = result
+        achieved, sent, queued, codes, latencies = result
         print(f"VM pods during the storm: {args.vms - half} = {busy:.0f} pods/s")
-        print(f"agent requests: {sent} sent, {achieved:.0f}/s (asked {args.rate}/s); codes {codes}")
+        print(
+            f"agent requests: {sent} sent, {achieved:.0f}/s (asked {args.rate}/s); codes {codes}; "
+            f"{queued} due while their agent still waited"
+        )
         windows = (
             ("while scheduling", [s for t, s in latencies if t <= scheduled_at]),
             ("after scheduling", [s for t, s in latencies if t > scheduled_at]),

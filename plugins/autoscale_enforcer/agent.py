@@ -158,6 +158,11 @@ def migration_order(node: NodeState) -> Sequence[PodState]:
     return candidates
 
 
+def _first_to_migrate(node: NodeState) -> PodState | None:
+    order = migration_order(node)
+    return order[0] if order else None
+
+
 def handle_request(state: State, request: AgentInput, *, migration_allowed: bool) -> AgentOutcome:
     """Apply one agent request; raises ``RequestError`` or ``AgentRequestBug``,
     and then nothing has changed (not even the stored metrics)."""
@@ -166,9 +171,8 @@ def handle_request(state: State, request: AgentInput, *, migration_allowed: bool
         raise RequestError(404, "pod not found")
     node = state.nodes[pod.node]
 
-    order = migration_order(node)
-    at_top = bool(order) and order[0] is pod
-    should_migrate = at_top and too_much_pressure(node)
+    # The order (a sort of the node's pods) only matters under too much pressure.
+    should_migrate = too_much_pressure(node) and _first_to_migrate(node) is pod
     forced = pod.vm.always_migrate and pod.metrics is not None
     wants_migration = (should_migrate or forced) and not pod.migrating and migration_allowed
     # Tell the agent only once its migration object exists (the pod is migrating).
@@ -238,5 +242,4 @@ def choose_migration(state: State, node_name: str) -> PodState | None:
     node = state.nodes.get(node_name)
     if node is None or not too_much_pressure(node):
         return None
-    order = migration_order(node)
-    return order[0] if order else None
+    return _first_to_migrate(node)

@@ -126,6 +126,9 @@ class AutoscaleMetrics:
             "Agent API requests for known pods by HTTP status and node",
             ("code", "node"),
         )
+        # Children bound once per label set: every agent request counts here.
+        self._request_children: dict[int, Counter] = {}
+        self._result_children: dict[tuple[int, str], Counter] = {}
         self.migrations_created = counter("migrations_created", "Migrations created")
         self.migration_create_fails = counter(
             "migration_create_fails", "Failed attempts to create a migration"
@@ -143,3 +146,16 @@ class AutoscaleMetrics:
             "config_rejected", "ConfigMap updates rejected (the last good config stays)"
         )
         registry.register(NodeGauges(state, lock))
+
+    def count_request(self, status: int, node: str) -> None:
+        """One agent request answered ``status``; ``node`` is the pod's ("" if unknown)."""
+        child = self._request_children.get(status)
+        if child is None:
+            child = self._request_children[status] = self.requests.labels(str(status))
+        child.inc()
+        if node:
+            key = (status, node)
+            result = self._result_children.get(key)
+            if result is None:
+                result = self._result_children[key] = self.request_results.labels(str(status), node)
+            result.inc()

@@ -117,6 +117,9 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         # Pods Filter rejected for room: an agent shrinking a VM is no cluster
         # event, so they are woken here when room is freed. Bounded.
         self._waiting_for_room: dict[str, None] = {}
+        # A wake-up is queued on the event loop (set by the listener thread,
+        # cleared by the wake-up before it reads the waiting pods).
+        self._wake_queued = False
         services = handle.services
         services.http.listen(
             AGENT_LISTENER, args.agent_port, self._serve_agent, max_body_bytes=MAX_HTTP_BODY_SIZE
@@ -290,21 +293,33 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         if api is None:  # the daemon gates this; kept for direct callers
             return HttpResponse(503, "text/plain", b"not ready")
         answer = api.handle(request.method, request.body)
-        code = str(answer.status)
-        self._metrics.requests.labels(code).inc()
-        if answer.node:
-            self._metrics.request_results.labels(code, answer.node).inc()
+        self._metrics.count_request(answer.status, answer.node)
         outcome = answer.outcome
         after = None
-        if outcome is not None and (outcome.freed or outcome.wants_migration):
-            after = self._follow_up(outcome)
+        if outcome is not None:
+            wake = outcome.freed and self._queue_wake()
+            if wake or outcome.wants_migration:
+                after = self._follow_up(outcome, wake)
         return HttpResponse(answer.status, answer.content_type, answer.body, after)
 
-    def _follow_up(self, outcome: AgentOutcome) -> Callable[[], None]:
+    def _queue_wake(self) -> bool:
+        """Whether room freed by an agent must wake pods: only when Filter
+        turned some away for room and no wake-up is queued yet (that one will
+        see them). Called after the request's locked section: a pod Filter
+        rejected before it is already listed (Filter lists it under the lock);
+        a Filter after it saw the freed room. Most requests free room with no
+        pod waiting: no hand-off to the event loop then."""
+        if not self._waiting_for_room or self._wake_queued:
+            return False
+        self._wake_queued = True
+        return True
+
+    def _follow_up(self, outcome: AgentOutcome, wake: bool) -> Callable[[], None]:
         """What the request asks of the scheduler, to run on its event loop."""
 
         def run() -> None:
-            if outcome.freed:
+            if wake:
+                self._wake_queued = False  # before reading the waiting pods
                 self._wake_waiting()
             if outcome.wants_migration:
                 self._start_migration(outcome.pod_key)

@@ -126,10 +126,33 @@ def _uint(value: Any, limit: int) -> int:
     return value
 
 
+# Parsed quantities (strings and ints) by (type, value, milli, limit): agents
+# send the same few sizes ("2Gi", 1500m) over and over, and parsing one exactly
+# costs more than the rest of a request. Pure, so a bounded memo is safe
+# (cleared when full); refused values raise every time, never memoized.
+_QUANTITIES: dict[tuple[type, Any, bool, int], int] = {}
+_QUANTITY_MEMO_SIZE = 4096
+
+
 def _quantity(value: Any, *, milli: bool, limit: int) -> int:
     """A Kubernetes quantity (string or JSON number) in millis or units, rounded up."""
     if value is None:
         return 0
+    kind = type(value)
+    if kind is not str and kind is not int:  # floats, bools, containers: not memoized
+        return _parse_quantity(value, milli=milli, limit=limit)
+    key = (kind, value, milli, limit)
+    known = _QUANTITIES.get(key)
+    if known is not None:
+        return known
+    parsed = _parse_quantity(value, milli=milli, limit=limit)
+    if len(_QUANTITIES) >= _QUANTITY_MEMO_SIZE:
+        _QUANTITIES.clear()
+    _QUANTITIES[key] = parsed
+    return parsed
+
+
+def _parse_quantity(value: Any, *, milli: bool, limit: int) -> int:
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise _bad()
     if isinstance(value, float) and not math.isfinite(value):

@@ -457,6 +457,42 @@ async def test_an_agent_shrinking_a_vm_wakes_pods_rejected_for_room() -> None:
     assert activated == ["default/waiting"]
 
 
+async def test_freed_room_is_handed_to_the_event_loop_only_when_pods_wait() -> None:
+    plugin, handle = await started()
+    activated: list[str] = []
+    handle.activate = lambda pods: activated.extend(p.key for p in pods)  # type: ignore[attr-defined]
+    handle.informers.put("virtualmachines", make_vm("vm").cpus(1, 8, 7).memory_slots(1, 8, 7).obj())
+    handle.informers.put("pods", vm_pod("vm-pod", "vm", node="n1"))
+    (listener,) = handle.services.listeners
+
+    def ask(cpus: int, mem: int) -> HttpResponse:
+        body = {"protoVersion": 2, "pod": {"namespace": "default", "name": "vm-pod"}}
+        body |= {"resources": {"vCPUs": cpus, "mem": mem}, "metrics": None}
+        response = listener.handler(HttpRequest("POST", "/", orjson.dumps(body)))
+        assert response.status == 200
+        return response
+
+    assert ask(6, 6).after is None  # room freed, nobody waiting: no hand-off
+    waiting = plain_pod("waiting", cpu="4", memory="1Gi")
+    handle.informers.put("pods", waiting)
+    node = make_node("n1").allocatable(cpu="8", memory="8Gi").obj()
+    info = node_info(node, vm_pod("vm-pod", "vm", node="n1"))
+    assert plugin.filter(CycleState(), pod(waiting), info) is not None
+    first = ask(5, 5).after
+    assert first is not None
+    assert ask(4, 4).after is None  # a wake-up is already queued: it will see the pod
+    first()
+    assert activated == ["default/waiting"]
+    assert ask(3, 3).after is None  # woken: nobody waits any more
+    big = plain_pod("big", cpu="8")
+    handle.informers.put("pods", big)
+    assert plugin.filter(CycleState(), pod(big), info) is not None
+    again = ask(2, 2).after
+    assert again is not None
+    again()
+    assert activated == ["default/waiting", "default/big"]
+
+
 # ---------------------------------------------------------------- migration
 async def run_worker_until_idle(handle: FakeHandle) -> None:
     ((_, work),) = handle.services.workers
