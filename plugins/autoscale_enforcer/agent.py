@@ -14,10 +14,13 @@ protocol module has already turned wire units into millicores and bytes):
   The compute unit is a multiple of it, so whole units up from a reservation
   on that grid stay on it. A reservation off the grid (set by a finer
   version, e.g. bytes from v4.0, and now raised by an agent speaking slots)
-  is first rounded up to the grid: an increase never answers less than the
-  old reservation, and the agent could not hold a fraction of a slot anyway.
-  That rounding may take the node up to one grain (one slot, one vCPU) above
-  its total when it is full: the only increase not bounded by the room;
+  is first rounded up to the grid when the node has room for that: an
+  increase never answers less than the old reservation (the reference's
+  promise; agents reject a permit below what the VM uses, or zero), and the
+  agent could not hold a fraction of a slot anyway. Without that room (and
+  no ``lastPermit`` covering it) no answer keeps every promise, so the
+  request is refused (400, nothing changed; a decrease is always accepted):
+  no granted increase ever takes a node above its total;
 - the pod's start-up buffer is cleared: the agent has told us what it uses;
 - the outcome is checked before it is committed: no permit field is zero,
   above the request, (for an increase) below the old reservation, or not
@@ -25,7 +28,9 @@ protocol module has already turned wire units into millicores and bytes):
   violation raises ``AgentRequestBug`` and leaves the state as it was.
 
 ``RequestError`` carries the documented 4xx answers (unknown pod, migrating
-pod changing size, request not a multiple of the compute unit).
+pod changing size, request not a multiple of the compute unit, an increase
+from a reservation off the request's grid on a node with no room to round it
+up).
 
 Migration: a request from the pod to move asks for its migration
 (``wants_migration``; the adapter creates the VirtualMachineMigration);
@@ -91,6 +96,10 @@ def _round_up(value: int, step: int) -> int:
     return -(-value // step) * step if step > 1 else value
 
 
+class _OffGrid(Exception):
+    """The reservation is off the request's grid and rounding it up does not fit."""
+
+
 def _grant(
     requested: int,
     reserved: int,
@@ -99,6 +108,7 @@ def _grant(
     force_minimum: int,
     *,
     grain: int = 1,
+    grow: bool = True,
 ) -> tuple[int, int]:
     """(new reservation, pressure) for one resource; ``remaining`` is the
     node's free room (total minus everything reserved, this pod included).
@@ -107,13 +117,20 @@ def _grant(
     multiples of ``grain`` (what the version can express). An increase starts
     from the reservation rounded up to ``grain`` and adds whole units (whole
     grains too: the node's unit always is one) while they fit, so every
-    answer is a multiple of ``grain``."""
+    answer is a multiple of ``grain``; ``grow`` False adds none (a migrating
+    pod). Raises ``_OffGrid`` when the rounding itself does not fit the room
+    and ``force_minimum`` does not cover it: no answer is both on the grid,
+    at least the old reservation and within the node's total."""
     if requested <= reserved:
         return requested, 0
     base = _round_up(reserved, grain)  # <= requested: requested is on the grid
-    room = max(0, reserved + remaining - base)
-    step = math.lcm(unit, grain) if unit > 0 else grain
-    most = base + (room // step) * step
+    room = reserved + remaining - base
+    if room < 0 and force_minimum < base:
+        raise _OffGrid
+    most = base
+    if grow and room > 0:
+        step = math.lcm(unit, grain) if unit > 0 else grain
+        most = base + (room // step) * step
     most = max(most, force_minimum)
     if requested > most:
         return most, requested - most
@@ -194,15 +211,32 @@ def handle_request(state: State, request: AgentInput, *, migration_allowed: bool
     last = request.last_permit or ZERO
     grain, reserved = request.granularity, pod.reserved
     if migrate:  # no increase: the request is held at the reservation (on the grid)
-        cpu = _grant(requested.cpu, reserved.cpu, 0, 0, 0, grain=grain.cpu)
-        mem = _grant(requested.mem, reserved.mem, 0, 0, 0, grain=grain.mem)
-    else:
+        last = ZERO
+    try:
         cpu = _grant(
-            requested.cpu, reserved.cpu, remaining.cpu, request.unit.cpu, last.cpu, grain=grain.cpu
+            requested.cpu,
+            reserved.cpu,
+            remaining.cpu,
+            request.unit.cpu,
+            last.cpu,
+            grain=grain.cpu,
+            grow=not migrate,
         )
         mem = _grant(
-            requested.mem, reserved.mem, remaining.mem, request.unit.mem, last.mem, grain=grain.mem
+            requested.mem,
+            reserved.mem,
+            remaining.mem,
+            request.unit.mem,
+            last.mem,
+            grain=grain.mem,
+            grow=not migrate,
         )
+    except _OffGrid:
+        raise RequestError(
+            400,
+            f"cannot grant increase: reservation {_show(reserved)} is finer than the "
+            "protocol version can express and the node has no room to round it up",
+        ) from None
     permit = Amounts(cpu[0], mem[0])
     _check_permit(requested, pod.reserved, permit, request.granularity)
     new = dataclasses.replace(

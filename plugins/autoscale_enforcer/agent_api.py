@@ -14,6 +14,7 @@ answers ``(status, content type, body)``:
 | 404 | pod unknown or not a VM pod | ``pod not found`` |
 | 400 | migrating pod asks to change size | ``cannot change resources: ...`` |
 | 400 | not whole compute units (before v4.0) | ``requested resources ... do not divide ...`` |
+| 400 | increase, reservation off the grid, no room to round up | ``cannot grant increase: ...`` |
 | 500 | a bug caught before anything changed | ``internal error: ...`` |
 | 200 | the permit, in the request's version | JSON ``PluginResponse`` |
 

@@ -22,9 +22,7 @@ Invariants (``check_invariants`` proves them in tests):
   node's sums stay exact; arithmetic on remaining room saturates at zero;
 - ``reserved`` may exceed ``total`` only through events the plugin does not
   decide (pods bound by others, a node shrinking, start-up buffers, an
-  agent's ``lastPermit``), never through ``reserve`` or a granted increase
-  (but for rounding a reservation up to the whole vCPU or slot of an agent
-  that switched to a coarser protocol version: less than one grain).
+  agent's ``lastPermit``), never through ``reserve`` or a granted increase.
 
 ``fits``/``what_if`` answer Filter and Score without changing anything;
 ``reserve``/``unreserve`` are symmetric and idempotent: ``unreserve`` drops

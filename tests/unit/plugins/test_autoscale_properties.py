@@ -3,9 +3,9 @@
 Any sequence of agent requests, pod events, VM resizes, node changes and
 config updates keeps every node counter equal to its pods' sum (so never
 negative), and the plugin's own decisions (Reserve, a granted increase)
-never take a node's reservation above its total, except by rounding a
-reservation up to the grid of a coarser protocol version (less than one
-grain). Every permit is expressible in the request's version."""
+never take a node's reservation above its total (an increase that would
+have to round a reservation up to a coarser version's grid without room for
+it is refused). Every permit is expressible in the request's version."""
 
 from __future__ import annotations
 
@@ -142,7 +142,7 @@ def _agent(state: State, op: tuple[Any, ...]) -> None:
         base = _up(old, step)  # the reservation on the version's grid
         grew = value > old
         forced = last_permit is not None and value <= getattr(last_permit, attr)
-        if grew and not forced and value > base:
+        if grew and not forced:
             assert getattr(node.reserved, attr) <= getattr(node.total, attr), (attr, node)
         partial = value < getattr(resources, attr)
         if grew and partial and not forced:  # partial grants are whole compute units

@@ -442,14 +442,6 @@ V4_BYTE = body(
             id="1 byte then v1.1 partial grant: whole slots, not 1 GiB + 1 byte",
         ),
         pytest.param(
-            (3, 8),
-            [
-                (V4_BYTE, {"vCPUs": 1, "mem": 1}),
-                (body(protoVersion=2, resources={"vCPUs": 1, "mem": 5}), {"vCPUs": 1, "mem": 1}),
-            ],
-            id="1 byte then v1.1 on a full node: rounded up to one slot, never 0",
-        ),
-        pytest.param(
             (5.5, 0),
             [
                 (body(protoVersion=3, resources={"vCPUs": "1500m", "mem": 2}), None),
@@ -479,6 +471,20 @@ def test_endpoint_mixed_version_sequences(
         if permit is not None:
             assert orjson.loads(answer.body)["permit"] == permit
         state.check_invariants()
+
+
+def test_endpoint_refuses_an_increase_it_cannot_round_up_to_the_version() -> None:
+    """1 byte (v4.0), then v1.1 asks 5 slots on a full node: one slot would
+    take the node above its total and 0 slots is no permit, so 400."""
+    state = vm_state((3, 8))
+    assert api(state).handle("POST", V4_BYTE).status == 200
+    before = repr(state.nodes), repr(state.pods)
+    answer = api(state).handle(
+        "POST", body(protoVersion=2, resources={"vCPUs": 1, "mem": 5}, metrics=None)
+    )
+    assert (answer.status, answer.content_type) == (400, "text/plain")
+    assert answer.body.startswith(b"cannot grant increase: reservation {cpu: 1000m, mem: 1}")
+    assert (repr(state.nodes), repr(state.pods)) == before
 
 
 @pytest.mark.parametrize(

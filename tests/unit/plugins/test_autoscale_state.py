@@ -292,15 +292,6 @@ def case(id_: str, **fields: Any) -> Any:
             pressure=(0, 3),
         ),
         case(
-            "slots after bytes: full node, reservation rounded up to one slot",
-            reserved=(1, BYTE),
-            others=(3, 8),
-            requested=(1, 5),
-            grain=SLOTS,
-            permit=(1, 1),
-            pressure=(0, 4),
-        ),
-        case(
             "slots after bytes: lastPermit still honoured",
             reserved=(1, BYTE),
             others=(3, 8),
@@ -351,6 +342,84 @@ def test_agent_request(c: Case) -> None:
     assert node.reserved == node_before.minus(amounts(*c.reserved)) + amounts(*c.permit)
     assert node.pressure == amounts(*c.pressure)
     assert node.buffer == ZERO
+    state.check_invariants()
+
+
+class OffGrid(NamedTuple):
+    """An increase from a reservation the request's version cannot express,
+    on a node of 8 CPU / 8 GiB (whole-unit shorthand); ``permit`` None: refused."""
+
+    reserved: tuple[float, float]
+    others: tuple[float, float]
+    requested: tuple[float, float]
+    grain: Amounts
+    permit: tuple[float, float] | None
+    last_permit: Amounts | None = None
+
+
+@pytest.mark.parametrize(
+    "c",
+    [
+        pytest.param(
+            OffGrid((1.5, 2), (6.5, 0), (4, 2), WHOLE, None),
+            id="1.5 vCPU, node full, v1.x asks 4: refused (2 would exceed the total)",
+        ),
+        pytest.param(
+            OffGrid((1.5, 2), (6.2, 0), (4, 2), WHOLE, None),
+            id="1.5 vCPU, 0.3 free, v1.x asks 4: refused (rounding needs 0.5)",
+        ),
+        pytest.param(
+            OffGrid((1.5, 2), (6, 0), (4, 2), WHOLE, (2, 2)),
+            id="1.5 vCPU, exactly 0.5 free: rounded up to 2, node exactly full",
+        ),
+        pytest.param(
+            OffGrid((1.5, 2), (5, 0), (4, 2), WHOLE, (3, 2)),
+            id="1.5 vCPU, 1.5 free: 2 then one whole vCPU more",
+        ),
+        pytest.param(
+            OffGrid((1, BYTE), (3, 8), (1, 5), SLOTS, None),
+            id="1 byte, memory full, v2.x asks 5 slots: refused (never 0, never above)",
+        ),
+        pytest.param(
+            OffGrid((1, BYTE), (3, 8 - 2 * BYTE), (1, 5), SLOTS, None),
+            id="1 byte, 2 bytes free, v2.x asks 5 slots: refused",
+        ),
+        pytest.param(
+            OffGrid((1, BYTE), (3, 7), (1, 5), SLOTS, (1, 1)),
+            id="1 byte, 1 GiB free: rounded up to one slot",
+        ),
+        pytest.param(
+            OffGrid((1, BYTE), (3, 8), (1, 5), SLOTS, (1, 3), last_permit=amounts(1, 3)),
+            id="1 byte, memory full, lastPermit 3 slots: honoured as ever",
+        ),
+        pytest.param(
+            OffGrid((1.5, 2), (6.5, 0), (1, 1), WHOLE, (1, 1)),
+            id="1.5 vCPU, node full, v1.x shrinks to 1: a decrease is always exact",
+        ),
+        pytest.param(
+            OffGrid((1.5, 2), (6.5, 0), (2, 3), WHOLE, None),
+            id="memory increase fits but cpu must round up and cannot: whole request refused",
+        ),
+    ],
+)
+def test_an_increase_off_the_grid_never_takes_the_node_above_its_total(c: OffGrid) -> None:
+    state = state_with_node(8, 8)
+    state.observe_pod("default/other", "uo", "n1", amounts(*c.others), None)
+    with_vm_pod(state, "default/vm", amounts(*c.reserved), max_=(8, 8))
+    before = repr(state.nodes), repr(state.pods)
+    ask = request("default/vm", amounts(*c.requested), grain=c.grain, last_permit=c.last_permit)
+    if c.permit is None:
+        with pytest.raises(RequestError) as caught:
+            handle_request(state, ask, migration_allowed=False)
+        assert caught.value.status == 400
+        assert caught.value.message.startswith("cannot grant increase: reservation {cpu: ")
+        assert (repr(state.nodes), repr(state.pods)) == before
+        return
+    outcome = handle_request(state, ask, migration_allowed=False)
+    assert outcome.permit == amounts(*c.permit)
+    node = state.nodes["n1"]
+    if c.last_permit is None:
+        assert node.reserved.fits_in(node.total), (node.reserved, node.total)
     state.check_invariants()
 
 
