@@ -1,16 +1,19 @@
 """Plugin listeners: a minimal HTTP/1.1 server on a thread of its own.
 
 ``ListenerThread`` serves one plugin listener (``PluginHttp.listen``) from a
-thread with its own event loop, so a busy scheduling cycle never delays the
-plugin's clients. ``start`` (on the daemon's loop) returns once the port is
-bound, or raises the bind error; ``stop`` closes the port and every
-connection and joins the thread. Nothing else touches the thread's loop.
+thread with its own ``selectors`` loop, so a busy scheduling cycle never
+delays the plugin's clients. ``start`` (on the daemon's loop) returns once
+the port is bound, or raises the bind error; ``stop`` closes the port and
+every connection and joins the thread. Nothing else touches the thread's
+sockets.
 
-Why not aiohttp here: the handlers are synchronous and the bodies tiny, and
-on this thread every microsecond of CPU is GIL taken from the scheduling
-cycle. aiohttp's web layer costs about 2.5 times the CPU of this protocol per
-request (a micro-benchmark on the project machine: ~1.1 k vs ~2.7 k requests/s
-with the same client), which decides whether 1000 agent requests/s fit.
+Why not aiohttp, nor even asyncio, here: the handlers are synchronous and the
+bodies tiny, and on this thread every microsecond of CPU is GIL taken from
+the scheduling cycle (each GIL hand-off back costs up to the interpreter's
+switch interval). aiohttp's web layer costs about 2.5 times the CPU of this
+protocol per request; an asyncio loop and transports (a timer re-armed per
+read, handles per callback) cost more than the protocol itself. The loop
+here does, per request: one ``select`` wake-up, one ``recv``, one ``send``.
 
 On each request, in order: the ``gate`` (503 ``text/plain`` with its reason),
 then the handler with at most ``max_body_bytes`` of the body (the rest is read
@@ -36,7 +39,10 @@ import concurrent.futures
 import contextlib
 import http
 import logging
+import selectors
+import socket
 import threading
+import time
 from collections.abc import Callable
 
 from scheduler.framework.services import HttpHandler, HttpRequest, HttpResponse
@@ -45,6 +51,8 @@ log = logging.getLogger(__name__)
 
 MAX_HEAD_BYTES = 8192
 IDLE_SECONDS = 75.0
+SWEEP_SECONDS = 1.0  # how often idle connections are looked for
+BACKLOG = 1024
 _TEXT = "text/plain"
 
 # Why a listener refuses now (None: serve), given its ``leader_only``.
@@ -113,56 +121,110 @@ class _Head:
         self.close = "close" in tokens or (version == "HTTP/1.0" and "keep-alive" not in tokens)
 
 
-class _Connection(asyncio.Protocol):
-    """One client connection: requests parsed from the buffer, answered in order."""
+class _Connection:
+    """One client connection: requests parsed from the buffer, answered in order.
 
-    def __init__(self, listener: ListenerThread) -> None:
+    Output the socket does not take at once is kept and flushed when it is
+    writable (the loop asks ``wants_write``); ``close`` closes once flushed."""
+
+    __slots__ = (
+        "_buffer",
+        "_closing",
+        "_discard",
+        "_head",
+        "_listener",
+        "_out",
+        "_remote",
+        "last_active",
+        "sock",
+    )
+
+    def __init__(self, listener: ListenerThread, sock: socket.socket, remote: str) -> None:
         self._listener = listener
-        self._transport: asyncio.Transport | None = None
+        self.sock = sock
         self._buffer = bytearray()
+        self._out = bytearray()
         self._head: _Head | None = None
         self._discard = 0  # body bytes beyond the limit still to skip
-        self._idle: asyncio.TimerHandle | None = None
-        self._remote = ""
+        self._remote = remote
+        self._closing = False
+        self.last_active = time.monotonic()
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
-        peer = transport.get_extra_info("peername")
-        self._remote = str(peer[0]) if isinstance(peer, tuple) and peer else ""
-        self._listener.connections.add(self)
-        self._arm()
+    @property
+    def closed(self) -> bool:
+        return self.sock.fileno() < 0
 
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._listener.connections.discard(self)
-        if self._idle is not None:
-            self._idle.cancel()
-        self._transport = None
+    @property
+    def wants_write(self) -> bool:
+        return bool(self._out)
 
     def close(self) -> None:
-        if self._transport is not None:
-            self._transport.close()
+        """Close once what is written is flushed (at once if nothing is pending)."""
+        self._closing = True
+        if not self._out:
+            self._listener.forget(self)
 
-    def _arm(self) -> None:
-        if self._idle is not None:
-            self._idle.cancel()
-        self._idle = asyncio.get_running_loop().call_later(IDLE_SECONDS, self.close)
+    def abort(self) -> None:
+        self._out.clear()
+        self._closing = True
+        self._listener.forget(self)
+
+    def _write(self, data: bytes) -> None:
+        if self._out:
+            self._out += data
+            return
+        try:
+            sent = self.sock.send(data)
+        except BlockingIOError:
+            sent = 0
+        except OSError:
+            self.abort()
+            return
+        if sent < len(data):
+            self._out += data[sent:]
+            self._listener.watch(self)
+
+    def flush(self) -> None:
+        """The socket is writable: send what is pending."""
+        try:
+            sent = self.sock.send(self._out)
+        except BlockingIOError:
+            return
+        except OSError:
+            self.abort()
+            return
+        del self._out[:sent]
+        if not self._out:
+            if self._closing:
+                self._listener.forget(self)
+            else:
+                self._listener.watch(self)
+
+    def readable(self) -> None:
+        try:
+            data = self.sock.recv(65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self.abort()
+            return
+        self.data_received(data)
 
     def data_received(self, data: bytes) -> None:
-        self._arm()
+        self.last_active = time.monotonic()
         if self._discard:
             skipped = min(self._discard, len(data))
             self._discard -= skipped
             data = data[skipped:]
         self._buffer += data
-        while self._transport is not None and not self._transport.is_closing():
+        while not self._closing:
             if not self._step():
                 return
 
     def _step(self) -> bool:
         """Handle what the buffer holds; False when more bytes are needed."""
-        transport = self._transport
-        assert transport is not None
         buffer = self._buffer
         if self._head is None:
             end = buffer.find(b"\r\n\r\n")
@@ -180,7 +242,7 @@ class _Connection(asyncio.Protocol):
                 return False
             del buffer[: end + 4]
             if self._head.expect_continue and self._head.length:
-                transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+                self._write(b"HTTP/1.1 100 Continue\r\n\r\n")
         head = self._head
         limit = self._listener.max_body_bytes
         wanted = min(head.length, limit)
@@ -195,21 +257,34 @@ class _Connection(asyncio.Protocol):
         status, content_type, payload = self._listener.answer(
             head.method, head.path, body, self._remote
         )
-        transport.write(_response(status, content_type, payload, head.close))
+        self._write(_response(status, content_type, payload, head.close))
         if head.close:
-            transport.close()
+            self.close()
             return False
         return True
 
     def _fail(self, status: int, message: str) -> None:
-        transport = self._transport
-        assert transport is not None
-        transport.write(_response(status, _TEXT, message.encode(), close=True))
-        transport.close()
+        self._write(_response(status, _TEXT, message.encode(), close=True))
+        self.close()
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host`` (a name or address of either family;
+    empty: every address, dual-stack when the system has it)."""
+    if not host:
+        if socket.has_dualstack_ipv6():
+            return socket.create_server(
+                ("::", port), family=socket.AF_INET6, backlog=BACKLOG, dualstack_ipv6=True
+            )
+        host = "0.0.0.0"
+    family, _, _, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    return socket.create_server(address[:2], family=family, backlog=BACKLOG)
 
 
 class ListenerThread:
-    """One plugin listener served from its own thread and event loop."""
+    """One plugin listener served from its own thread and ``selectors`` loop."""
 
     def __init__(
         self,
@@ -227,10 +302,11 @@ class ListenerThread:
         self._host, self._port = host, port
         self._bound: concurrent.futures.Future[int] = concurrent.futures.Future()
         self._exited: concurrent.futures.Future[None] = concurrent.futures.Future()
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._daemon_loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self.connections: set[_Connection] = set()  # the thread's loop only
+        self._selector: selectors.BaseSelector | None = None
+        self._wake_send: socket.socket | None = None  # written by ``stop``
+        self.connections: set[_Connection] = set()  # the listener thread only
         self.port = 0
 
     # ------------------------------------------------ on the daemon's loop
@@ -244,38 +320,100 @@ class ListenerThread:
 
     async def stop(self) -> None:
         """Close the port and the connections, join the thread; idempotent."""
-        loop, thread = self._loop, self._thread
-        if loop is None or thread is None:
+        thread, wake = self._thread, self._wake_send
+        if thread is None:
             return
-        if not self._exited.done():
-            with contextlib.suppress(RuntimeError):  # its loop already closed
-                loop.call_soon_threadsafe(loop.stop)
-            await asyncio.wrap_future(self._exited)
+        if not self._exited.done() and wake is not None:
+            with contextlib.suppress(OSError):  # the thread already closed it
+                wake.send(b"x")
+        await asyncio.wrap_future(self._exited)
         thread.join()  # it has finished its last statement or is about to
 
     # ------------------------------------------------ on the listener thread
     def _main(self) -> None:
-        loop = self._loop = asyncio.new_event_loop()
         try:
-            server = loop.run_until_complete(
-                loop.create_server(lambda: _Connection(self), self._host, self._port)
-            )
+            server = _bind(self._host, self._port)
         except BaseException as error:
-            loop.close()
             self._bound.set_exception(error)
             self._exited.set_result(None)
             return
-        self._bound.set_result(int(server.sockets[0].getsockname()[1]))
+        selector = self._selector = selectors.DefaultSelector()
+        wake_receive, self._wake_send = socket.socketpair()
         try:
-            loop.run_forever()
-            server.close()
-            for connection in list(self.connections):
-                connection.close()
-            loop.run_until_complete(server.wait_closed())
-            loop.run_until_complete(asyncio.sleep(0))  # let connection_lost run
+            server.setblocking(False)
+            wake_receive.setblocking(False)
+            selector.register(server, selectors.EVENT_READ, None)
+            selector.register(wake_receive, selectors.EVENT_READ, wake_receive)
+            self._bound.set_result(int(server.getsockname()[1]))
+            self._serve(selector, server)
         finally:
-            loop.close()
+            for connection in list(self.connections):
+                connection.abort()
+            selector.close()
+            server.close()
+            wake_receive.close()
+            self._wake_send.close()
             self._exited.set_result(None)
+
+    def _serve(self, selector: selectors.BaseSelector, server: socket.socket) -> None:
+        next_sweep = time.monotonic() + SWEEP_SECONDS
+        while True:
+            for key, mask in selector.select(SWEEP_SECONDS):
+                data = key.data
+                if isinstance(data, _Connection):
+                    if mask & selectors.EVENT_WRITE:
+                        data.flush()
+                    if mask & selectors.EVENT_READ and not data.closed:
+                        data.readable()
+                elif data is None:
+                    self._accept(server)
+                else:  # ``stop`` wrote to the wake-up socket
+                    return
+            now = time.monotonic()
+            if now >= next_sweep:
+                next_sweep = now + SWEEP_SECONDS
+                for connection in [
+                    c for c in self.connections if now - c.last_active > IDLE_SECONDS
+                ]:
+                    connection.abort()
+
+    def _accept(self, server: socket.socket) -> None:
+        selector = self._selector
+        assert selector is not None
+        while True:
+            try:
+                sock, peer = server.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as error:  # e.g. out of file descriptors: try again later
+                log.warning("plugin endpoint %s: accept failed: %s", self.name, error)
+                return
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            remote = str(peer[0]) if isinstance(peer, tuple) and peer else ""
+            connection = _Connection(self, sock, remote)
+            self.connections.add(connection)
+            selector.register(sock, selectors.EVENT_READ, connection)
+
+    def watch(self, connection: _Connection) -> None:
+        """Wait for the socket to be writable too while output is pending."""
+        selector = self._selector
+        assert selector is not None
+        events = selectors.EVENT_READ
+        if connection.wants_write:
+            events |= selectors.EVENT_WRITE
+        selector.modify(connection.sock, events, connection)
+
+    def forget(self, connection: _Connection) -> None:
+        """Close the connection's socket and stop watching it; idempotent."""
+        if connection.closed:
+            return
+        selector = self._selector
+        assert selector is not None
+        with contextlib.suppress(KeyError, ValueError):
+            selector.unregister(connection.sock)
+        connection.sock.close()
+        self.connections.discard(connection)
 
     def answer(self, method: str, path: str, body: bytes, remote: str) -> tuple[int, str, bytes]:
         refusal = self._gate()

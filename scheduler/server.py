@@ -30,7 +30,7 @@ method and path, with the guarantees stated in ``scheduler.framework.services``:
 ``max_body_bytes`` of the body read, a handler exception answered 500.
 
 Threads: each plugin listener is served by a ``scheduler.listener.ListenerThread``
-(its own thread, event loop and minimal HTTP/1.1 protocol), started by
+(its own thread, ``selectors`` loop and minimal HTTP/1.1 protocol), started by
 ``start`` and stopped (connections closed, thread joined) by ``stop``;
 nothing else here runs off the daemon's loop. On that thread only ``gate``
 (plain reads of flags) and the plugin's handler are called.

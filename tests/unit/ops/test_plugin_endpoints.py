@@ -347,3 +347,35 @@ async def test_garbage_never_breaks_the_listener(garbage: bytes) -> None:
         assert (await exchange(port, post("/", b"", "Connection: close"))).startswith(
             b"HTTP/1.1 200 OK"
         )
+
+
+async def test_an_answer_larger_than_the_socket_buffer_is_flushed_whole() -> None:
+    big = b"x" * (8 << 20)
+    listener = ListenerThread(
+        "big",
+        lambda request: HttpResponse(200, "text/plain", big),
+        host="127.0.0.1",
+        port=0,
+        max_body_bytes=8,
+        gate=lambda: None,
+    )
+    await listener.start()
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", listener.port)
+        writer.write(post("/", b"", "Connection: close"))
+        received = await asyncio.wait_for(reader.read(), 30)  # until the server closes
+        writer.close()
+    finally:
+        await listener.stop()
+    assert received.endswith(b"\r\n\r\n" + big)
+
+
+async def test_idle_connections_are_closed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("scheduler.listener.IDLE_SECONDS", 0.05)
+    monkeypatch.setattr("scheduler.listener.SWEEP_SECONDS", 0.05)
+    async with raw_listener() as port:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(post("/", b"hi"))
+        answer = await asyncio.wait_for(reader.read(), 30)  # b"" once closed as idle
+        writer.close()
+    assert b"POST / 2:hi" in answer
