@@ -17,7 +17,8 @@ starts them in one TaskGroup, each named, and stops them in this order when
 
 Threads: plugin listeners (``PluginHttp.listen``) are served from their own
 threads, owned by the ops server. While any is configured, ``run`` lowers the
-interpreter's switch interval (``LISTENER_SWITCH_INTERVAL``) so a listener
+interpreter's switch interval (``scheduler.listener.LISTENER_SWITCH_INTERVAL``,
+or ``PYSCHEDULER_LISTENER_SWITCH_INTERVAL`` seconds) so a listener
 thread gets the GIL from a busy scheduling cycle within 0.1 ms instead of
 CPython's default 5 ms per hand-over, and restores it
 on exit.
@@ -28,9 +29,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import random
 import socket
-import sys
 import uuid
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
@@ -61,6 +62,7 @@ from scheduler.health import scheduler_health
 from scheduler.kube.client import KubeClient
 from scheduler.kube.reviews import Reviews
 from scheduler.leaderelection import ApiLeaseClient, LeaderElectionConfig, LeaderElector
+from scheduler.listener import listener_switch_interval, switch_interval
 from scheduler.metrics import CacheType
 from scheduler.server import OpsServer
 from scheduler.tls import serving_context
@@ -80,13 +82,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 CACHE_METRICS_PERIOD_SECONDS = 1.0
-# The GIL hand-over bound while plugin listener threads run. Every socket
-# call releases the GIL, so a request costs a few hand-overs (wake-up, read,
-# write), each up to this long while the scheduling cycle is busy: at 0.5 ms
-# the listener topped out near 700 requests/s under a busy cycle (requests
-# queued for hundreds of ms at 1000/s); at 0.1 ms it kept up. The cycle pays
-# a forced switch only when a listener thread actually waits.
-LISTENER_SWITCH_INTERVAL = 0.0001
 
 
 @dataclass(frozen=True)
@@ -263,13 +258,11 @@ class SchedulerApp:
         return self._synced and not self._shutting_down
 
     async def run(self) -> None:
-        previous_interval = sys.getswitchinterval()
+        interval = None  # see scheduler.listener.LISTENER_SWITCH_INTERVAL
         if self.plugin_services.listeners:
-            sys.setswitchinterval(LISTENER_SWITCH_INTERVAL)
-        try:
+            interval = listener_switch_interval(os.environ)
+        with switch_interval(interval):
             await self._run()
-        finally:
-            sys.setswitchinterval(previous_interval)
 
     async def _run(self) -> None:
         await self.server.start()

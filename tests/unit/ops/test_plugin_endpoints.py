@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import socket
+import sys
 import threading
 import time
 import urllib.request
@@ -24,7 +25,13 @@ from prometheus_client import CollectorRegistry
 from scheduler.diagnostics import AttemptLog
 from scheduler.framework import HttpRequest, HttpResponse
 from scheduler.health import HealthChecks
-from scheduler.listener import ListenerThread
+from scheduler.listener import (
+    LISTENER_SWITCH_INTERVAL,
+    SWITCH_INTERVAL_ENV,
+    ListenerThread,
+    listener_switch_interval,
+    switch_interval,
+)
 from scheduler.pluginservices import DaemonPluginServices
 from scheduler.server import OpsServer
 
@@ -379,3 +386,48 @@ async def test_idle_connections_are_closed(monkeypatch: pytest.MonkeyPatch) -> N
         answer = await asyncio.wait_for(reader.read(), 30)  # b"" once closed as idle
         writer.close()
     assert b"POST / 2:hi" in answer
+
+
+# ------------------------------------------ the switch interval while listening
+def test_switch_interval_is_applied_and_restored_even_on_error() -> None:
+    before = sys.getswitchinterval()
+    with switch_interval(0.00002):
+        assert sys.getswitchinterval() == pytest.approx(0.00002)
+    assert sys.getswitchinterval() == before
+    seen: list[float] = []
+
+    def fail() -> None:
+        with switch_interval(0.0003):
+            seen.append(sys.getswitchinterval())
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError):
+        fail()
+    assert seen == [pytest.approx(0.0003)]
+    assert sys.getswitchinterval() == before
+    with switch_interval(None):  # no listener: left as it is
+        assert sys.getswitchinterval() == before
+
+
+@pytest.mark.parametrize(
+    ("environ", "expected"),
+    [
+        ({}, LISTENER_SWITCH_INTERVAL),
+        ({SWITCH_INTERVAL_ENV: ""}, LISTENER_SWITCH_INTERVAL),
+        ({SWITCH_INTERVAL_ENV: "0.00002"}, 0.00002),
+        ({SWITCH_INTERVAL_ENV: " 0.005 "}, 0.005),
+        ({SWITCH_INTERVAL_ENV: "0"}, None),
+        ({SWITCH_INTERVAL_ENV: "-1"}, None),
+        ({SWITCH_INTERVAL_ENV: "fast"}, None),
+        ({SWITCH_INTERVAL_ENV: "nan"}, None),
+        ({SWITCH_INTERVAL_ENV: "inf"}, None),
+    ],
+)
+def test_the_listener_switch_interval_is_configurable(
+    environ: dict[str, str], expected: float | None
+) -> None:
+    if expected is None:
+        with pytest.raises(ValueError, match=SWITCH_INTERVAL_ENV):
+            listener_switch_interval(environ)
+    else:
+        assert listener_switch_interval(environ) == expected
