@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import random
 from collections.abc import Callable, Mapping
 
 from scheduler.cache.cache import Cache, CacheError
@@ -39,6 +38,7 @@ from scheduler.cycle.contracts import (
     SchedulingQueueLike,
     single_node_fit_error,
 )
+from scheduler.cycle.randomness import CycleRandomness
 from scheduler.cycle.reporting import (
     ACTION_SCHEDULING,
     EVENT_FAILED_SCHEDULING,
@@ -102,7 +102,7 @@ class Scheduler:
         percentage_of_nodes_to_score: int = 0,
         profile_percentages: Mapping[str, int | None] | None = None,
         max_binding: int = 64,
-        rng: random.Random | None = None,
+        randomness: CycleRandomness | None = None,
     ) -> None:
         self._queue = queue
         self._cache = cache
@@ -114,8 +114,11 @@ class Scheduler:
         self._metrics = metrics
         self._attempts = attempts
         self._profile_percentages = dict(profile_percentages or {})
-        self._rng = rng or random.Random()
-        self._algorithm = Algorithm(self._rng, percentage_of_nodes_to_score, nominated=queue)
+        randomness = randomness or CycleRandomness.split(None)
+        self._sampling = randomness.sampling
+        self._algorithm = Algorithm(
+            randomness.tie_break, percentage_of_nodes_to_score, nominated=queue
+        )
         self._snapshot = snapshot if snapshot is not None else Snapshot()
         self._slots = asyncio.Semaphore(max_binding)
         self._binding = BindingCycles(
@@ -236,7 +239,9 @@ class Scheduler:
             self._queue.done(pod.uid)
             return False
         cycle = self._queue.scheduling_cycle
-        state = CycleState(record_plugin_metrics=self._rng.random() < PLUGIN_METRICS_SAMPLE_RATE)
+        state = CycleState(
+            record_plugin_metrics=self._sampling.random() < PLUGIN_METRICS_SAMPLE_RATE
+        )
         started = self._clock.now()
 
         if pod.parse_error:
