@@ -4,16 +4,20 @@ Nothing else in the engine creates a long-lived task. ``SchedulerApp.run``
 starts them in one TaskGroup, each named, and stops them in this order when
 ``stop()`` is called (SIGTERM):
 
-1. mark not-ready (``/readyz`` fails ``shutdown``), stop popping, close the
-   queue (the scheduling loop returns);
-2. drain binding cycles until ``bind_grace_seconds``; those still running are
-   cancelled and roll back (unreserve, forget), so nothing stays assumed; then
+1. stop serving: mark not-ready, stop the plugin listeners (the autoscaling
+   agent's port) and the HTTPS ops server (no new connections; requests in
+   flight, such as one waiting on its TokenReview or SubjectAccessReview,
+   finish while the client is still open), as upstream stops its secure
+   serving as soon as it is told to stop;
+2. stop popping, close the queue (the scheduling loop returns), drain binding
+   cycles until ``bind_grace_seconds``; those still running are cancelled and
+   roll back (unreserve, forget), so nothing stays assumed; then
    the plugins' one-shot background work (preemption) with the same grace
    (``BackgroundTasks``, which also runs the plugins' long-running workers);
 3. stop the queue flushers, the leader elector (releasing the lease), the
    plugins' workers and the informers;
-4. flush pod status patches and events (bounded), then close the client and
-   the HTTP server (plugin listeners' threads are joined there).
+4. flush pod status patches and events (bounded), then close the client:
+   last, as everything above may still talk to the API server.
 
 Threads: plugin listeners (``PluginHttp.listen``) are served from their own
 threads, owned by the ops server. While any is configured, ``run`` lowers the
@@ -138,6 +142,7 @@ class SchedulerApp:
         self.metrics_registry = metrics_registry or CollectorRegistry()
         self._stop = asyncio.Event()
         self._shutting_down = False
+        self._serving = False
         self._synced = False
 
         registry = registry or build_registry()
@@ -266,6 +271,7 @@ class SchedulerApp:
 
     async def _run(self) -> None:
         await self.server.start()
+        self._serving = True
         log.info(
             "pyscheduler starting",
             extra={
@@ -300,8 +306,9 @@ class SchedulerApp:
                         )
                     ]
                     await self._stop_or_done(scheduling)
+                    await self._stop_serving()
                     await self._shutdown_scheduling(scheduling, flushers)
-                self._shutting_down = True
+                await self._stop_serving()
                 for task in (*workers, informers, cache_metrics, debugger):
                     task.cancel()
                 await asyncio.wait(
@@ -309,10 +316,17 @@ class SchedulerApp:
                 )  # before the flush
                 await self._flush(status, events)
         finally:
-            self._shutting_down = True
+            await self._stop_serving()  # already done unless start-up failed
             await self.client.close()
-            await self.server.stop()
             log.info("pyscheduler stopped")
+
+    async def _stop_serving(self) -> None:
+        """Shutdown step 1: not ready, plugin listeners and the ops server
+        closed, their requests in flight finished (once)."""
+        self._shutting_down = True
+        if self._serving:
+            self._serving = False
+            await self.server.stop()
 
     async def _until_stopped(self, awaitable: Awaitable[Any]) -> bool:
         """Await ``awaitable`` unless stop comes first; True if stopped."""
@@ -342,7 +356,6 @@ class SchedulerApp:
     async def _shutdown_scheduling(
         self, scheduling: asyncio.Task[None], flushers: asyncio.Task[None]
     ) -> None:
-        self._shutting_down = True
         log.info(
             "shutting down: no new pods; %d binds in flight",
             self.scheduler.binding_in_flight(),

@@ -27,6 +27,7 @@ from scheduler.cache.snapshot import Snapshot
 from scheduler.cachedebug import NON_TERMINAL_PODS
 from scheduler.clock import Clock
 from scheduler.config import ResolvedProfile, SchedulerConfiguration
+from scheduler.cycle.randomness import CycleRandomness
 from scheduler.cycle.reporting import StatusWriter
 from scheduler.cycle.scheduler import Scheduler
 from scheduler.diagnostics import AttemptLog
@@ -126,7 +127,7 @@ class Engine:
         hostname: str,
         metrics_registry: CollectorRegistry,
         max_binding: int = 64,
-        rng: random.Random | None = None,
+        rng: random.Random | None = None,  # seeds every generator of the loop (tests, simulate)
         feature_gates: FeatureGates | None = None,
     ) -> None:
         self.clock = clock
@@ -212,7 +213,7 @@ class Engine:
                 p.scheduler_name: p.percentage_of_nodes_to_score for p in profiles
             },
             max_binding=max_binding,
-            rng=rng,
+            randomness=CycleRandomness.split(rng),
         )
         handlers = EventHandlers(
             self.cache,

@@ -12,6 +12,8 @@ Invariants:
   because it is gone, deleting, already assumed or no longer ours.
 - An assumed pod is forgotten (and its plugins unreserved) on every failure
   after assume, so no node keeps phantom requests.
+- A cycle that raises is failed as an error like any other (counted, requeued
+  with backoff, event and condition): never silently.
 - ``shutdown`` stops popping, then lets binding tasks finish until a
   deadline; those still running are cancelled and roll back (unreserve,
   forget), so no pod stays assumed but unbound.
@@ -22,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import random
 from collections.abc import Callable, Mapping
 
 from scheduler.cache.cache import Cache, CacheError
@@ -37,6 +38,7 @@ from scheduler.cycle.contracts import (
     SchedulingQueueLike,
     single_node_fit_error,
 )
+from scheduler.cycle.randomness import CycleRandomness
 from scheduler.cycle.reporting import (
     ACTION_SCHEDULING,
     EVENT_FAILED_SCHEDULING,
@@ -73,6 +75,16 @@ YIELD_INTERVAL_SECONDS = 0.002
 INVALID_POD_PLUGIN = "PodSpec"
 
 
+def crash_message(error: BaseException) -> str:
+    """What the user reads of an unexpected exception: its type, then its
+    text (which can be empty, as for a bare ``KeyError()``)."""
+    text = str(error)
+    kind = type(error).__name__
+    return (
+        f"scheduling cycle crashed: {kind}: {text}" if text else f"scheduling cycle crashed: {kind}"
+    )
+
+
 class Scheduler:
     def __init__(
         self,
@@ -90,7 +102,7 @@ class Scheduler:
         percentage_of_nodes_to_score: int = 0,
         profile_percentages: Mapping[str, int | None] | None = None,
         max_binding: int = 64,
-        rng: random.Random | None = None,
+        randomness: CycleRandomness | None = None,
     ) -> None:
         self._queue = queue
         self._cache = cache
@@ -102,8 +114,11 @@ class Scheduler:
         self._metrics = metrics
         self._attempts = attempts
         self._profile_percentages = dict(profile_percentages or {})
-        self._rng = rng or random.Random()
-        self._algorithm = Algorithm(self._rng, percentage_of_nodes_to_score, nominated=queue)
+        randomness = randomness or CycleRandomness.split(None)
+        self._sampling = randomness.sampling
+        self._algorithm = Algorithm(
+            randomness.tie_break, percentage_of_nodes_to_score, nominated=queue
+        )
         self._snapshot = snapshot if snapshot is not None else Snapshot()
         self._slots = asyncio.Semaphore(max_binding)
         self._binding = BindingCycles(
@@ -131,11 +146,12 @@ class Scheduler:
                     self._queue.done(pinfo.pod.uid)
                 return
             spawned = False
+            popped = self._clock.now()
             try:
                 spawned = self.schedule_one(pinfo)
-            except Exception:  # a bug must cost one attempt, not the daemon or the pod
+            except Exception as error:  # a bug must cost one attempt, not the daemon or the pod
                 log.exception("scheduling cycle for %s crashed", pinfo.pod.key)
-                self._recover(pinfo)
+                self._recover(pinfo, error, popped)
             finally:
                 if not spawned:
                     self._slots.release()
@@ -148,22 +164,44 @@ class Scheduler:
                 await self._clock.sleep(0)
                 next_yield = self._clock.now() + YIELD_INTERVAL_SECONDS
 
-    def _recover(self, pinfo: QueuedPodInfo) -> None:
-        """After a crashed cycle: undo Reserve and the assume, requeue with backoff."""
+    def _recover(self, pinfo: QueuedPodInfo, error: Exception, popped: float) -> None:
+        """After a crashed cycle: undo Reserve and the assume, then fail the
+        attempt as an error, as upstream fails a cycle whose status is an
+        error (``handle_failure``: counted as ``error``, requeued with error
+        backoff, a FailedScheduling event and PodScheduled=False with reason
+        SchedulerError). If even that raises, the popped copy is requeued and
+        the user told with it, so the pod is never dropped or left silent."""
+        cycle, started = self._queue.scheduling_cycle, popped
         current, self._current = self._current, None
         if current is not None and current.pinfo is pinfo:
+            cycle, started = current.cycle, current.started
             current.framework.reject_waiting(current.assumed.uid, "scheduling cycle aborted")
             current.framework.run_unreserve(current.state, current.assumed, current.host)
         stored = self._cache.get_pod(pinfo.pod.uid)
         if stored is not None and self._cache.is_assumed(stored.uid):
             self.forget(stored)
+        message = crash_message(error)
+        framework = self._frameworks.get(pinfo.pod.scheduler_name)
+        if framework is not None:
+            try:
+                self.handle_failure(
+                    framework, pinfo, None, Status.as_error(message), cycle=cycle, started=started
+                )
+                return
+            except Exception:
+                log.exception("cannot report the crashed cycle of %s", pinfo.pod.key)
         pinfo.unschedulable_plugins = set()
         pinfo.pending_plugins = set()
         try:
-            self._queue.add_unschedulable_if_not_present(pinfo, self._queue.scheduling_cycle)
+            self._queue.add_unschedulable_if_not_present(pinfo, cycle)
         except Exception:
             log.exception("cannot requeue %s", pinfo.pod.key)
             self._queue.done(pinfo.pod.uid)
+        if framework is not None:
+            try:
+                self._tell_user(framework, pinfo.pod, REASON_SCHEDULER_ERROR, message, None)
+            except Exception:
+                log.exception("cannot tell %s that its cycle crashed", pinfo.pod.key)
 
     def stop_popping(self) -> None:
         self._stopping = True
@@ -201,7 +239,9 @@ class Scheduler:
             self._queue.done(pod.uid)
             return False
         cycle = self._queue.scheduling_cycle
-        state = CycleState(record_plugin_metrics=self._rng.random() < PLUGIN_METRICS_SAMPLE_RATE)
+        state = CycleState(
+            record_plugin_metrics=self._sampling.random() < PLUGIN_METRICS_SAMPLE_RATE
+        )
         started = self._clock.now()
 
         if pod.parse_error:

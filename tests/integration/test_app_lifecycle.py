@@ -24,7 +24,11 @@ LONG_LIVED = {
     "queue-flushers",
     "scheduling",
 }
+# Serving stops first: a request in flight may still need the client for its
+# TokenReview/SubjectAccessReview, so the client closes last.
 SHUTDOWN_ORDER = [
+    "stop server",
+    "server stopped",
     "stop popping",
     "close queue",
     "drain binds",
@@ -32,7 +36,6 @@ SHUTDOWN_ORDER = [
     "flush status",
     "flush events",
     "close client",
-    "stop server",
 ]
 
 
@@ -86,6 +89,7 @@ async def test_shutdown_follows_the_documented_order_and_leaks_no_task(
     spy(order, app.event_sink, "drain", "flush events")
     spy(order, client, "close", "close client")
     spy(order, app.server, "stop", "stop server")
+    spy_stop(order, app.server, "stop", "server stopped")
 
     running = asyncio.create_task(app.run())
 

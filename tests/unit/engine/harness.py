@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.cache import Cache
+from scheduler.cycle.randomness import CycleRandomness
 from scheduler.cycle.reporting import StatusWriter
 from scheduler.cycle.scheduler import Scheduler
 from scheduler.framework import ClusterEvent, Pod, QueuedPodInfo
@@ -196,6 +197,7 @@ def harness(
     *,
     nodes: Iterable[str] = ("n1",),
     lister: Callable[[str], Pod | None] | None = None,
+    randomness: CycleRandomness | None = None,
 ) -> Harness:
     cache = Cache()
     for name in nodes:
@@ -217,6 +219,6 @@ def harness(
         clock=clock,
         metrics=metrics,
         attempts=attempts,
-        rng=random.Random(0),
+        randomness=randomness or CycleRandomness.split(random.Random(0)),
     )
     return Harness(scheduler, cache, queue, recorder, status, metrics, attempts, clock, informer)

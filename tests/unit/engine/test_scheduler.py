@@ -5,6 +5,7 @@ cancelling binding cycles, and a loop that survives crashes."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 import pytest
 
@@ -51,6 +52,13 @@ def condition_patch(reason: str, message: str) -> dict[str, object]:
             ]
         }
     }
+
+
+def conditions(h: Harness) -> list[tuple[str, str]]:
+    """(pod name, PodScheduled reason) of every status patch submitted."""
+    return [
+        (name, patch["status"]["conditions"][0]["reason"]) for _, name, patch in h.status.submitted
+    ]
 
 
 async def schedule(h: Harness, target: Pod = P) -> bool:
@@ -395,6 +403,67 @@ async def test_a_crash_outside_the_plugins_is_recovered_by_the_loop() -> None:
 
     assert [r.key for r in h.queue.requeued] == ["default/p1", "default/p2"]
     assert all(not r.unschedulable for r in h.queue.requeued), "requeued with error backoff"
+    # Even the failure report needs the broken lister: the popped copy tells the user.
+    crashed = "scheduling cycle crashed: RuntimeError: informer store broken"
+    assert h.recorder.events == [failed(crashed), failed(crashed)]
+    assert conditions(h) == [("p1", SCHEDULER_ERROR), ("p2", SCHEDULER_ERROR)]
+
+
+def crash_before_assume(h: Harness) -> None:
+    def broken_snapshot(snapshot: object) -> None:
+        raise RuntimeError("snapshot bug")
+
+    h.cache.update_snapshot = broken_snapshot  # type: ignore[method-assign,assignment]
+
+
+def crash_after_reserve(h: Harness) -> None:
+    record = h.attempts.record
+
+    def broken_record(pod_key: str, attempt: dict[str, object]) -> None:
+        if attempt["result"] == "Scheduled":
+            raise KeyError()
+        record(pod_key, attempt)
+
+    h.attempts.record = broken_record  # type: ignore[method-assign]
+
+
+@pytest.mark.parametrize(
+    ("crash", "plugin_log", "message"),
+    [
+        pytest.param(
+            crash_before_assume,
+            [],
+            "scheduling cycle crashed: RuntimeError: snapshot bug",
+            id="crash before assume",
+        ),
+        pytest.param(
+            crash_after_reserve,
+            ["Reserve:R@n1", "Unreserve:R@n1"],
+            "scheduling cycle crashed: KeyError",
+            id="crash after reserve, exception without text",
+        ),
+    ],
+)
+async def test_a_crashed_cycle_is_failed_as_a_scheduler_error(
+    crash: Callable[[Harness], None], plugin_log: list[str], message: str
+) -> None:
+    log: list[str] = []
+    framework = make_framework(reserve=[ReserveStub("R", log=log)], bind=[BindStub("B")])
+    h = harness(framework)
+    crash(h)
+    h.queue.pods = [h.queued(P)]
+    assert (h.recorder.events, h.status.submitted, h.metrics.attempts) == ([], [], [])
+
+    await asyncio.wait_for(h.scheduler.run(), 5.0)
+
+    assert h.queue.requeued == [Requeued("default/p", frozenset(), frozenset())], "error backoff"
+    assert h.queue.finished == [P.uid]
+    assert h.recorder.events == [failed(message)]
+    assert h.status.submitted == [("default", "p", condition_patch(SCHEDULER_ERROR, message))]
+    assert h.metrics.attempts == [AttemptResult.ERROR]
+    assert h.attempts.records[-1][1]["result"] == SCHEDULER_ERROR
+    assert (h.cache.pod_count(), h.cpu_on("n1")) == (0, 0), "no assume or Reserve is left over"
+    assert log == plugin_log
 
 
 # Known differences from upstream in scheduler/cycle/scheduler.py, kept as
@@ -437,23 +506,6 @@ async def test_a_deleting_pod_is_reported_as_skipped() -> None:
     h = harness(make_framework(bind=[BindStub("B")]))
     await schedule(h, pod("p", lambda b: b.deleting()))
     assert h.recorder.events == [failed("skip schedule deleting pod: default/p")]
-
-
-async def test_a_crash_after_reserve_unreserves() -> None:
-    log: list[str] = []
-    framework = make_framework(reserve=[ReserveStub("R", log=log)], bind=[BindStub("B")])
-    h = harness(framework)
-
-    def broken_record(pod_key: str, attempt: dict[str, object]) -> None:
-        if attempt["result"] == "Scheduled":
-            raise RuntimeError("diagnostics bug")
-
-    h.attempts.record = broken_record  # type: ignore[method-assign]
-    h.queue.pods = [h.queued(P)]
-    await asyncio.wait_for(h.scheduler.run(), 5.0)
-
-    assert h.cache.pod_count() == 0, "the half-done assume is undone"
-    assert log == ["Reserve:R@n1", "Unreserve:R@n1"]
 
 
 @pytest.mark.parametrize(
