@@ -166,7 +166,9 @@ class _Connection:
     """One client connection: requests parsed from the buffer, answered in order.
 
     Output the socket does not take at once is kept and flushed when it is
-    writable (the loop asks ``wants_write``); ``close`` closes once flushed."""
+    writable (the loop asks ``wants_write``); ``close`` stops reading and
+    closes once flushed (also when the client shuts its side: the answers
+    already computed are still delivered)."""
 
     __slots__ = (
         "_buffer",
@@ -196,6 +198,10 @@ class _Connection:
         return self.sock.fileno() < 0
 
     @property
+    def closing(self) -> bool:
+        return self._closing
+
+    @property
     def wants_write(self) -> bool:
         return bool(self._out)
 
@@ -204,6 +210,8 @@ class _Connection:
         self._closing = True
         if not self._out:
             self._listener.forget(self)
+        elif not self.closed:
+            self._listener.watch(self)  # writable only: nothing more is read
 
     def abort(self) -> None:
         self._out.clear()
@@ -256,8 +264,10 @@ class _Connection:
             return
         except OSError:
             data = b""
-        if not data:
-            self.abort()
+        if not data:  # the client is done sending: flush the answers, then close
+            self._buffer.clear()
+            self._head = None
+            self.close()
             return
         self.data_received(data)
 
@@ -448,7 +458,7 @@ class ListenerThread:
         """Wait for the socket to be writable too while output is pending."""
         selector = self._selector
         assert selector is not None
-        events = selectors.EVENT_READ
+        events = 0 if connection.closing else selectors.EVENT_READ
         if connection.wants_write:
             events |= selectors.EVENT_WRITE
         selector.modify(connection.sock, events, connection)

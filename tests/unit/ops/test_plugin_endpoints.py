@@ -431,3 +431,13 @@ def test_the_listener_switch_interval_is_configurable(
             listener_switch_interval(environ)
     else:
         assert listener_switch_interval(environ) == expected
+
+
+async def test_answers_are_delivered_when_the_client_shuts_its_side_first() -> None:
+    async with raw_listener() as port:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(post("/a", b"one") + post("/b", b"two"))
+        writer.write_eof()
+        answer = await asyncio.wait_for(reader.read(), 30)  # until the server closes
+        writer.close()
+    assert answer.count(b"HTTP/1.1 200 OK\r\n") == 2
