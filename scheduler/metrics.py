@@ -402,7 +402,7 @@ class SchedulerMetrics:
 
     def sli(self, attempts: int, seconds: float) -> None:
         """A pod was bound ``seconds`` after its first attempt, on attempt ``attempts``."""
-        self._sli_duration.labels(attempts_label(attempts)).observe(seconds)
+        self._child(self._sli_duration, attempts_label(attempts)).observe(seconds)
 
     def pod_attempts(self, attempts: int) -> None:
         """A pod was bound after ``attempts`` attempts."""
@@ -416,7 +416,7 @@ class SchedulerMetrics:
         self._child(self._incoming_pods, queue, event).inc()
 
     def pending(self, queue: str, count: int) -> None:
-        self._pending_pods.labels(queue).set(count)
+        self._child(self._pending_pods, queue).set(count)
 
     def unschedulable_plugin(self, plugin: str, profile: str, delta: int) -> None:
         self._unschedulable_pods.labels(plugin, profile).inc(delta)
@@ -425,7 +425,7 @@ class SchedulerMetrics:
         self._child(self._hint_duration, plugin, event, hint).observe(seconds)
 
     def inflight_events(self, event: str, delta: int) -> None:
-        self._inflight_events.labels(event).inc(delta)
+        self._child(self._inflight_events, event).inc(delta)
 
     # ----------------------------------------------------------- framework
     def extension_point(
