@@ -62,6 +62,7 @@ from scheduler.engine import (
 )
 from scheduler.features import FeatureGates
 from scheduler.framework.registry import Registry, entry_point_plugins
+from scheduler.gcpolicy import settle_after_sync
 from scheduler.health import scheduler_health
 from scheduler.kube.client import KubeClient
 from scheduler.kube.reviews import Reviews
@@ -292,6 +293,7 @@ class SchedulerApp:
                 if not stopped:  # plugins' start steps: a failure fails start-up
                     stopped = await self._until_stopped(self.plugin_services.start())
                 if not stopped:
+                    settle_after_sync()
                     self._synced = True
                     log.info(
                         "informers synced; scheduling",

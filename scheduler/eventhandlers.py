@@ -114,6 +114,26 @@ class EventHandlers:
         self._ours = frozenset(scheduler_names)
         self._on_pod_deleted = on_pod_deleted
         self._timer = timer
+        # Our unassigned pods as last parsed (raw object, pod) by UID: an
+        # update's old copy is usually that very object (the bind's update
+        # above all), then not parsed again. Emptied as pods get assigned or
+        # deleted, so it holds at most the pending pods.
+        self._unassigned: dict[str, tuple[Raw, Pod]] = {}
+
+    def _parse(self, raw: Raw) -> Pod:
+        """``parse_pod``, remembered while the pod is ours and unassigned."""
+        pod = parse_pod(raw)
+        if not pod.assigned and pod.scheduler_name in self._ours and pod.uid:
+            self._unassigned[pod.uid] = (raw, pod)
+        return pod
+
+    def _parse_old(self, raw: Raw) -> Pod:
+        """The previous copy of an updated pod: its remembered parse when it
+        is the very object parsed then, else a fresh parse."""
+        known = self._unassigned.pop(_uid(raw), None)
+        if known is not None and known[0] is raw:
+            return known[1]
+        return parse_pod(raw)
 
     def _responsible(self, pod: Pod) -> bool:
         return pod.scheduler_name in self._ours and not pod.terminal
@@ -125,7 +145,7 @@ class EventHandlers:
     # ------------------------------------------------------------------ pods
     def pod_added(self, raw: Raw) -> None:
         started = time.perf_counter()
-        pod = parse_pod(raw)
+        pod = self._parse(raw)
         if pod.assigned:
             self._cache.add_pod(pod)
             if not pod.terminal:
@@ -137,7 +157,7 @@ class EventHandlers:
 
     def pod_updated(self, old_raw: Raw, new_raw: Raw) -> None:
         started = time.perf_counter()
-        old, new = parse_pod(old_raw), parse_pod(new_raw)
+        old, new = self._parse_old(old_raw), self._parse(new_raw)
         if new.assigned:
             if not old.assigned and old.scheduler_name in self._ours:
                 # Bound (by us or by someone else): it leaves the queue for good,
@@ -178,7 +198,7 @@ class EventHandlers:
         version it saw, which may predate the bind), so the cache is cleaned
         by UID whatever the copy says, as upstream's DeletedFinalStateUnknown."""
         started = time.perf_counter()
-        pod = parse_pod(raw)
+        pod = self._parse_old(raw)
         self._drop_status(pod)
         stored = self._cache.get_pod(pod.uid)
         if stored is not None and self._cache.is_assumed(pod.uid):
@@ -282,3 +302,10 @@ class ObjectEventHandlers:
 
     def deleted(self, raw: Raw) -> None:
         self._move(self._delete, raw, None)
+
+
+def _uid(raw: Raw) -> str:
+    """The object's UID without parsing it ("" for a malformed object)."""
+    metadata = raw.get("metadata") if isinstance(raw, Mapping) else None
+    uid = metadata.get("uid") if isinstance(metadata, Mapping) else None
+    return uid if isinstance(uid, str) else ""

@@ -13,6 +13,7 @@ first, not the semantics.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import random
 import time
@@ -23,6 +24,7 @@ from typing import Protocol
 from scheduler.cache.snapshot import Snapshot
 from scheduler.cycle.selection import num_feasible_nodes_to_find, select_host
 from scheduler.framework.cycle_state import CycleState
+from scheduler.framework.interfaces import FilterPlugin
 from scheduler.framework.nodeinfo import NodeInfo
 from scheduler.framework.objects import Pod
 from scheduler.framework.status import Code, Status
@@ -227,16 +229,29 @@ class Algorithm:
         begun = time.perf_counter()
         error: Status | None = None
         filters = framework.active_filters(state)
-        run_filters = framework.run_filters
         verdicts = framework.filter_verdicts(state, pod, filters, len(nodes))
         partial = (
-            framework.partial_filter_verdicts(pod, filters, len(nodes))
+            framework.partial_filter_verdicts(state, pod, filters, len(nodes))
             if verdicts is None
             else None
         )
         passed = 0  # nodes that ran every filter (for the evaluation counts)
         rejected_by: dict[str, int] = {}
         nominations = self._nominations() or None  # usually empty: one test per node
+        if verdicts is not None and nominations is None:
+            return self._pass_with_verdicts(
+                framework,
+                state,
+                pod,
+                nodes,
+                filters=filters,
+                verdicts=verdicts,
+                start=start,
+                to_find=to_find,
+                num_all_nodes=num_all_nodes,
+                diagnosis=diagnosis,
+                begun=begun,
+            )
         for offset in range(count):
             node_info = nodes[(start + offset) % count]
             cached = verdicts.get(node_info.name) if verdicts is not None else None
@@ -257,7 +272,7 @@ class Algorithm:
                     # Node-local verdicts reused, the other plugins run fresh.
                     partial.run(framework, state, pod, node_info)
                     if partial is not None
-                    else run_filters(filters, state, pod, node_info)
+                    else framework.run_filters(filters, state, pod, node_info)
                 )
                 if status is None:
                     passed += 1
@@ -278,6 +293,67 @@ class Algorithm:
         framework.count_filter_evaluations(filters, passed, rejected_by)
         framework.observe_filter(error, begun)
         # Even after an error, so that every node gets its turn (upstream).
+        self._advance_start(len(feasible) + len(statuses), num_all_nodes)
+        if error is not None:
+            raise SchedulingError(error)
+        return feasible
+
+    def _pass_with_verdicts(
+        self,
+        framework: Framework,
+        state: CycleState,
+        pod: Pod,
+        nodes: Sequence[NodeInfo],
+        *,
+        filters: tuple[FilterPlugin, ...],
+        verdicts: dict[str, tuple[int, Status | None]],
+        start: int,
+        to_find: int,
+        num_all_nodes: int,
+        diagnosis: Diagnosis,
+        begun: float,
+    ) -> list[NodeInfo]:
+        """``_find_nodes_that_pass_filters`` when every Filter signs the pod and
+        no pod is nominated anywhere (the common case): the same walk from
+        ``start`` with the per-node work cut to a table lookup for unchanged
+        nodes."""
+        run_filters = framework.run_filters
+        statuses = diagnosis.node_to_status.statuses
+        feasible: list[NodeInfo] = []
+        append = feasible.append
+        get = verdicts.get
+        passed = 0
+        rejected_by: dict[str, int] = {}
+        error: Status | None = None
+        wanted = max(to_find, 1)  # as the general walk: at least one
+        status: Status | None
+        for node_info in itertools.chain(
+            itertools.islice(nodes, start, None), itertools.islice(nodes, start)
+        ):
+            cached = get(node_info.name)
+            if cached is not None and cached[0] == node_info.generation:
+                status = cached[1]
+            else:
+                status = run_filters(filters, state, pod, node_info)
+                if status is None:
+                    passed += 1
+                else:
+                    rejected_by[status.plugin] = rejected_by.get(status.plugin, 0) + 1
+                if status is None or not status.is_error():
+                    verdicts[node_info.name] = (node_info.generation, status)
+            if status is None:
+                append(node_info)
+                wanted -= 1
+                if not wanted:
+                    break
+                continue
+            if status.is_error():
+                error = status
+                break
+            statuses[node_info.name] = status
+            _add_plugin_status(diagnosis, status)
+        framework.count_filter_evaluations(filters, passed, rejected_by)
+        framework.observe_filter(error, begun)
         self._advance_start(len(feasible) + len(statuses), num_all_nodes)
         if error is not None:
             raise SchedulingError(error)

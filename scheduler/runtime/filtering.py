@@ -243,13 +243,13 @@ class FilteringPoints(ExtensionPoints):
         return self._verdict_table(self._filter_verdicts, state, filters, pod, node_count)
 
     def partial_filter_verdicts(
-        self, pod: Pod, filters: Sequence[FilterPlugin], node_count: int
+        self, state: CycleState, pod: Pod, filters: Sequence[FilterPlugin], node_count: int
     ) -> PartialFilterVerdicts | None:
         """When some but not all of ``filters`` sign ``pod``: their reusable
         results, to combine per node with fresh runs of the others (see
         ``PartialFilterVerdicts``); None otherwise."""
         self._cluster_size = node_count
-        found = self._partial_verdict_table(self._filter_verdicts, filters, pod, node_count)
+        found = self._partial_verdict_table(self._filter_verdicts, state, filters, pod, node_count)
         if found is None:
             return None
         table, signed = found

@@ -189,6 +189,9 @@ class ExtensionPoints:
         self._filter_verdicts: VerdictCache[Status | None] = VerdictCache()
         self._score_verdicts: VerdictCache[tuple[int, ...]] = VerdictCache()
         self._cluster_size = 0
+        # Pod signature fragments by plugin, for one cycle's (state, pod).
+        self._fragment_key: tuple[object, object] = (None, None)
+        self._fragment_memo: dict[str, Hashable | None] = {}
         # plugin -> (pod fragment, node names, raw scores, normalized scores)
         self._normalized: dict[str, tuple[Hashable, list[str], list[int], list[int]]] = {}
         self.pre_enqueue = plugins.pre_enqueue
@@ -232,8 +235,37 @@ class ExtensionPoints:
         if state.record_plugin_metrics:
             self._samples.append((plugin, point, code_of(status), time.perf_counter() - started))
 
-    @staticmethod
+    def _fragment(self, state: CycleState, plugin: Plugin, pod: Pod) -> Hashable | None:
+        """``plugin``'s signature fragment of ``pod`` (None: it does not sign
+        it), computed once per cycle: Filter, Score and NormalizeScore all ask,
+        and a fragment cannot change within one synchronous cycle."""
+        key = self._fragment_key
+        if key[0] is not state or key[1] is not pod:
+            self._fragment_key = (state, pod)
+            self._fragment_memo = {}
+        memo = self._fragment_memo
+        name = plugin.name
+        if name in memo:
+            return memo[name]
+        fragment = plugin.sign_pod(pod) if isinstance(plugin, SignPlugin) else None
+        memo[name] = fragment
+        return fragment
+
+    def _signed_part(
+        self, state: CycleState, plugins: Sequence[P], pod: Pod
+    ) -> tuple[tuple[P, ...], tuple[Hashable, ...]]:
+        """The plugins that sign ``pod`` (in order) and their fragments."""
+        signed: list[P] = []
+        fragments: list[Hashable] = []
+        for plugin in plugins:
+            fragment = self._fragment(state, plugin, pod)
+            if fragment is not None:
+                signed.append(plugin)
+                fragments.append(fragment)
+        return tuple(signed), tuple(fragments)
+
     def _verdict_table(
+        self,
         cache: VerdictCache[V],
         state: CycleState,
         plugins: Sequence[Plugin],
@@ -243,14 +275,15 @@ class ExtensionPoints:
         """The table for ``plugins`` when every one of them signs ``pod``."""
         if not plugins:
             return None
-        signed = signed_part(plugins, pod)
+        signed = self._signed_part(state, plugins, pod)
         if len(signed[0]) != len(plugins):
             return None
         return cache.table(_signature(*signed), max_entries=2 * node_count + 16)
 
-    @staticmethod
     def _partial_verdict_table(
+        self,
         cache: VerdictCache[V],
+        state: CycleState,
         plugins: Sequence[P],
         pod: Pod,
         node_count: int,
@@ -259,24 +292,11 @@ class ExtensionPoints:
         of the signing ones' results, and those plugins (in order). A table
         is the same whether its plugins were all of the cycle's or a part:
         its signature names them."""
-        signed, fragments = signed_part(plugins, pod)
+        signed, fragments = self._signed_part(state, plugins, pod)
         if not signed or len(signed) == len(plugins):
             return None
         table = cache.table(_signature(signed, fragments), max_entries=2 * node_count + 16)
         return table, signed
-
-
-def signed_part(plugins: Sequence[P], pod: Pod) -> tuple[tuple[P, ...], tuple[Hashable, ...]]:
-    """The plugins that sign ``pod`` (in order) and their fragments."""
-    signed: list[P] = []
-    fragments: list[Hashable] = []
-    for plugin in plugins:
-        if isinstance(plugin, SignPlugin):
-            fragment = plugin.sign_pod(pod)
-            if fragment is not None:
-                signed.append(plugin)
-                fragments.append(fragment)
-    return tuple(signed), tuple(fragments)
 
 
 def _signature(plugins: Sequence[Plugin], fragments: tuple[Hashable, ...]) -> Hashable:

@@ -10,7 +10,6 @@ from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import (
     ExtensionPoint,
     ScorePlugin,
-    SignPlugin,
 )
 from scheduler.framework.nodeinfo import NodeInfo
 from scheduler.framework.objects import Pod
@@ -91,8 +90,9 @@ class ScoringPoints(ExtensionPoints):
             weight = self.weights[plugin.name]
             if weight != 1:
                 values = [value * weight for value in values]
-            totals = [total + value for total, value in zip(totals, values, strict=True)]
             weighted.append(values)
+        if weighted:  # per node, the sum over plugins (C-level, no per-plugin pass)
+            totals = list(map(sum, zip(*weighted, strict=True)))
         result = ScoreTable(
             names,
             [plugin.name for plugin in plugins],
@@ -115,7 +115,7 @@ class ScoringPoints(ExtensionPoints):
         size = max(self._cluster_size, len(nodes))
         table = self._verdict_table(self._score_verdicts, state, plugins, pod, size)
         if table is None:
-            partial = self._partial_verdict_table(self._score_verdicts, plugins, pod, size)
+            partial = self._partial_verdict_table(self._score_verdicts, state, plugins, pod, size)
             if partial is not None:
                 return self._partially_reused_scores(state, plugins, partial, pod, nodes)
             raw: list[list[int]] = []
@@ -238,7 +238,7 @@ class ScoringPoints(ExtensionPoints):
         extensions = plugin.score_extensions()
         if extensions is None:
             return values, None
-        fragment = plugin.sign_pod(pod) if isinstance(plugin, SignPlugin) else None
+        fragment = self._fragment(state, plugin, pod)
         if fragment is not None:
             last = self._normalized.get(plugin.name)
             if last is not None and last[0] == fragment and last[2] == values and last[1] == names:

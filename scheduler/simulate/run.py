@@ -45,6 +45,7 @@ from scheduler.config import ResolvedProfile, SchedulerConfiguration
 from scheduler.diagnostics import AttemptLog
 from scheduler.engine import Engine
 from scheduler.framework.registry import Registry
+from scheduler.gcpolicy import settle_after_sync
 from scheduler.kube.resources import PODS
 from scheduler.queue import QueueName
 from scheduler.simulate.clock import SimClock
@@ -125,6 +126,7 @@ class Simulation:
             self.cluster.release(PODS)
             await engine.informer_factory.wait_synced()
             await self._start_plugins()
+            settle_after_sync()
             synced_cpu, synced_wall = time.process_time(), time.perf_counter()
             flushers = group.create_task(engine.queue.run(), name="queue-flushers")
             scheduling = group.create_task(engine.scheduler.run(), name="scheduling")

@@ -9,10 +9,12 @@ from typing import Any
 
 import pytest
 
+from scheduler import eventhandlers
 from scheduler.cache import Cache
 from scheduler.eventhandlers import EventHandlers, node_update_action
 from scheduler.framework import ActionType, ClusterEvent, Pod, parse_node
 from scheduler.framework.events import ASSIGNED_POD_DELETE, NODE_ADD, NODE_DELETE, Resource
+from scheduler.framework.objects import parse_pod as real_parse_pod
 from tests.support.builders import NodeBuilder, make_node, make_pod
 
 Obj = dict[str, Any]
@@ -274,3 +276,50 @@ def test_node_update_without_relevant_change_moves_nothing() -> None:
     queue.moves.clear()
     handler.node_updated(raw_node(), raw_node(lambda b: b.resource_version("9")))
     assert queue.moves == []
+
+
+# ------------------------------------- the previous copy's parse, reused
+def counting_parses(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    parsed: list[str] = []
+
+    def parse(raw: Obj) -> Pod:
+        parsed.append(raw["metadata"]["name"])
+        return real_parse_pod(raw)
+
+    monkeypatch.setattr(eventhandlers, "parse_pod", parse)
+    return parsed
+
+
+def test_the_bind_update_does_not_parse_the_old_copy_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    handler, cache, queue = handlers()
+    parsed = counting_parses(monkeypatch)
+    pending = raw_pod()
+    handler.pod_added(pending)
+    handler.pod_updated(pending, raw_pod("n1"))
+    assert len(parsed) == 2, "the added copy, then only the bound one"
+    assert queue.calls == [
+        ("add", "default/p"),
+        ("delete", "default/p"),
+        ("assigned_pod_added", "default/p"),
+    ]
+    assert cpu_on_n1(cache) == 1000
+    assert not handler._unassigned, "assigned: forgotten"
+
+
+def test_an_old_copy_that_is_another_object_is_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
+    handler, _, queue = handlers()
+    parsed = counting_parses(monkeypatch)
+    handler.pod_added(raw_pod(cpu="1"))
+    handler.pod_updated(raw_pod(cpu="2"), raw_pod(cpu="3"))
+    assert len(parsed) == 3
+    assert queue.calls == [("add", "default/p"), ("update", "default/p")]
+
+
+def test_a_deleted_pending_pod_is_forgotten_whatever_copy_the_deletion_carries() -> None:
+    handler, _, queue = handlers()
+    handler.pod_added(raw_pod())
+    handler.pod_deleted(raw_pod())  # the watch's final state: another object
+    assert not handler._unassigned
+    assert queue.calls == [("add", "default/p"), ("delete", "default/p")]

@@ -22,6 +22,7 @@ from scheduler.framework import (
     parse_pod,
 )
 from scheduler.framework.objects import parse_node
+from scheduler.framework.types import FitError
 from scheduler.runtime.verdicts import VerdictCache
 from tests.support.builders import make_node, make_pod
 from tests.unit.engine.plugins import (
@@ -210,3 +211,49 @@ def test_evaluation_counts_follow_the_calls_that_really_ran() -> None:
         "one node changed"
     )
     assert metrics.evaluations[("S", ExtensionPoint.SCORE)] == 4
+
+
+class CrowdFilter(CountingFilter):
+    """Node-local and changing: rejects a node once it holds ``limit`` pods,
+    and the nodes named in ``rejects`` always."""
+
+    def __init__(self, name: str, rejects: dict[str, Status], limit: int) -> None:
+        super().__init__(name, rejects)
+        self.limit = limit
+
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        status = super().filter(state, pod, node_info)
+        if status is None and len(node_info.pods) >= self.limit:
+            return Status.unschedulable("crowded")
+        return status
+
+
+class UnsignedCrowdFilter(CrowdFilter):
+    def sign_pod(self, pod: Pod) -> Hashable | None:
+        return None
+
+
+@pytest.mark.parametrize("nodes", [pytest.param(7, id="7 nodes"), pytest.param(300, id="300")])
+def test_the_filter_walk_with_reused_verdicts_equals_the_plain_one(nodes: int) -> None:
+    """Windows of reused verdicts (``_pass_with_verdicts``) against every
+    Filter run for every node: same hosts, start index and rejections."""
+    rejects = {f"n{index}": Status.unschedulable("no") for index in range(0, nodes, 5)}
+
+    def run(filter_plugin: CrowdFilter) -> list[tuple[str, int]]:
+        cache = cluster(nodes)
+        framework = make_framework(filter=[filter_plugin], score=[CountingScore("S")])
+        algorithm = Algorithm(random.Random(11))
+        snapshot = Snapshot()
+        trail = []
+        for index in range(3 * nodes):
+            try:
+                host = place(cache, algorithm, framework, snapshot, index)
+            except FitError:
+                host = "-"
+            trail.append((host, algorithm.next_start_node_index))
+        return trail
+
+    reused = run(CrowdFilter("F", rejects, limit=2))
+    plain = run(UnsignedCrowdFilter("F", rejects, limit=2))
+    assert reused == plain
+    assert any(host == "-" for host, _ in reused), "the cluster fills up"

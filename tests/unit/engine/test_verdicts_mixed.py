@@ -146,7 +146,7 @@ def test_with_the_other_plugins_active_the_node_local_part_is_still_reused() -> 
     mixed.cache.update_snapshot(mixed.snapshot)
     mixed.framework.run_pre_filter(state, affine, mixed.snapshot.node_info_list)
     filters = mixed.framework.active_filters(state)
-    partial = mixed.framework.partial_filter_verdicts(affine, filters, 3)
+    partial = mixed.framework.partial_filter_verdicts(state, affine, filters, 3)
     assert partial is not None
     for node_info in mixed.snapshot.node_info_list:
         assert partial.run(mixed.framework, state, affine, node_info) is None
