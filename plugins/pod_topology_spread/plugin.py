@@ -66,7 +66,7 @@ from scheduler.framework import (
     Status,
 )
 from scheduler.framework.labels import LabelSelectorError
-from scheduler.framework.tally import Tallies
+from scheduler.framework.tally import Tallies, journal_of
 
 NAME = "PodTopologySpread"
 REASON_CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread constraints"
@@ -208,8 +208,11 @@ class PodTopologySpread(
             return None, Status.as_error(f"get constraints from pod: {error}")
         if not constraints:
             return None, Status.skip()
+        snapshot = self._snapshot
+        journal = journal_of(snapshot) if nodes is snapshot.node_infos() else None
         state.write(
-            PRE_FILTER_KEY, compute_pre_filter_state(pod, constraints, nodes, self._tallies)
+            PRE_FILTER_KEY,
+            compute_pre_filter_state(pod, constraints, nodes, self._tallies, journal),
         )
         return None, None
 

@@ -190,26 +190,32 @@ class Cache:
         if since == self._generation:
             return
         changed: list[NodeInfo] = []
+        still_affine: list[NodeInfo] = []  # with pods with affinity before and after
         affinity_flipped = False
+        removed = False  # or added: the node set changed
         for name in reversed(self._recent):
             info = self._nodes[name]
             if info.generation <= since:
                 break
             previous = snapshot.node_info_map.get(name)
             if info.node is None:
-                snapshot.node_info_map.pop(name, None)
+                removed = snapshot.node_info_map.pop(name, None) is not None or removed
                 continue
             clone = info.clone()
+            removed = removed or previous is None  # a node new to the snapshot
             snapshot.node_info_map[name] = clone
             changed.append(clone)
             had = bool(previous and previous.pods_with_affinity)
-            if had != bool(clone.pods_with_affinity) or (had and clone.pods_with_affinity):
+            if had != bool(clone.pods_with_affinity):
                 affinity_flipped = True
+            elif had:
+                still_affine.append(clone)
         for name, generation in list(self._deleted.items()):
             if generation > since:
-                snapshot.node_info_map.pop(name, None)
+                removed = snapshot.node_info_map.pop(name, None) is not None or removed
             else:
                 del self._deleted[name]
+        restructured = removed or self._structure_generation > since
         if self._structure_generation > since:
             snapshot.node_info_list = [
                 snapshot.node_info_map[name]
@@ -222,6 +228,13 @@ class Cache:
             self._replace_in_list(snapshot, changed)
         if affinity_flipped:
             snapshot.with_affinity = [n for n in snapshot.node_info_list if n.pods_with_affinity]
+            snapshot.affinity_positions = {n.name: i for i, n in enumerate(snapshot.with_affinity)}
+        else:
+            # Same nodes with affinity: replace the changed ones in place.
+            with_affinity, positions = snapshot.with_affinity, snapshot.affinity_positions
+            for info in still_affine:
+                with_affinity[positions[info.name]] = info
+        snapshot.record(changed, restructured=restructured)
         snapshot.generation = self._generation
 
     @staticmethod
