@@ -75,6 +75,11 @@ REASON_NODE_LABEL_NOT_MATCH = REASON_CONSTRAINTS_NOT_MATCH + " (missing required
 PRE_FILTER_KEY: StateKey[PreFilterState] = StateKey(f"PreFilter{NAME}")
 PRE_SCORE_KEY: StateKey[PreScoreState] = StateKey(f"PreScore{NAME}")
 
+# Filter's verdicts, made once: a Status is immutable, and a constant one is
+# tagged with the plugin's name once rather than once per rejected node.
+_NODE_LABEL_NOT_MATCH = Status.unresolvable(REASON_NODE_LABEL_NOT_MATCH)
+_CONSTRAINTS_NOT_MATCH = Status.unschedulable(REASON_CONSTRAINTS_NOT_MATCH)
+
 
 class PodTopologySpread(
     PreFilterPlugin,
@@ -248,9 +253,9 @@ class PodTopologySpread(
             return Status.as_error("node not found")
         missing_label, too_skewed = violated(pre_filter, pod, node)
         if missing_label:
-            return Status.unresolvable(REASON_NODE_LABEL_NOT_MATCH)
+            return _NODE_LABEL_NOT_MATCH
         if too_skewed:
-            return Status.unschedulable(REASON_CONSTRAINTS_NOT_MATCH)
+            return _CONSTRAINTS_NOT_MATCH
         return None
 
     # ------------------------------------------------------- PreScore/Score
