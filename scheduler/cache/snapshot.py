@@ -20,6 +20,11 @@ from collections.abc import Sequence
 
 from scheduler.framework.nodeinfo import NodeInfo
 
+# Entries a journal holds before a new epoch starts. The journal keeps the
+# NodeInfos it lists alive, superseded ones too, so it stays short: a new
+# epoch costs each tally one comparison of all nodes, about one cycle's worth.
+JOURNAL_BOUND = 512
+
 
 class Snapshot:
     """Implements ``scheduler.framework.SnapshotLister``."""
@@ -47,8 +52,8 @@ class Snapshot:
 
     def record(self, changed: list[NodeInfo], *, restructured: bool) -> None:
         """Journal the NodeInfos just put in place, or start a new epoch when
-        the node set changed or the journal outgrew a few cycles' worth."""
-        if restructured or len(self.journal) + len(changed) > 2 * len(self.node_info_map) + 1024:
+        the node set changed or the journal would exceed ``JOURNAL_BOUND``."""
+        if restructured or len(self.journal) + len(changed) > JOURNAL_BOUND:
             self.epoch += 1
             self.journal = []
         else:

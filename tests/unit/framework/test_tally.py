@@ -17,6 +17,7 @@ from plugins.inter_pod_affinity.filtering import existing_anti_affinity_counts, 
 from plugins.inter_pod_affinity.scoring import IncomingTerms, compute_pre_score_state
 from plugins.pod_topology_spread.filtering import compute_pre_filter_state
 from scheduler.cache import Cache, Snapshot
+from scheduler.cache import snapshot as snapshot_module
 from scheduler.framework import Handle, NodeInfo, Pod, parse_node, parse_pod
 from scheduler.framework.tally import Contribution, Tallies, Tally, journal_of
 from tests.support.builders import make_node, make_pod
@@ -132,6 +133,25 @@ def test_with_the_journal_only_its_new_entries_are_recomputed() -> None:
         {"zone": 0},
     ]
     assert computed == ["n9"]
+
+
+def test_a_journal_past_its_bound_starts_a_new_epoch(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(snapshot_module, "JOURNAL_BOUND", 3)
+    cache, snapshot = Cache(), Snapshot()
+    for index in range(4):
+        cache.add_node(parse_node(_node(f"n{index}", "a")))
+    cache.update_snapshot(snapshot)
+    tally: Tally[str] = Tally(2, _pods_by_app)
+    epochs = set()
+    for step in range(10):
+        cache.add_pod(_pod(step, f"n{step % 4}", "web"))
+        cache.update_snapshot(snapshot)
+        assert len(snapshot.journal) <= 3
+        epochs.add(snapshot.epoch)
+        if step % 3:  # skip some cycles: the epoch may change in between
+            whole = snapshot.node_info_list
+            assert tally.update(whole, journal_of(snapshot)) == _fresh(whole), step
+    assert len(epochs) > 2
 
 
 @pytest.mark.parametrize("seed", range(12))
