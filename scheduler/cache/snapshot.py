@@ -30,7 +30,6 @@ class Snapshot:
     """Implements ``scheduler.framework.SnapshotLister``."""
 
     __slots__ = (
-        "affinity_positions",
         "epoch",
         "generation",
         "journal",
@@ -45,7 +44,6 @@ class Snapshot:
         self.node_info_list: list[NodeInfo] = []
         self.with_affinity: list[NodeInfo] = []
         self.positions: dict[str, int] = {}  # node name -> index in node_info_list
-        self.affinity_positions: dict[str, int] = {}  # node name -> index in with_affinity
         self.generation = 0
         self.epoch = 0
         self.journal: list[NodeInfo] = []
