@@ -93,10 +93,17 @@ DEFAULT_TEMPLATE = Template()
 ZONE_LABEL = "topology.kubernetes.io/zone"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 
+
+def _hostname(index: int) -> dict[str, str]:
+    """scheduler_perf labels every node it creates with its hostname."""
+    return {HOSTNAME_LABEL: node_name(index)}
+
+
 # scheduler_perf's SchedulingNodeAffinity: every node labelled zone1
-# (labelNodePrepareStrategy), pods from pod-with-node-affinity.yaml.
+# (labelNodePrepareStrategy) besides its hostname, pods from
+# pod-with-node-affinity.yaml.
 NODE_AFFINITY_TEMPLATE = Template(
-    node_labels=lambda index: {ZONE_LABEL: "zone1"},
+    node_labels=lambda index: {**_hostname(index), ZONE_LABEL: "zone1"},
     pod_spec={
         "affinity": {
             "nodeAffinity": {
@@ -196,11 +203,6 @@ DRA_TEMPLATE = Template(
 )
 # The structured-parameters variant with upstream's selector_* CEL selector.
 DRA_SELECTOR_TEMPLATE = replace(DRA_TEMPLATE, namespace_objects=_claim_template((DRA_SELECTOR,)))
-
-
-def _hostname(index: int) -> dict[str, str]:
-    """scheduler_perf labels every node it creates with its hostname."""
-    return {HOSTNAME_LABEL: node_name(index)}
 
 
 MOONS = ("moon-1", "moon-2", "moon-3")

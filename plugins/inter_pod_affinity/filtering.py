@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from scheduler.framework import Node, NodeInfo, Pod
 from scheduler.framework.podaffinity import AffinityTerm
-from scheduler.framework.tally import Contribution, Tallies
+from scheduler.framework.tally import Contribution, Journal, Tallies
 
 TopologyPair = tuple[str, str]
 _NO_LABELS: Mapping[str, str] = {}
@@ -63,6 +63,13 @@ class PreFilterState:
     existing_anti: PairCounts
     affinity: PairCounts
     anti: PairCounts
+    # The distinct topology keys of ``anti_affinity_terms``, in order (Filter's loop).
+    anti_keys: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.anti_keys:
+            keys = (term.topology_key for term in self.anti_affinity_terms)
+            self.anti_keys = tuple(dict.fromkeys(keys))
 
     def clone(self) -> PreFilterState:
         return PreFilterState(
@@ -72,6 +79,7 @@ class PreFilterState:
             self.existing_anti.copy(),
             self.affinity.copy(),
             self.anti.copy(),
+            self.anti_keys,
         )
 
     def update_with_pod(self, pod: Pod, changed: Pod, node: Node | None, delta: int) -> None:
@@ -94,15 +102,18 @@ def existing_anti_affinity_counts(
     namespace_labels: Mapping[str, str],
     nodes: Sequence[NodeInfo],
     tallies: Tallies[TopologyPair] | None = None,
+    journal: Journal | None = None,
 ) -> PairCounts:
     """Pairs of the existing pods' anti-affinity terms selecting ``pod``.
     With ``tallies`` (the plugin's, for the snapshot's nodes) kept from cycle
-    to cycle, by the pod's namespace and labels and its namespace's labels."""
+    to cycle, by the pod's namespace and labels and its namespace's labels;
+    ``journal``: the snapshot's, when ``nodes`` are its nodes with pods with
+    affinity (``scheduler.framework.tally``)."""
     contribution = _existing_anti_contribution(pod, namespace_labels)
     if tallies is not None:
         labels = frozenset(pod.labels.items())
         key = ("existing", pod.namespace, labels, frozenset(namespace_labels.items()))
-        (totals,) = tallies.get(key, 1, contribution).update(nodes)
+        (totals,) = tallies.get(key, 1, contribution).update(nodes, journal)
         return PairCounts(totals)
     counts = PairCounts()
     for node_info in nodes:
@@ -141,16 +152,18 @@ def incoming_counts(
     anti_affinity_terms: tuple[AffinityTerm, ...],
     nodes: Sequence[NodeInfo],
     tallies: Tallies[TopologyPair] | None = None,
+    journal: Journal | None = None,
 ) -> tuple[PairCounts, PairCounts]:
     """Pairs of the existing pods matching all the incoming pod's affinity
     terms (once per term), and each of its anti-affinity terms. With
-    ``tallies`` kept from cycle to cycle, by the (resolved) terms."""
+    ``tallies`` kept from cycle to cycle, by the (resolved) terms; ``journal``:
+    the snapshot's, when ``nodes`` is its node list."""
     if not affinity_terms and not anti_affinity_terms:
         return PairCounts(), PairCounts()
     contribution = _incoming_contribution(affinity_terms, anti_affinity_terms)
     if tallies is not None:
         key = ("incoming", affinity_terms, anti_affinity_terms)
-        affinity_totals, anti_totals = tallies.get(key, 2, contribution).update(nodes)
+        affinity_totals, anti_totals = tallies.get(key, 2, contribution).update(nodes, journal)
         return PairCounts(affinity_totals), PairCounts(anti_totals)
     affinity, anti = PairCounts(), PairCounts()
     slots = (affinity, anti)
@@ -212,16 +225,21 @@ def satisfies_pod_affinity(state: PreFilterState, pod: Pod, labels: Mapping[str,
 
 
 def satisfies_pod_anti_affinity(state: PreFilterState, labels: Mapping[str, str]) -> bool:
-    if not state.anti:
+    """No pod matching one of the incoming pod's anti-affinity terms in the
+    node's domain of that term's key (the plugin's Filter inlines this)."""
+    anti = state.anti
+    if not anti:
         return True
-    for term in state.anti_affinity_terms:
-        value = labels.get(term.topology_key)
-        if value is not None and state.anti.get((term.topology_key, value), 0) > 0:
+    for key in state.anti_keys:
+        value = labels.get(key)
+        if value is not None and anti.get((key, value), 0) > 0:
             return False
     return True
 
 
 def satisfies_existing_anti_affinity(state: PreFilterState, labels: Mapping[str, str]) -> bool:
+    """No existing pod's anti-affinity term selecting the incoming pod in one
+    of the node's domains (the plugin's Filter inlines this)."""
     counts = state.existing_anti
     if not counts:
         return True

@@ -24,9 +24,7 @@ from plugins.inter_pod_affinity.filtering import (
     existing_anti_affinity_counts,
     incoming_counts,
     matches_all,
-    satisfies_existing_anti_affinity,
     satisfies_pod_affinity,
-    satisfies_pod_anti_affinity,
 )
 from plugins.inter_pod_affinity.scoring import (
     IncomingTerms,
@@ -61,7 +59,7 @@ from scheduler.framework import (
     Status,
 )
 from scheduler.framework.podaffinity import AffinityTerm, WeightedAffinityTerm
-from scheduler.framework.tally import Tallies
+from scheduler.framework.tally import Tallies, journal_of
 
 NAME = "InterPodAffinity"
 REASON_EXISTING_ANTI_AFFINITY_NOT_MATCH = "node(s) didn't satisfy existing pods anti-affinity rules"
@@ -199,15 +197,25 @@ class InterPodAffinity(
         affinity_terms = tuple(self._resolve(term) for term in terms.required_affinity)
         anti_terms = tuple(self._resolve(term) for term in terms.required_anti_affinity)
         namespace_labels = self._namespace_labels(pod.namespace)
-        with_affinity = self._snapshot.have_pods_with_affinity()
+        snapshot = self._snapshot
+        journal = journal_of(snapshot)
+        with_affinity = snapshot.have_pods_with_affinity()
         existing_anti = (
-            existing_anti_affinity_counts(pod, namespace_labels, with_affinity, self._tallies)
+            existing_anti_affinity_counts(
+                pod, namespace_labels, with_affinity, self._tallies, journal
+            )
             if with_affinity
             else PairCounts()
         )
         if not existing_anti and not affinity_terms and not anti_terms:
             return None, Status.skip()
-        affinity, anti = incoming_counts(affinity_terms, anti_terms, nodes, self._tallies)
+        affinity, anti = incoming_counts(
+            affinity_terms,
+            anti_terms,
+            nodes,
+            self._tallies,
+            journal if nodes is snapshot.node_infos() else None,
+        )
         state.write(
             PRE_FILTER_KEY,
             PreFilterState(
@@ -249,10 +257,19 @@ class InterPodAffinity(
         labels = node.labels
         if pre_filter.affinity_terms and not satisfies_pod_affinity(pre_filter, pod, labels):
             return _AFFINITY_NOT_MATCH
-        if pre_filter.anti and not satisfies_pod_anti_affinity(pre_filter, labels):
-            return _ANTI_AFFINITY_NOT_MATCH
-        if pre_filter.existing_anti and not satisfies_existing_anti_affinity(pre_filter, labels):
-            return _EXISTING_ANTI_AFFINITY_NOT_MATCH
+        # satisfies_pod_anti_affinity and satisfies_existing_anti_affinity,
+        # inlined: this runs once per node per cycle.
+        anti = pre_filter.anti
+        if anti:
+            for key in pre_filter.anti_keys:
+                value = labels.get(key)
+                if value is not None and anti.get((key, value), 0) > 0:
+                    return _ANTI_AFFINITY_NOT_MATCH
+        existing = pre_filter.existing_anti
+        if existing:
+            for pair in labels.items():
+                if existing.get(pair, 0) > 0:
+                    return _EXISTING_ANTI_AFFINITY_NOT_MATCH
         return None
 
     # ------------------------------------------------------- PreScore/Score
@@ -280,6 +297,7 @@ class InterPodAffinity(
             all_pods=has_constraints,
             hard_pod_affinity_weight=self._args.hard_pod_affinity_weight,
             tallies=self._score_tallies,
+            journal=journal_of(self._snapshot),
         )
         if not pre_score.topology_score:
             return Status.skip()

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from scheduler.framework import MAX_NODE_SCORE, Node, NodeInfo, Pod
 from scheduler.framework.podaffinity import AffinityTerm, WeightedAffinityTerm
-from scheduler.framework.tally import Contribution, Tallies
+from scheduler.framework.tally import Contribution, Journal, Tallies
 
 _NO_LABELS: Mapping[str, str] = {}
 
@@ -65,10 +65,13 @@ def compute_pre_score_state(
     all_pods: bool,
     hard_pod_affinity_weight: int,
     tallies: Tallies[tuple[str, str]] | None = None,
+    journal: Journal | None = None,
 ) -> PreScoreState:
     """Upstream PreScore's sums. With ``tallies`` (the plugin's, for the
     snapshot's nodes) the per-node sums are kept from cycle to cycle, by
-    everything of the incoming pod they depend on."""
+    everything of the incoming pod they depend on; ``journal``: the
+    snapshot's, when ``nodes`` is its node list (``all_pods``) or its nodes
+    with pods with affinity."""
     contribution = _contribution(incoming, all_pods=all_pods, hard_weight=hard_pod_affinity_weight)
     totals: dict[tuple[str, str], int] = {}
     key = None
@@ -85,7 +88,7 @@ def compute_pre_score_state(
             hard_pod_affinity_weight,
         )
     if tallies is not None and key is not None:
-        (totals,) = tallies.get(key, 1, contribution).update(nodes)
+        (totals,) = tallies.get(key, 1, contribution).update(nodes, journal)
     else:
         for node_info in nodes:
             for _, pair, weight in contribution(node_info):

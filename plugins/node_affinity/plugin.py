@@ -60,6 +60,9 @@ NAME = "NodeAffinity"
 REASON_POD = "node(s) didn't match Pod's node affinity/selector"
 REASON_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
 REASON_CONFLICT = "pod affinity terms conflict"
+# Filter's verdicts, made once (a Status is immutable; tagged once per plugin).
+_ENFORCED_NOT_MATCH = Status.unresolvable(REASON_ENFORCED)
+_POD_NOT_MATCH = Status.unresolvable(REASON_POD)
 
 
 class NodeAffinity(
@@ -131,9 +134,9 @@ class NodeAffinity(
         if self._added_required is not None and not self._added_required.matches(
             node.name, node.labels
         ):
-            return Status.unresolvable(REASON_ENFORCED)
+            return _ENFORCED_NOT_MATCH
         if not pod.required_affinity.matches(node.name, node.labels):
-            return Status.unresolvable(REASON_POD)
+            return _POD_NOT_MATCH
         return None
 
     def pre_score(self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]) -> Status | None:

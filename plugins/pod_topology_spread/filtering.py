@@ -27,7 +27,7 @@ from plugins.pod_topology_spread.constraints import (
     node_has_all_keys,
 )
 from scheduler.framework import Node, NodeInfo, Pod
-from scheduler.framework.tally import Contribution, Tallies
+from scheduler.framework.tally import Contribution, Journal, Tallies
 
 MAX_INT32 = 2**31 - 1
 
@@ -64,6 +64,10 @@ class PreFilterState:
     counts: list[dict[str, int]]  # per constraint: topology value -> matching pods
     # Per constraint, 1 if the incoming pod matches its selector (empty: not known).
     self_match: tuple[int, ...] = ()
+    # Filter's plan, made on first use and dropped by ``update_with_pod``:
+    # per constraint (topology key, its counts, the highest count a domain
+    # may hold for the pod to fit there).
+    limits: list[tuple[str, dict[str, int], int]] | None = field(default=None, compare=False)
 
     def clone(self) -> PreFilterState:
         return PreFilterState(
@@ -78,6 +82,7 @@ class PreFilterState:
         (-1) from ``node`` in a what-if for ``pod``."""
         if changed.namespace != pod.namespace or node is None:
             return
+        self.limits = None
         if not node_has_all_keys(node.labels, self.constraints):
             return
         for index, constraint in enumerate(self.constraints):
@@ -96,10 +101,12 @@ def compute_pre_filter_state(
     constraints: tuple[Constraint, ...],
     nodes: Sequence[NodeInfo],
     tallies: Tallies[str] | None = None,
+    journal: Journal | None = None,
 ) -> PreFilterState:
     """Upstream ``calPreFilterState`` over all nodes. With ``tallies`` (the
     plugin's, for the snapshot's nodes) the per-node counts are kept from
-    cycle to cycle and only changed nodes are counted again."""
+    cycle to cycle and only changed nodes are counted again; ``journal``: the
+    snapshot's, when ``nodes`` is its node list (``scheduler.framework.tally``)."""
     contribution = _contribution(pod, constraints)
     tally = None
     if tallies is not None:
@@ -107,7 +114,7 @@ def compute_pre_filter_state(
         if key is not None:
             tally = tallies.get(key, len(constraints), contribution)
     if tally is not None:
-        counts = [dict(totals) for totals in tally.update(nodes)]
+        counts = [dict(totals) for totals in tally.update(nodes, journal)]
     else:
         counts = [{} for _ in constraints]
         for node_info in nodes:
@@ -185,15 +192,12 @@ def _contribution(
     return contribution
 
 
-def violated(state: PreFilterState, pod: Pod, node: Node) -> tuple[bool, bool]:
-    """(a topology key is missing, a skew exceeds maxSkew), checked in
-    constraint order: the first failing constraint decides."""
-    labels = node.labels
+def _limits(state: PreFilterState, pod: Pod) -> list[tuple[str, dict[str, int], int]]:
+    """Per constraint: the topology key, the counts and the largest count of
+    the node's domain that keeps ``count + selfMatch - min <= maxSkew``."""
     known = state.self_match
+    limits = []
     for index, constraint in enumerate(state.constraints):
-        value = labels.get(constraint.topology_key)
-        if value is None:
-            return True, False
         counts = state.counts[index]
         # Upstream ``minMatchNum``: 0 while there are fewer domains than minDomains.
         minimum = (
@@ -202,6 +206,21 @@ def violated(state: PreFilterState, pod: Pod, node: Node) -> tuple[bool, bool]:
         self_match = (
             known[index] if known else (1 if constraint.selector.matches(pod.labels) else 0)
         )
-        if counts.get(value, 0) + self_match - minimum > constraint.max_skew:
+        limits.append((constraint.topology_key, counts, constraint.max_skew + minimum - self_match))
+    return limits
+
+
+def violated(state: PreFilterState, pod: Pod, node: Node) -> tuple[bool, bool]:
+    """(a topology key is missing, a skew exceeds maxSkew), checked in
+    constraint order: the first failing constraint decides."""
+    limits = state.limits
+    if limits is None:
+        limits = state.limits = _limits(state, pod)
+    labels = node.labels
+    for key, counts, limit in limits:
+        value = labels.get(key)
+        if value is None:
+            return True, False
+        if counts.get(value, 0) > limit:
             return False, True
     return False, False

@@ -66,7 +66,7 @@ from scheduler.framework import (
     Status,
 )
 from scheduler.framework.labels import LabelSelectorError
-from scheduler.framework.tally import Tallies
+from scheduler.framework.tally import Tallies, journal_of
 
 NAME = "PodTopologySpread"
 REASON_CONSTRAINTS_NOT_MATCH = "node(s) didn't match pod topology spread constraints"
@@ -74,6 +74,11 @@ REASON_NODE_LABEL_NOT_MATCH = REASON_CONSTRAINTS_NOT_MATCH + " (missing required
 
 PRE_FILTER_KEY: StateKey[PreFilterState] = StateKey(f"PreFilter{NAME}")
 PRE_SCORE_KEY: StateKey[PreScoreState] = StateKey(f"PreScore{NAME}")
+
+# Filter's verdicts, made once: a Status is immutable, and a constant one is
+# tagged with the plugin's name once rather than once per rejected node.
+_NODE_LABEL_NOT_MATCH = Status.unresolvable(REASON_NODE_LABEL_NOT_MATCH)
+_CONSTRAINTS_NOT_MATCH = Status.unschedulable(REASON_CONSTRAINTS_NOT_MATCH)
 
 
 class PodTopologySpread(
@@ -208,8 +213,11 @@ class PodTopologySpread(
             return None, Status.as_error(f"get constraints from pod: {error}")
         if not constraints:
             return None, Status.skip()
+        snapshot = self._snapshot
+        journal = journal_of(snapshot) if nodes is snapshot.node_infos() else None
         state.write(
-            PRE_FILTER_KEY, compute_pre_filter_state(pod, constraints, nodes, self._tallies)
+            PRE_FILTER_KEY,
+            compute_pre_filter_state(pod, constraints, nodes, self._tallies, journal),
         )
         return None, None
 
@@ -245,9 +253,9 @@ class PodTopologySpread(
             return Status.as_error("node not found")
         missing_label, too_skewed = violated(pre_filter, pod, node)
         if missing_label:
-            return Status.unresolvable(REASON_NODE_LABEL_NOT_MATCH)
+            return _NODE_LABEL_NOT_MATCH
         if too_skewed:
-            return Status.unschedulable(REASON_CONSTRAINTS_NOT_MATCH)
+            return _CONSTRAINTS_NOT_MATCH
         return None
 
     # ------------------------------------------------------- PreScore/Score

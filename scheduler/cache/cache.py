@@ -20,6 +20,7 @@ Invariants:
 from __future__ import annotations
 
 import logging
+from bisect import bisect_left
 from collections import OrderedDict
 
 from scheduler.cache.dump import CacheDump
@@ -190,26 +191,32 @@ class Cache:
         if since == self._generation:
             return
         changed: list[NodeInfo] = []
+        # (clone, had pods with affinity, has them) for the with-affinity list
+        affine: list[tuple[NodeInfo, bool, bool]] = []
         affinity_flipped = False
+        removed = False  # or added: the node set changed
         for name in reversed(self._recent):
             info = self._nodes[name]
             if info.generation <= since:
                 break
             previous = snapshot.node_info_map.get(name)
             if info.node is None:
-                snapshot.node_info_map.pop(name, None)
+                removed = snapshot.node_info_map.pop(name, None) is not None or removed
                 continue
             clone = info.clone()
+            removed = removed or previous is None  # a node new to the snapshot
             snapshot.node_info_map[name] = clone
             changed.append(clone)
             had = bool(previous and previous.pods_with_affinity)
-            if had != bool(clone.pods_with_affinity) or (had and clone.pods_with_affinity):
-                affinity_flipped = True
+            has = bool(clone.pods_with_affinity)
+            if had or has:
+                affine.append((clone, had, has))
         for name, generation in list(self._deleted.items()):
             if generation > since:
-                snapshot.node_info_map.pop(name, None)
+                removed = snapshot.node_info_map.pop(name, None) is not None or removed
             else:
                 del self._deleted[name]
+        restructured = removed or self._structure_generation > since
         if self._structure_generation > since:
             snapshot.node_info_list = [
                 snapshot.node_info_map[name]
@@ -222,7 +229,31 @@ class Cache:
             self._replace_in_list(snapshot, changed)
         if affinity_flipped:
             snapshot.with_affinity = [n for n in snapshot.node_info_list if n.pods_with_affinity]
+        else:
+            self._update_with_affinity(snapshot, affine)
+        snapshot.record(changed, restructured=restructured)
         snapshot.generation = self._generation
+
+    @staticmethod
+    def _update_with_affinity(
+        snapshot: Snapshot, affine: list[tuple[NodeInfo, bool, bool]]
+    ) -> None:
+        """Replace, insert or drop the changed nodes in the with-affinity
+        list, which stays in ``node_info_list`` order (found by bisection on
+        the nodes' list positions) without scanning every node."""
+        items, positions = snapshot.with_affinity, snapshot.positions
+
+        def position(info: NodeInfo) -> int:
+            return positions[info.name]
+
+        for info, had, has in affine:
+            index = bisect_left(items, positions[info.name], key=position)
+            if had and has:
+                items[index] = info
+            elif has:
+                items.insert(index, info)
+            else:
+                del items[index]
 
     @staticmethod
     def _replace_in_list(snapshot: Snapshot, changed: list[NodeInfo]) -> None:

@@ -17,6 +17,15 @@ the sum of the counts of ``key`` in that slot over the nodes, and a key is
 present exactly while at least one node contributes it (even with count 0),
 so "no key" still means "no node contributed".
 
+With the snapshot's journal (``journal_of``: its epoch and the NodeInfos put
+in place since the epoch began, see ``scheduler.cache.snapshot``) a tally
+last brought up to date in the same epoch recounts just the journal's new
+entries and does not look at the other nodes at all. That is only valid
+when ``nodes`` is the snapshot's own list, or the list of the snapshot's
+nodes whose contribution can be non-empty (``have_pods_with_affinity`` for a
+contribution that is empty without pods with affinity): the caller vouches
+for it by passing the journal.
+
 Invariants: after ``update(nodes)`` the totals equal a fresh sum over
 ``nodes`` (nodes gone since the last call are subtracted); the contribution
 function must depend only on the NodeInfo (and on what the owner keyed the
@@ -36,12 +45,24 @@ from scheduler.framework.nodeinfo import NodeInfo
 K = TypeVar("K", bound=Hashable)
 
 Contribution = tuple[tuple[int, K, int], ...]
+# A snapshot's journal: (epoch, NodeInfos put in place since the epoch began).
+Journal = tuple[int, Sequence[NodeInfo]]
+
+
+def journal_of(snapshot: object) -> Journal | None:
+    """The journal of ``scheduler.cache.Snapshot`` (None for a snapshot
+    without one, such as the tests' fakes: then tallies compare nodes)."""
+    journal: Sequence[NodeInfo] | None = getattr(snapshot, "journal", None)
+    if journal is None:
+        return None
+    epoch: int = getattr(snapshot, "epoch", 0)
+    return epoch, journal
 
 
 class Tally(Generic[K]):
     """Running per-slot totals of ``contribution(node_info)`` over the nodes."""
 
-    __slots__ = ("_contribution", "_last", "_members", "_seen", "totals")
+    __slots__ = ("_contribution", "_epoch", "_last", "_members", "_position", "_seen", "totals")
 
     def __init__(self, slots: int, contribution: Callable[[NodeInfo], Contribution[K]]) -> None:
         self._contribution = contribution
@@ -49,10 +70,25 @@ class Tally(Generic[K]):
         self._last: set[NodeInfo] = set()  # the NodeInfo objects of the last update
         self.totals: list[dict[K, int]] = [{} for _ in range(slots)]
         self._members: list[dict[K, int]] = [{} for _ in range(slots)]
+        # The snapshot journal's epoch and length at the last update (epoch
+        # None: that update had no journal).
+        self._epoch: int | None = None
+        self._position = 0
 
-    def update(self, nodes: Sequence[NodeInfo]) -> list[dict[K, int]]:
+    def update(
+        self, nodes: Sequence[NodeInfo], journal: Journal | None = None
+    ) -> list[dict[K, int]]:
         """Bring the totals up to ``nodes`` and return them (owned by the
-        tally: copy before changing them)."""
+        tally: copy before changing them). ``journal``: the snapshot's, when
+        ``nodes`` is the snapshot's list (see the module docstring)."""
+        if journal is not None:
+            epoch, entries = journal
+            if epoch == self._epoch:
+                refresh = self._refresh
+                for info in entries[self._position :]:
+                    refresh(info)
+                self._position = len(entries)
+                return self.totals
         # NodeInfo objects not in the last call's nodes, found without a
         # Python-level loop over the others (NodeInfo hashes by identity).
         current = set(nodes)
@@ -61,6 +97,10 @@ class Tally(Generic[K]):
         self._last = current
         if len(self._seen) != len(nodes):
             self._forget_others(nodes)
+        if journal is None:
+            self._epoch = None
+        else:
+            self._epoch, self._position = journal[0], len(journal[1])
         return self.totals
 
     def _refresh(self, info: NodeInfo) -> None:

@@ -266,7 +266,10 @@ def test_node_affinity_workload_is_scheduler_perfs() -> None:
     assert workload.name == "SchedulingNodeAffinity"
     labels = workload.template.node_labels
     node = node_body(node_name(7), labels(7))
-    assert node["metadata"]["labels"] == {"topology.kubernetes.io/zone": "zone1"}
+    assert node["metadata"]["labels"] == {
+        "kubernetes.io/hostname": node_name(7),
+        "topology.kubernetes.io/zone": "zone1",
+    }
     first = pod_body("a", "ns", "pyscheduler", workload.template.pod_spec)
     second = pod_body("b", "ns", "pyscheduler", workload.template.pod_spec)
     required = first["spec"]["affinity"]["nodeAffinity"][

@@ -1,7 +1,8 @@
 """Tally: totals kept across calls equal a fresh sum over the nodes passed,
 whatever changed in between (pods added and removed, nodes relabelled, added,
-deleted, a subset passed); and the plugins' PreFilter/PreScore sums computed
-with their tallies over a cache's snapshots equal the sums computed afresh."""
+deleted, a subset passed), also when reading the snapshot's journal; and the
+plugins' PreFilter/PreScore sums computed with their tallies over a cache's
+snapshots equal the sums computed afresh."""
 
 from __future__ import annotations
 
@@ -16,8 +17,9 @@ from plugins.inter_pod_affinity.filtering import existing_anti_affinity_counts, 
 from plugins.inter_pod_affinity.scoring import IncomingTerms, compute_pre_score_state
 from plugins.pod_topology_spread.filtering import compute_pre_filter_state
 from scheduler.cache import Cache, Snapshot
+from scheduler.cache import snapshot as snapshot_module
 from scheduler.framework import Handle, NodeInfo, Pod, parse_node, parse_pod
-from scheduler.framework.tally import Contribution, Tallies, Tally
+from scheduler.framework.tally import Contribution, Tallies, Tally, journal_of
 from tests.support.builders import make_node, make_pod
 from tests.unit.plugins.support import FakeHandle, FakeInformers
 
@@ -96,6 +98,62 @@ def test_only_changed_nodes_are_recomputed() -> None:
     assert computed == ["n3"]
 
 
+def test_with_the_journal_only_its_new_entries_are_recomputed() -> None:
+    cache, snapshot = Cache(), Snapshot()
+    for index in range(5):
+        cache.add_node(parse_node(_node(f"n{index}", "a")))
+    cache.update_snapshot(snapshot)
+    computed: list[str] = []
+
+    def counting(info: NodeInfo) -> Contribution[str]:
+        computed.append(info.name)
+        return _pods_by_app(info)
+
+    tally: Tally[str] = Tally(2, counting)
+    tally.update(snapshot.node_info_list, journal_of(snapshot))
+    assert len(computed) == 5
+    computed.clear()
+    cache.add_pod(_pod(1, "n3", "web"))
+    cache.update_snapshot(snapshot)
+    cache.add_pod(_pod(2, "n1", "web"))
+    cache.update_snapshot(snapshot)
+    epoch = snapshot.epoch
+    assert tally.update(snapshot.node_info_list, journal_of(snapshot)) == [
+        {"zone": 0, "web": 2},
+        {},
+    ]
+    assert computed == ["n3", "n1"]
+    computed.clear()
+    cache.add_node(parse_node(_node("n9", "b")))  # a new node starts a new epoch
+    cache.update_snapshot(snapshot)
+    assert snapshot.epoch == epoch + 1
+    assert not snapshot.journal
+    assert tally.update(snapshot.node_info_list, journal_of(snapshot)) == [
+        {"zone": 0, "web": 2},
+        {"zone": 0},
+    ]
+    assert computed == ["n9"]
+
+
+def test_a_journal_past_its_bound_starts_a_new_epoch(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(snapshot_module, "JOURNAL_BOUND", 3)
+    cache, snapshot = Cache(), Snapshot()
+    for index in range(4):
+        cache.add_node(parse_node(_node(f"n{index}", "a")))
+    cache.update_snapshot(snapshot)
+    tally: Tally[str] = Tally(2, _pods_by_app)
+    epochs = set()
+    for step in range(10):
+        cache.add_pod(_pod(step, f"n{step % 4}", "web"))
+        cache.update_snapshot(snapshot)
+        assert len(snapshot.journal) <= 3
+        epochs.add(snapshot.epoch)
+        if step % 3:  # skip some cycles: the epoch may change in between
+            whole = snapshot.node_info_list
+            assert tally.update(whole, journal_of(snapshot)) == _fresh(whole), step
+    assert len(epochs) > 2
+
+
 @pytest.mark.parametrize("seed", range(12))
 def test_random_changes_keep_the_totals_equal_to_a_fresh_sum(seed: int) -> None:
     rng = random.Random(seed)
@@ -104,6 +162,7 @@ def test_random_changes_keep_the_totals_equal_to_a_fresh_sum(seed: int) -> None:
     nodes: dict[str, str | None] = {}
     pods: dict[int, Pod] = {}
     tally: Tally[str] = Tally(2, _pods_by_app)
+    journaled: Tally[str] = Tally(2, _pods_by_app)  # always the whole list, with the journal
     for step in range(120):
         action = rng.random()
         if action < 0.15 or not nodes:
@@ -126,6 +185,9 @@ def test_random_changes_keep_the_totals_equal_to_a_fresh_sum(seed: int) -> None:
         elif pods:
             cache.remove_pod(pods.pop(rng.choice(sorted(pods))))
         cache.update_snapshot(snapshot)
+        if rng.random() < 0.7:  # not every cycle: the journal grows meanwhile
+            whole = snapshot.node_info_list
+            assert journaled.update(whole, journal_of(snapshot)) == _fresh(whole), step
         passed: Sequence[NodeInfo] = snapshot.node_info_list
         if rng.random() < 0.2:  # sometimes a subset (as the nodes with affinity pods)
             passed = [info for info in passed if rng.random() < 0.5]
@@ -199,18 +261,21 @@ def test_plugin_sums_with_tallies_equal_fresh_sums_across_cycles(seed: int) -> N
         nodes = snapshot.node_info_list
         incoming = _spread_pod(step % 2)
         constraints = spread.constraints(incoming, "DoNotSchedule")
-        kept = compute_pre_filter_state(incoming, constraints, nodes, spread_tallies)
+        journal = journal_of(snapshot)
+        kept = compute_pre_filter_state(incoming, constraints, nodes, spread_tallies, journal)
         fresh = compute_pre_filter_state(incoming, constraints, nodes)
         assert (kept.counts, kept.critical_paths) == (fresh.counts, fresh.critical_paths)
 
         incoming = _affinity_pod(step % 2)
         terms = incoming.pod_affinity
         with_affinity = snapshot.with_affinity
+        # replaced in place between cycles: still exactly the listed nodes with affinity pods
+        assert with_affinity == [info for info in nodes if info.pods_with_affinity]
         assert existing_anti_affinity_counts(
-            incoming, {}, with_affinity, filter_tallies
+            incoming, {}, with_affinity, filter_tallies, journal
         ) == existing_anti_affinity_counts(incoming, {}, with_affinity)
         args = (terms.required_affinity, terms.required_anti_affinity, nodes)
-        assert incoming_counts(*args, filter_tallies) == incoming_counts(*args)
+        assert incoming_counts(*args, filter_tallies, journal) == incoming_counts(*args)
         scoring = IncomingTerms(
             incoming, terms.preferred_affinity, terms.preferred_anti_affinity, {}
         )
@@ -222,6 +287,7 @@ def test_plugin_sums_with_tallies_equal_fresh_sums_across_cycles(seed: int) -> N
                 all_pods=all_pods,
                 hard_pod_affinity_weight=1,
                 tallies=score_tallies,
+                journal=journal,
             )
             fresh_score = compute_pre_score_state(
                 scoring, listed, all_pods=all_pods, hard_pod_affinity_weight=1
