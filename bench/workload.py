@@ -45,10 +45,6 @@ MEASURED_NAMESPACE = "bench-measured"
 NAMESPACES = (INIT_NAMESPACE, MEASURED_NAMESPACE)
 
 
-def _no_labels(index: int) -> Mapping[str, str]:
-    return {}
-
-
 # (API collection path, body) of an object a workload needs besides nodes and pods
 Extra = tuple[str, Obj]
 
@@ -61,6 +57,14 @@ def _no_namespace_objects(namespace: str) -> list[Extra]:
     return []
 
 
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+
+def _hostname(index: int) -> dict[str, str]:
+    """scheduler_perf labels every node it creates with its hostname."""
+    return {HOSTNAME_LABEL: node_name(index)}
+
+
 @dataclass(frozen=True)
 class Template:
     """How a workload's objects differ from scheduler_perf's defaults: the
@@ -69,7 +73,7 @@ class Template:
     namespace before its pods (DRA's classes, slices and claim templates),
     and whether the resourceclaim controller must run."""
 
-    node_labels: Callable[[int], Mapping[str, str]] = _no_labels
+    node_labels: Callable[[int], Mapping[str, str]] = _hostname
     pod_spec: Mapping[str, Any] = field(default_factory=dict)
     cluster_objects: Callable[[int], list[Extra]] = _no_cluster_objects
     namespace_objects: Callable[[str], list[Extra]] = _no_namespace_objects
@@ -91,14 +95,6 @@ class Template:
 DEFAULT_TEMPLATE = Template()
 
 ZONE_LABEL = "topology.kubernetes.io/zone"
-HOSTNAME_LABEL = "kubernetes.io/hostname"
-
-
-def _hostname(index: int) -> dict[str, str]:
-    """scheduler_perf labels every node it creates with its hostname."""
-    return {HOSTNAME_LABEL: node_name(index)}
-
-
 # scheduler_perf's SchedulingNodeAffinity: every node labelled zone1
 # (labelNodePrepareStrategy) besides its hostname, pods from
 # pod-with-node-affinity.yaml.
@@ -236,7 +232,6 @@ TOPOLOGY_SPREADING_TEMPLATE = Template(
 # pod-with-pod-anti-affinity.yaml, in two namespaces the term names (theirs are
 # sched-0 and sched-1).
 POD_ANTI_AFFINITY_TEMPLATE = Template(
-    node_labels=_hostname,
     pod_labels={"color": "green"},
     pod_spec={
         "affinity": {
