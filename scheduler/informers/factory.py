@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 
 from scheduler.clock import Clock
 from scheduler.framework.handle import ObjectStore, RawObject
+from scheduler.informers.compact import Transform, compactor_for
 from scheduler.informers.informer import Informer, ReflectorOptions
 from scheduler.informers.source import ListWatchClient
 from scheduler.informers.store import Raw
@@ -33,8 +34,10 @@ class InformerFactory:
         options: ReflectorOptions | None = None,
         clock: Clock | None = None,
         rng: random.Random | None = None,
+        transforms: Callable[[ResourceType], Transform | None] = compactor_for,
     ) -> None:
         self._client = client
+        self._transforms = transforms
         self._options = options
         self._clock = clock
         self._rng = rng or random.Random()
@@ -71,6 +74,7 @@ class InformerFactory:
             options=self._options,
             clock=self._clock,
             rng=random.Random(self._rng.random()),
+            transform=self._transforms(resource),
         )
         self._informers[resource] = informer
         if self._group is not None:

@@ -24,6 +24,9 @@ Invariants:
   holds the new state when a handler runs.
 - Objects are never mutated after they enter the store, except that list
   items get the ``kind``/``apiVersion`` a List omits (before anyone sees them).
+- The ``transform`` (``scheduler.informers.compact``) sees every decoded
+  object once, before the store and the handlers do; what it returns is
+  what they get.
 - A handler that raises is logged and skipped; the informer goes on.
 - ``run()`` creates no tasks; cancelling it cancels the in-flight request
   and closes the watch stream (``CancelledError`` propagates).
@@ -43,6 +46,7 @@ from typing import Any
 
 from scheduler.clock import Clock, RealClock
 from scheduler.informers.backoff import Backoff
+from scheduler.informers.compact import Transform
 from scheduler.informers.source import ListWatchClient
 from scheduler.informers.store import Diff, Raw, Store, resource_version_of, uid_of
 from scheduler.kube.errors import HTTP_NOT_FOUND, ApiError, TransportError
@@ -124,8 +128,10 @@ class Informer:
         options: ReflectorOptions | None = None,
         clock: Clock | None = None,
         rng: random.Random | None = None,
+        transform: Transform | None = None,
     ) -> None:
         self._client = client
+        self._transform = transform
         self.resource = resource
         self.label_selector = label_selector
         self.field_selector = field_selector
@@ -214,16 +220,19 @@ class Informer:
                 label_selector=self.label_selector,
                 field_selector=self.field_selector,
             )
-            items.extend(page.get("items") or ())
+            page_items = page.get("items") or []
+            for obj in page_items:
+                # List items come without kind/apiVersion; watch events carry them.
+                obj.setdefault("kind", self.resource.kind)
+                obj.setdefault("apiVersion", self.resource.api_version)
+            # Compacted page by page: a relist never holds every object uncompacted.
+            transform = self._transform
+            items.extend(page_items if transform is None else map(transform, page_items))
             metadata = page.get("metadata") or {}
             continue_ = metadata.get("continue") or None
             if continue_ is None:
                 version = str(metadata.get("resourceVersion") or "")
                 break
-        for obj in items:
-            # List items come without kind/apiVersion; watch events carry them.
-            obj.setdefault("kind", self.resource.kind)
-            obj.setdefault("apiVersion", self.resource.api_version)
         self._deliver(self._store.replace(items, version))
         self._synced.set()
 
@@ -266,6 +275,8 @@ class Informer:
         if kind == WatchEventType.ERROR:
             raise ApiError.from_status(obj)
         self.stats.events += 1
+        if self._transform is not None:
+            obj = self._transform(obj)
         if kind in (WatchEventType.ADDED, WatchEventType.MODIFIED):
             old = self._store.upsert(obj)
             if old is None:

@@ -323,3 +323,32 @@ async def test_a_404_after_the_first_sync_is_retried(harness: Harness) -> None:
     assert not harness.task.done()
     assert calls[0] == 3  # the failed relist was retried
     assert sorted(harness.informer.store.keys()) == ["ns/a", "ns/b"]
+
+
+async def test_a_transform_sees_every_object_before_the_store_and_handlers() -> None:
+    def mark(obj: dict[str, Any]) -> dict[str, Any]:
+        return {**obj, "transformed": True}
+
+    fake, recorder = FakeListWatch(), Recorder()
+    fake.states = [("10", [pod("a", "1")])]
+    fake.watches = deque([WatchStep([event("ADDED", pod("b", "11"))])])
+    informer = Informer(
+        fake, PODS, options=OPTIONS, clock=FakeClock(), rng=random.Random(1), transform=mark
+    )
+    seen: list[bool] = []
+    informer.add_handler(
+        lambda obj: seen.append(obj.get("transformed", False)),
+        recorder.on_update,
+        recorder.on_delete,
+    )
+    task = asyncio.create_task(informer.run())
+
+    async def idle() -> bool:
+        return fake.idle
+
+    await eventually(idle, timeout=5, what="informer waiting on its last watch")
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert seen == [True, True]
+    assert all(obj.get("transformed") for obj in informer.store.list())
