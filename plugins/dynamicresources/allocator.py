@@ -134,17 +134,29 @@ class Allocator:
         self.cel = cel
         self.new_share_id = new_share_id
         self.clock = clock
-        self.by_node: dict[str, list[Slice]] = {}
-        self.shared: list[Slice] = []
-        self.by_pool: dict[PoolID, list[Slice]] = {}
-        for slice_ in slices:
-            if slice_.node_name:
-                self.by_node.setdefault(slice_.node_name, []).append(slice_)
-            else:
-                self.shared.append(slice_)
-            self.by_pool.setdefault(slice_.pool_id, []).append(slice_)
+        self._slices = slices
+        self._indexed: tuple[dict[str, list[Slice]], list[Slice], dict[PoolID, list[Slice]]] | None
+        self._indexed = None
         self._available_counters: dict[PoolID, dict[str, dict[str, Decimal]]] = {}
+        # id(claims) -> (claims, whether a node with no free device rejects them)
+        self._quick_reject: dict[int, tuple[Sequence[Claim], bool]] = {}
         self.invocations = 0  # allocate_one calls, for search-efficiency tests
+
+    def _index(self) -> tuple[dict[str, list[Slice]], list[Slice], dict[PoolID, list[Slice]]]:
+        """Slices by node, node-less slices, slices by pool; built on the
+        first pool-cache miss only (most cycles never need them)."""
+        if self._indexed is None:
+            by_node: dict[str, list[Slice]] = {}
+            shared: list[Slice] = []
+            by_pool: dict[PoolID, list[Slice]] = {}
+            for slice_ in self._slices:
+                if slice_.node_name:
+                    by_node.setdefault(slice_.node_name, []).append(slice_)
+                else:
+                    shared.append(slice_)
+                by_pool.setdefault(slice_.pool_id, []).append(slice_)
+            self._indexed = (by_node, shared, by_pool)
+        return self._indexed
 
     def allocate(
         self,
@@ -154,15 +166,69 @@ class Allocator:
         deadline: float | None = None,
     ) -> list[dict[str, Any]] | None:
         def gather() -> list[Pool]:
-            slices = [*self.by_node.get(node_name, ()), *self.shared]
-            return gather_pools(slices, node_name, labels, self.by_pool)
+            by_node, shared, by_pool = self._index()
+            return gather_pools([*by_node.get(node_name, ()), *shared], node_name, labels, by_pool)
 
         cache = self.pool_cache
         pools = gather() if cache is None else cache.get(node_name, labels, gather)
+        if self._rejects_without_free_device(claims) and not self._any_free(pools):
+            # exactly what the search concludes, without running it
+            if any(pool.invalid for pool in pools):
+                raise NodeAllocationError("invalid resource pools were encountered")
+            return None
         run = _Run(
             self, node_name=node_name, labels=labels, claims=claims, pools=pools, deadline=deadline
         )
         return run.allocate()
+
+    def _any_free(self, pools: Sequence[Pool]) -> bool:
+        """Some device of a usable pool is not in exclusive use."""
+        in_use = self.allocated.devices
+        for pool in pools:
+            if not pool.incomplete and not pool.invalid and not in_use.issuperset(pool.device_ids):
+                return True
+        return False
+
+    def _rejects_without_free_device(self, claims: Sequence[Claim]) -> bool:
+        """Whether, on a node where every device is in exclusive use, the
+        search fails at its first slot without evaluating anything, and the
+        preparation before it succeeds whatever the node.
+
+        True when no request anywhere asks for ``All`` devices (their
+        preparation reads the node's pools), the preparation raises nothing,
+        and every alternative of the first claim's first request takes at
+        least one device without admin access: such a slot only takes a
+        device not in use, and the search skips in-use devices before any
+        selector, capacity or constraint check. Cached per claims list (the
+        same list object for every node of a cycle, unless a node needs an
+        extended-resource claim of its own)."""
+        entry = self._quick_reject.get(id(claims))
+        if entry is not None and entry[0] is claims:
+            return entry[1]
+        answer = self._quick_reject_applies(claims)
+        self._quick_reject[id(claims)] = (claims, answer)
+        return answer
+
+    def _quick_reject_applies(self, claims: Sequence[Claim]) -> bool:
+        if not claims or not claims[0].requests:
+            return False
+        for claim in claims:
+            for entry in claim.requests:
+                for request in entry.first_available or (entry.exactly,):
+                    if request is not None and request.mode != MODE_EXACT_COUNT:
+                        return False
+        first = claims[0].requests[0]
+        alternatives = first.first_available or (
+            (first.exactly,) if first.exactly is not None else ()
+        )
+        if not alternatives or any(r.admin_access or r.count < 1 for r in alternatives):
+            return False
+        run = _Run(self, node_name="", labels={}, claims=claims, pools=[], deadline=None)
+        try:
+            run.prepare()
+        except AllocationError:
+            return False  # the full path raises it, node by node
+        return True
 
     def available_counters(self, pool: Pool) -> dict[str, dict[str, Decimal]]:
         """Counter sets minus what already-allocated devices consume (cached)."""
@@ -214,6 +280,20 @@ class _Run:
 
     # ------------------------------------------------------------ preparation
     def allocate(self) -> list[dict[str, Any]] | None:
+        self.prepare()
+        try:
+            done = self._allocate_one((0, 0, 0, 0), False)
+        except _MaxSizeExceeded:
+            done = False
+        if not done:
+            if any(pool.invalid for pool in self.pools):
+                raise NodeAllocationError("invalid resource pools were encountered")
+            return None
+        return [self._result(i, claim) for i, claim in enumerate(self.claims)]
+
+    def prepare(self) -> None:
+        """Validate the claims and build the per-request data and constraints;
+        reads the node's pools only for ``All`` requests."""
         for claim_index, claim in enumerate(self.claims):
             minimum = 0
             for request_index, entry in enumerate(claim.requests):
@@ -255,15 +335,6 @@ class _Run:
                         "empty constraint (unsupported constraint type?)"
                     )
             self.constraints.append(constraints)
-        try:
-            done = self._allocate_one((0, 0, 0, 0), False)
-        except _MaxSizeExceeded:
-            done = False
-        if not done:
-            if any(pool.invalid for pool in self.pools):
-                raise NodeAllocationError("invalid resource pools were encountered")
-            return None
-        return [self._result(i, claim) for i, claim in enumerate(self.claims)]
 
     def _result(self, claim_index: int, claim: Claim) -> dict[str, Any]:
         def chosen(request_index: int) -> tuple[Request, DeviceClass]:
@@ -441,33 +512,46 @@ class _Run:
         cached = self.selectable.get(key)
         if cached is not None:
             return cached
-        claim = self.claims[slot[0]]
-        request = data.request
-        prefix = f"claim {claim.key}, request {request.full_name}: "
-        result = self._selectors_match(
-            prefix + f"class {data.device_class.name}: ", data.device_class.selectors, device
-        ) and self._selectors_match(prefix, request.selectors, device)
+        result = self._selectors_match(slot, data, data.device_class.selectors, device, True)
+        if result:
+            result = self._selectors_match(slot, data, data.request.selectors, device, False)
         if result and slice_.per_device_node_selection:
             result = device_matches_node(device, self.node_name, self.labels)
         self.selectable[key] = result
         return result
 
     def _selectors_match(
-        self, prefix: str, selectors: Sequence[str | None], device: Device
+        self,
+        slot: tuple[int, int, int],
+        data: _RequestData,
+        selectors: Sequence[str | None],
+        device: Device,
+        of_class: bool,
     ) -> bool:
+        compile_ = self.a.cel.compile
         for index, expression in enumerate(selectors):
             if expression is None:
                 continue  # rejected by _validate for requests; classes are validated by the API
             try:
-                if not self.a.cel.compile(expression).matches(device.cel):
+                if not compile_(expression).matches(device.cel):
                     return False
             except SelectorError as error:
+                prefix = f"claim {self.claims[slot[0]].key}, request {data.request.full_name}: "
+                if of_class:
+                    prefix += f"class {data.device_class.name}: "
                 raise AllocationError(
                     f"{prefix}selector #{index}: {error} (expression: {expression})"
                 ) from None
         return True
 
     def _fits_capacity(self, request: Request, device: Device) -> bool:
+        if (
+            device.whole_capacity_fits
+            and not request.capacity_requests
+            and device.id not in self.allocating_capacity
+            and device.id not in self.a.allocated.capacity
+        ):
+            return True  # nothing else consumes it, and taking it all is allowed
         allocated = self.a.allocated.capacity.get(device.id, {})
         allocating = self.allocating_capacity.get(device.id, {})
         return fits_capacity(request.capacity_requests, device.capacity, allocated, allocating)
