@@ -4,7 +4,7 @@
 as upstream's ``createResourceDriver``), one claim with one request, with 0%,
 50% and ~100% of the devices in use; a plain request and one with upstream's
 ``selector_*`` CEL selector. Each pod = one ``Allocator`` and one
-``allocate`` per node (the Filter of every node), with warm caches (pools
+``solve`` per node (the Filter of every node), with warm caches (pools
 per node, CEL results per device), as in steady state. Run:
 
     PYTHONPATH=. .venv/bin/python hack/dra_allocator_cost.py
@@ -62,9 +62,7 @@ def main() -> None:
                 allocator = Allocator(
                     AllocatedState(devices), classes, slices, cel, pool_cache=pools
                 )
-                feasible = sum(
-                    1 for n in range(NODES) if allocator.allocate(f"node-{n}", {}, claims)
-                )
+                feasible = sum(1 for n in range(NODES) if allocator.solve(f"node-{n}", {}, claims))
                 elapsed = time.process_time() - started
             print(
                 f"{label:8s} {used:5.0%} in use: {elapsed * 1e3:6.1f} ms/pod "

@@ -42,6 +42,7 @@ from plugins.dynamicresources.allocator import (
     AllocationTimeout,
     Allocator,
     NodeAllocationError,
+    Solution,
 )
 from plugins.dynamicresources.args import DynamicResourcesArgs
 from plugins.dynamicresources.bindingconditions import (
@@ -263,6 +264,11 @@ class DynamicResources(
             )
         if not data.claims:
             return None, Status.skip()
+        data.prioritized = any(
+            request.get("firstAvailable")
+            for claim in data.claims
+            for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ()
+        )
         for index, claim in enumerate(data.claims):
             allocation = allocation_of(claim)
             if allocation is not None:
@@ -339,31 +345,33 @@ class DynamicResources(
                     claims = [*data.parsed, parse_claim(extended[0])]
                 except ModelError as error:
                     return Status.as_error(error)
-        results: list[dict[str, Any]] | None = []
+        solution: Solution | None = None
         if data.allocator is not None and claims:
             timeout = self._args.filter_timeout
             deadline = self._handle.clock.now() + timeout if timeout > 0 else None
             try:
-                results = data.allocator.allocate(node.name, node.labels, claims, deadline)
+                solution = data.allocator.solve(node.name, node.labels, claims, deadline)
             except AllocationTimeout as error:
                 return Status.as_error(error)
             except NodeAllocationError as error:
                 return Status.unresolvable(str(error))
             except AllocationError as error:
                 return Status.as_error(error)
-            if results is None:
+            if solution is None:
                 return Status.unresolvable(REASON_CANNOT_ALLOCATE)
         if unavailable:
             data.unavailable |= unavailable
             return Status.unresolvable(REASON_NOT_AVAILABLE)
-        results = results or []
         if extended is not None:
+            results = [*solution.results()] if solution is not None else []
             claim, mappings = extended
             claim.setdefault("status", {})["allocation"] = results.pop()
             data.node_extended[node.name] = (claim, mappings)
-        else:
+            data.node_allocations[node.name] = results
+            return None
+        if data.node_extended:
             data.node_extended.pop(node.name, None)
-        data.node_allocations[node.name] = results
+        data.node_allocations[node.name] = solution if solution is not None else []
         return None
 
     def _extended_for_node(
@@ -420,8 +428,8 @@ class DynamicResources(
     # ------------------------------------------------------------------ Score
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
         data = state.get(STATE_KEY)
-        if data is None or not data.claims:
-            return 0, None
+        if data is None or not data.prioritized:
+            return 0, None  # only firstAvailable choices score
         allocations = data.node_allocations.get(node_info.name)
         if allocations is None:
             return 0, None

@@ -49,14 +49,14 @@ Chosen = Callable[[int], tuple[Request, DeviceClass]]
 
 
 def allocation_result(
-    claim: Claim, picked: Sequence[Picked], chosen: Chosen, node_name: str
+    claim: Claim, picked: Sequence[Picked], chosen: Chosen, selector: dict[str, Any] | None
 ) -> dict[str, Any]:
-    """Raises ValueError for a slice selector upstream cannot combine."""
+    """``selector``: ``node_selector``'s answer for the same picks (computed
+    first, as it is the part that can fail)."""
     allocation: dict[str, Any] = {"devices": {"results": [_entry(p) for p in picked]}}
     config = config_entries(claim, chosen)
     if config:
         allocation["devices"]["config"] = config
-    selector = node_selector(claim, picked, node_name)
     if selector is not None:
         allocation["nodeSelector"] = selector
     return allocation
@@ -116,6 +116,7 @@ def config_entries(claim: Claim, chosen: Chosen) -> list[dict[str, Any]]:
 
 
 def node_selector(claim: Claim, picked: Sequence[Picked], node_name: str) -> dict[str, Any] | None:
+    """Raises ValueError for a slice selector upstream cannot combine."""
     fields: list[Mapping[str, Any]] = []
     expressions: list[Mapping[str, Any]] = []
     for item in picked:
