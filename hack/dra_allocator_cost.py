@@ -23,7 +23,7 @@ from plugins.dynamicresources.pools import PoolCache
 from tests.support.drabuilders import make_claim, make_class, make_device, make_slice
 
 DRIVER = "test-driver.cdi.k8s.io"
-NODES, DEVICES, REPEAT = 500, 10, 3
+NODES, DEVICES, REPEAT = 500, 10, 5
 SELECTOR = (
     f'device.attributes["{DRIVER}"].driverVersion.major() >= 1 && '
     f'device.capacity["{DRIVER}"].memory.isGreaterThan(quantity("1Mi"))'
@@ -57,13 +57,16 @@ def main() -> None:
                 for d in range(DEVICES)
                 if n * DEVICES + d < used * NODES * DEVICES
             )
-            for _ in range(REPEAT + 1):  # the first round warms the caches
+            best = float("inf")  # the least disturbed round (the machine is shared)
+            for round_ in range(REPEAT + 1):  # the first round warms the caches
                 started = time.process_time()
                 allocator = Allocator(
                     AllocatedState(devices), classes, slices, cel, pool_cache=pools
                 )
                 feasible = sum(1 for n in range(NODES) if allocator.solve(f"node-{n}", {}, claims))
-                elapsed = time.process_time() - started
+                if round_:
+                    best = min(best, time.process_time() - started)
+            elapsed = best
             print(
                 f"{label:8s} {used:5.0%} in use: {elapsed * 1e3:6.1f} ms/pod "
                 f"({elapsed / NODES * 1e6:4.0f} us/node), {feasible} feasible nodes"

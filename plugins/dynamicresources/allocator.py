@@ -116,6 +116,31 @@ class _RequestData:
     all_devices: list[tuple[Device, Slice, Pool]] | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """``_Run.prepare``'s outcome when it is the same on every node; read-only
+    during the search. ``quick_reject``: on a node where every device is in
+    exclusive use the search fails at its first slot without evaluating
+    anything (``_quick_reject``)."""
+
+    data: dict[tuple[int, int, int], _RequestData]
+    has_subrequests: dict[tuple[int, int], bool]
+    constraints: list[list[Constraint]]
+    quick_reject: bool
+
+
+def _quick_reject(claims: Sequence[Claim]) -> bool:
+    """Every alternative of the first claim's first request takes at least
+    one device without admin access: such a slot only takes a device not in
+    use, and the search skips in-use devices before any selector, capacity or
+    constraint check."""
+    if not claims or not claims[0].requests:
+        return False
+    first = claims[0].requests[0]
+    alternatives = first.first_available or ((first.exactly,) if first.exactly is not None else ())
+    return bool(alternatives) and not any(r.admin_access or r.count < 1 for r in alternatives)
+
+
 class Allocator:
     def __init__(
         self,
@@ -138,8 +163,8 @@ class Allocator:
         self._indexed: tuple[dict[str, list[Slice]], list[Slice], dict[PoolID, list[Slice]]] | None
         self._indexed = None
         self._available_counters: dict[PoolID, dict[str, dict[str, Decimal]]] = {}
-        # id(claims) -> (claims, whether a node with no free device rejects them)
-        self._quick_reject: dict[int, tuple[Sequence[Claim], bool]] = {}
+        # id(claims) -> (claims, their node-independent preparation)
+        self._plans: dict[int, tuple[Sequence[Claim], _Plan | None]] = {}
         self.invocations = 0  # allocate_one calls, for search-efficiency tests
 
     def _index(self) -> tuple[dict[str, list[Slice]], list[Slice], dict[PoolID, list[Slice]]]:
@@ -176,7 +201,8 @@ class Allocator:
 
         cache = self.pool_cache
         pools = gather() if cache is None else cache.get(node_name, labels, gather)
-        if self._rejects_without_free_device(claims) and not self._any_free(pools):
+        plan = self._plan(claims)
+        if plan is not None and plan.quick_reject and not self._any_free(pools):
             # exactly what the search concludes, without running it
             if any(pool.invalid for pool in pools):
                 raise NodeAllocationError("invalid resource pools were encountered")
@@ -184,7 +210,7 @@ class Allocator:
         run = _Run(
             self, node_name=node_name, labels=labels, claims=claims, pools=pools, deadline=deadline
         )
-        return run.solve()
+        return run.solve(plan)
 
     def allocate(
         self,
@@ -205,46 +231,34 @@ class Allocator:
                 return True
         return False
 
-    def _rejects_without_free_device(self, claims: Sequence[Claim]) -> bool:
-        """Whether, on a node where every device is in exclusive use, the
-        search fails at its first slot without evaluating anything, and the
-        preparation before it succeeds whatever the node.
-
-        True when no request anywhere asks for ``All`` devices (their
-        preparation reads the node's pools), the preparation raises nothing,
-        and every alternative of the first claim's first request takes at
-        least one device without admin access: such a slot only takes a
-        device not in use, and the search skips in-use devices before any
-        selector, capacity or constraint check. Cached per claims list (the
-        same list object for every node of a cycle, unless a node needs an
-        extended-resource claim of its own)."""
-        entry = self._quick_reject.get(id(claims))
+    def _plan(self, claims: Sequence[Claim]) -> _Plan | None:
+        """The preparation of ``claims`` shared by every node, or None when it
+        depends on the node (a request for ``All`` devices reads the node's
+        pools), raises (the full path raises it, node by node) or keeps
+        state (constraints). Cached per claims list: the same list object
+        for every node of a cycle, unless a node needs an extended-resource
+        claim of its own."""
+        entry = self._plans.get(id(claims))
         if entry is not None and entry[0] is claims:
             return entry[1]
-        answer = self._quick_reject_applies(claims)
-        self._quick_reject[id(claims)] = (claims, answer)
-        return answer
+        plan = self._make_plan(claims)
+        self._plans[id(claims)] = (claims, plan)
+        return plan
 
-    def _quick_reject_applies(self, claims: Sequence[Claim]) -> bool:
-        if not claims or not claims[0].requests:
-            return False
+    def _make_plan(self, claims: Sequence[Claim]) -> _Plan | None:
         for claim in claims:
+            if claim.constraints:
+                return None
             for entry in claim.requests:
                 for request in entry.first_available or (entry.exactly,):
                     if request is not None and request.mode != MODE_EXACT_COUNT:
-                        return False
-        first = claims[0].requests[0]
-        alternatives = first.first_available or (
-            (first.exactly,) if first.exactly is not None else ()
-        )
-        if not alternatives or any(r.admin_access or r.count < 1 for r in alternatives):
-            return False
+                        return None
         run = _Run(self, node_name="", labels={}, claims=claims, pools=[], deadline=None)
         try:
             run.prepare()
         except AllocationError:
-            return False  # the full path raises it, node by node
-        return True
+            return None
+        return _Plan(run.data, run.has_subrequests, run.constraints, _quick_reject(claims))
 
     def available_counters(self, pool: Pool) -> dict[str, dict[str, Decimal]]:
         """Counter sets minus what already-allocated devices consume (cached)."""
@@ -314,8 +328,12 @@ class _Run:
         self.selectable: dict[tuple[DeviceID, int, int, int], bool] = {}
 
     # ------------------------------------------------------------ preparation
-    def solve(self) -> Solution | None:
-        self.prepare()
+    def solve(self, plan: _Plan | None) -> Solution | None:
+        if plan is None:
+            self.prepare()
+        else:
+            self.data, self.has_subrequests = plan.data, plan.has_subrequests
+            self.constraints = plan.constraints
         try:
             done = self._allocate_one((0, 0, 0, 0), False)
         except _MaxSizeExceeded:
@@ -493,23 +511,34 @@ class _Run:
         self, at: _At, data: _RequestData, in_subrequest: bool, start: _Location
     ) -> bool:
         claim_index = at[0]
+        slot = at[:3]
         request = data.request
-        for pool_index in range(start[0], len(self.pools)):
-            pool = self.pools[pool_index]
+        admin = request.admin_access
+        in_use = self.a.allocated.devices
+        allocating = self.allocating
+        pools = self.pools
+        start_pool, start_slice, start_device = start
+        for pool_index in range(start_pool, len(pools)):
+            pool = pools[pool_index]
             if pool.incomplete or pool.invalid:
                 continue
-            slice_start = start[1] if pool_index == start[0] else 0
-            for slice_index in range(slice_start, len(pool.slices)):
-                slice_ = pool.slices[slice_index]
-                first = start[2] if (pool_index, slice_index) == start[:2] else 0
-                for position in range(first, len(slice_.devices)):
-                    device = slice_.devices[position]
-                    if request.admin_access:
-                        if claim_index in self.allocating.get(device.id, ()):
+            slices = pool.slices
+            slice_start = start_slice if pool_index == start_pool else 0
+            for slice_index in range(slice_start, len(slices)):
+                slice_ = slices[slice_index]
+                devices = slice_.devices
+                first = (
+                    start_device if pool_index == start_pool and slice_index == start_slice else 0
+                )
+                for position in range(first, len(devices)):
+                    device = devices[position]
+                    device_id = device.id
+                    if admin:
+                        if claim_index in allocating.get(device_id, ()):
                             continue
-                    elif self._in_use(device.id):
-                        continue
-                    if not self._is_selectable(at[:3], data, slice_, device):
+                    elif device_id in in_use or allocating.get(device_id):
+                        continue  # _in_use
+                    if not self._is_selectable(slot, data, slice_, device):
                         continue
                     if not self._fits_capacity(request, device):
                         continue
@@ -571,9 +600,15 @@ class _Run:
         of_class: bool,
     ) -> bool:
         compile_ = self.a.cel.compile
+        known = device.cel.results  # CompiledSelector.matches' cache, read directly
         for index, expression in enumerate(selectors):
             if expression is None:
                 continue  # rejected by _validate for requests; classes are validated by the API
+            outcome = known.get(expression)
+            if outcome is True:
+                continue
+            if outcome is False:
+                return False
             try:
                 if not compile_(expression).matches(device.cel):
                     return False
