@@ -123,6 +123,10 @@ REASON_NO_CLAIMS = "no new claims to deallocate"
 REASON_STALE_EXTENDED_CLAIM = "cannot schedule extended resource claim"
 REASON_DELETED = "deletion of ResourceClaim completed"
 
+# Filter's per-node rejections: frozen, so shared (tagged with the plugin once)
+_CANNOT_ALLOCATE = Status.unresolvable(REASON_CANNOT_ALLOCATE)
+_NOT_AVAILABLE = Status.unresolvable(REASON_NOT_AVAILABLE)
+
 
 class DynamicResources(
     PreEnqueuePlugin,
@@ -358,10 +362,10 @@ class DynamicResources(
             except AllocationError as error:
                 return Status.as_error(error)
             if solution is None:
-                return Status.unresolvable(REASON_CANNOT_ALLOCATE)
+                return _CANNOT_ALLOCATE
         if unavailable:
             data.unavailable |= unavailable
-            return Status.unresolvable(REASON_NOT_AVAILABLE)
+            return _NOT_AVAILABLE
         if extended is not None:
             results = [*solution.results()] if solution is not None else []
             claim, mappings = extended
