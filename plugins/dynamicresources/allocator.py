@@ -283,18 +283,17 @@ class Solution:
     """A successful search on one node; ``results`` builds its allocations
     (once: later calls return the same objects)."""
 
-    __slots__ = ("_built", "_run", "_selectors")
+    __slots__ = ("_built", "_run")
 
-    def __init__(self, run: _Run, selectors: list[dict[str, Any] | None]) -> None:
+    def __init__(self, run: _Run) -> None:
         self._run = run
-        self._selectors = selectors
         self._built: list[dict[str, Any]] | None = None
 
     def results(self) -> list[dict[str, Any]]:
         """One ``status.allocation`` per claim, in claim order."""
         if self._built is None:
             run = self._run
-            self._built = [run.result(i, selector) for i, selector in enumerate(self._selectors)]
+            self._built = [run.result(i) for i in range(len(run.claims))]
         return self._built
 
 
@@ -343,9 +342,10 @@ class _Run:
                 raise NodeAllocationError("invalid resource pools were encountered")
             return None
         # the one part of the result that can fail is checked now, as upstream's
-        # Filter does; the rest is built on demand
-        selectors = [self._node_selector(i, claim) for i, claim in enumerate(self.claims)]
-        return Solution(self, selectors)
+        # Filter does; the objects are built on demand
+        for claim_index in range(len(self.claims)):
+            self._node_selector(claim_index, build=False)
+        return Solution(self)
 
     def prepare(self) -> None:
         """Validate the claims and build the per-request data and constraints;
@@ -392,19 +392,21 @@ class _Run:
                     )
             self.constraints.append(constraints)
 
-    def _node_selector(self, claim_index: int, claim: Claim) -> dict[str, Any] | None:
+    def _node_selector(self, claim_index: int, *, build: bool) -> dict[str, Any] | None:
+        claim, picked = self.claims[claim_index], self.results[claim_index]
         try:
-            return node_selector(claim, self.results[claim_index], self.node_name)
+            return node_selector(claim, picked, self.node_name, build=build)
         except ValueError as error:
             raise AllocationError(str(error)) from None
 
-    def result(self, claim_index: int, selector: dict[str, Any] | None) -> dict[str, Any]:
+    def result(self, claim_index: int) -> dict[str, Any]:
         def chosen(request_index: int) -> tuple[Request, DeviceClass]:
             sub = self.selected_sub.get((claim_index, request_index), 0)
             data = self.data[(claim_index, request_index, sub)]
             return data.request, data.device_class
 
         claim = self.claims[claim_index]
+        selector = self._node_selector(claim_index, build=True)
         return allocation_result(claim, self.results[claim_index], chosen, selector)
 
     def _validate(self, claim: Claim, request: Request, key: tuple[int, int, int]) -> _RequestData:

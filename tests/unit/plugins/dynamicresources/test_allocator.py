@@ -1363,3 +1363,42 @@ def test_pool_cache_reuses_pools_until_labels_or_slices_change() -> None:
     slices.clear()
     cache.invalidate()
     assert allocator().allocate("node-1", NODES["node-1"], [claim]) is None
+
+
+def test_unsupported_slice_selector_fails_the_search_not_the_results() -> None:
+    """A slice node selector with two terms cannot be copied into the
+    allocation: ``solve`` (Filter) raises, before any result is built."""
+    two_terms = label_selector(region="region-1")
+    two_terms["nodeSelectorTerms"].append({"matchExpressions": []})
+    slice_ = make_slice("slice-1").selector(two_terms).device("device-1").obj()
+    allocator = Allocator(
+        AllocatedState(), {"class-a": parse_class(CLASSES[0])}, [parse_slice(slice_)], CEL
+    )
+    with pytest.raises(AllocationError, match="unsupported ResourceSlice.NodeSelector with 2"):
+        allocator.solve("node-1", NODES["node-1"], [parse_claim(simple_claim())])
+
+
+def test_solution_builds_results_once() -> None:
+    allocator = Allocator(
+        AllocatedState(),
+        {"class-a": parse_class(CLASSES[0])},
+        [parse_slice(slice_with("device-1"))],
+        CEL,
+    )
+    solution = allocator.solve("node-1", NODES["node-1"], [parse_claim(simple_claim())])
+    assert solution is not None
+    results = solution.results()
+    assert summary(results) == [["req-0 -> driver-a/pool-1/device-1"]]
+    assert results[0]["nodeSelector"] == local("node-1")
+    assert solution.results() is results
+
+
+def test_fully_used_node_is_rejected_without_a_search() -> None:
+    allocator = Allocator(
+        AllocatedState(devices=frozenset({device_id("driver-a/pool-1/device-1")})),
+        {"class-a": parse_class(CLASSES[0])},
+        [parse_slice(slice_with("device-1"))],
+        CEL,
+    )
+    assert allocator.allocate("node-1", NODES["node-1"], [parse_claim(simple_claim())]) is None
+    assert allocator.invocations == 0
