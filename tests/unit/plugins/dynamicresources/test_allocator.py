@@ -1374,7 +1374,7 @@ def test_unsupported_slice_selector_fails_the_search_not_the_results() -> None:
     allocator = Allocator(
         AllocatedState(), {"class-a": parse_class(CLASSES[0])}, [parse_slice(slice_)], CEL
     )
-    with pytest.raises(AllocationError, match="unsupported ResourceSlice.NodeSelector with 2"):
+    with pytest.raises(AllocationError, match=r"unsupported ResourceSlice\.NodeSelector with 2"):
         allocator.solve("node-1", NODES["node-1"], [parse_claim(simple_claim())])
 
 
