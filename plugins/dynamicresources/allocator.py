@@ -4,10 +4,11 @@ Upstream ``k8s.io/dynamic-resource-allocation/structured`` (the *incubating*
 variant used with 1.36 defaults): a deterministic first-fit depth-first
 search over device slots (claim -> request -> device), with backtracking and
 an undo per device. An ``Allocator`` is built once per scheduling cycle over
-the in-use snapshot, the classes and the slices; ``allocate(node, claims)``
-is called per node and returns one allocation (the API's
-``status.allocation`` as a dict) per claim, None when there is no solution,
-or raises:
+the in-use snapshot, the classes and the slices; ``solve(node, claims)`` is
+called per node (Filter) and returns a ``Solution`` whose ``results()`` are
+one allocation (the API's ``status.allocation`` as a dict) per claim, built
+only when read (Reserve needs one node's); ``allocate`` is both at once.
+Either returns None when there is no solution, or raises:
 
 - ``AllocationError`` for a broken claim or class (missing class, bad CEL,
   more than 32 devices...): the plugin fails the attempt, whatever the node;
@@ -24,9 +25,16 @@ constraints. ExactCount requests pick devices in increasing position only
 order, each with everything after it. Admin-access requests ignore devices
 in use elsewhere but never take one twice inside a claim.
 
+Per-cycle shortcuts, each giving exactly the full search's answer: the
+claims' preparation is shared by every node when it cannot depend on the
+node (``_Plan``), and a node whose usable pools have every device in
+exclusive use is rejected without a search when the first slot needs a free
+device (``_quick_reject``).
+
 Invariants: the allocator never mutates its inputs; all per-call state lives
-in ``_Run``; results are byte-for-byte predictable except ``shareID``, which
-comes from the injected ``new_share_id``.
+in ``_Run`` (a ``_Plan`` is read-only); results are byte-for-byte
+predictable except ``shareID``, which comes from the injected
+``new_share_id``.
 """
 
 from __future__ import annotations
