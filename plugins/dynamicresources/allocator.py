@@ -135,6 +135,9 @@ class _Plan:
     has_subrequests: dict[tuple[int, int], bool]
     constraints: list[list[Constraint]]
     quick_reject: bool
+    # one claim asking for one device (one ``exactly`` request, count 1, no
+    # admin access): the search is a first-fit scan (``_Run._first_fit``)
+    single: bool = False
 
 
 def _quick_reject(claims: Sequence[Claim]) -> bool:
@@ -266,7 +269,11 @@ class Allocator:
             run.prepare()
         except AllocationError:
             return None
-        return _Plan(run.data, run.has_subrequests, run.constraints, _quick_reject(claims))
+        single = len(claims) == 1 and len(claims[0].requests) == 1
+        if single:
+            request = claims[0].requests[0].exactly
+            single = request is not None and request.count == 1 and not request.admin_access
+        return _Plan(run.data, run.has_subrequests, run.constraints, _quick_reject(claims), single)
 
     def available_counters(self, pool: Pool) -> dict[str, dict[str, Decimal]]:
         """Counter sets minus what already-allocated devices consume (cached)."""
@@ -341,10 +348,12 @@ class _Run:
         else:
             self.data, self.has_subrequests = plan.data, plan.has_subrequests
             self.constraints = plan.constraints
-        try:
-            done = self._allocate_one((0, 0, 0, 0), False)
-        except _MaxSizeExceeded:
-            done = False
+        done = self._first_fit() if plan is not None and plan.single else None
+        if done is None:
+            try:
+                done = self._allocate_one((0, 0, 0, 0), False)
+            except _MaxSizeExceeded:
+                done = False
         if not done:
             if any(pool.invalid for pool in self.pools):
                 raise NodeAllocationError("invalid resource pools were encountered")
@@ -472,10 +481,7 @@ class _Run:
         """Fill the device slot ``at`` and everything after it; True if all fit.
         ``start`` is where the previous slot of the same request stopped, so
         a request's devices are combined in increasing position only."""
-        self.a.invocations += 1
-        clock = self.a.clock
-        if self.deadline is not None and clock is not None and clock() > self.deadline:
-            raise AllocationTimeout(f"node {self.node_name}: timed out trying to allocate devices")
+        self._tick()
         claim_index, request_index, sub_index, device_index = at
         if claim_index >= len(self.claims):
             return True
@@ -498,6 +504,46 @@ class _Run:
             device, slice_, pool = data.all_devices[device_index]
             return self._try(at, data, (device, slice_, pool), in_subrequest, _START, must=True)
         return self._allocate_exact(at, data, in_subrequest, start)
+
+    def _first_fit(self) -> bool | None:
+        """The search for a single-device plan (``_Plan.single``) without its
+        recursion: the first device, in search order, that is free,
+        selectable and fits takes the slot, which completes the search.
+        None when that device has counters, taints or shared capacity: the
+        full search decides then (nothing was changed). Counts invocations and
+        checks the deadline as the recursion would: once for the slot, three
+        more times (next device, next request, next claim) after a take."""
+        self._tick()
+        data = self.data[(0, 0, 0)]
+        request = data.request
+        in_use = self.a.allocated.devices
+        slot = (0, 0, 0)
+        for pool in self.pools:
+            if pool.incomplete or pool.invalid:
+                continue
+            for slice_ in pool.slices:
+                for device in slice_.devices:
+                    if device.id in in_use:
+                        continue
+                    if not self._is_selectable(slot, data, slice_, device):
+                        continue
+                    if not self._fits_capacity(request, device):
+                        continue
+                    if device.allow_multiple or device.consumes_counters or device.taints:
+                        return None
+                    self.allocating[device.id] = {0}
+                    self.results[0].append(Picked(device, slice_, request))
+                    for _ in range(3):
+                        self._tick()
+                    return True
+        return False
+
+    def _tick(self) -> None:
+        """One search step: counted, and past the deadline it raises."""
+        self.a.invocations += 1
+        clock = self.a.clock
+        if self.deadline is not None and clock is not None and clock() > self.deadline:
+            raise AllocationTimeout(f"node {self.node_name}: timed out trying to allocate devices")
 
     def _allocate_subrequests(self, claim_index: int, request_index: int) -> bool:
         """First-fit over ``firstAvailable``: each candidate with everything after it."""
