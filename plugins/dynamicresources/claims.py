@@ -51,6 +51,23 @@ def claim_names(pod: Pod) -> list[tuple[str, bool]]:
     return names
 
 
+def may_use(pod: Pod, claim: Raw) -> bool:
+    """Whether the pod names this claim at all (directly, or through its
+    ``resourceClaimStatuses``): a cheap necessary condition for
+    ``pod_claims`` to include it, without its not-ready checks."""
+    metadata = claim.get("metadata") or _EMPTY
+    if metadata.get("namespace", "") != pod.namespace:
+        return False
+    name = metadata.get("name")
+    for entry in pod.spec.get("resourceClaims") or ():
+        if entry.get("resourceClaimName") == name:
+            return True
+    for entry in (pod.raw.get("status") or _EMPTY).get("resourceClaimStatuses") or ():
+        if entry.get("resourceClaimName") == name:
+            return True
+    return False
+
+
 def is_owned_by(claim: Raw, pod: Pod) -> bool:
     for owner in (claim.get("metadata") or _EMPTY).get("ownerReferences") or ():
         if owner.get("controller") and owner.get("uid") == pod.uid:

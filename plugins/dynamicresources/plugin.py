@@ -54,6 +54,7 @@ from plugins.dynamicresources.cel import CelEnvironment
 from plugins.dynamicresources.claims import (
     FINALIZER,
     ClaimNotReady,
+    may_use,
     pod_claims,
     reserved_for_pod,
 )
@@ -198,11 +199,16 @@ class DynamicResources(
     ) -> QueueingHint:
         if new is None:
             return QueueingHint.QUEUE_SKIP
+        freed = old is not None and allocation_of(old) is not None and allocation_of(new) is None
+        if not freed and not may_use(pod, new):
+            # skipped below either way (not ready, or not one of its claims);
+            # this spares the claim lookups for every waiting pod per event
+            return QueueingHint.QUEUE_SKIP
         try:
             claims = pod_claims(pod, self.tracker.get)
         except ClaimNotReady:
             return QueueingHint.QUEUE_SKIP
-        if old is not None and allocation_of(old) is not None and allocation_of(new) is None:
+        if freed:
             return QueueingHint.QUEUE  # devices were freed
         if not any(claim_uid(claim) == claim_uid(new) for claim in claims):
             return QueueingHint.QUEUE_SKIP
