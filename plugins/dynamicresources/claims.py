@@ -68,6 +68,24 @@ def may_use(pod: Pod, claim: Raw) -> bool:
     return False
 
 
+def editable(claim: Raw) -> dict[str, Any]:
+    """A copy of the claim whose ``metadata`` (and its ``finalizers``) and
+    ``status`` (and its ``reservedFor``) may be changed in place; everything
+    else is shared with the original, which is never mutated (informer and
+    API objects are read-only by convention), so no deep copy is needed."""
+    updated = dict(claim)
+    metadata = dict(updated.get("metadata") or _EMPTY)
+    if metadata.get("finalizers") is not None:
+        metadata["finalizers"] = list(metadata["finalizers"])
+    updated["metadata"] = metadata
+    if "status" in updated:
+        status = dict(updated["status"] or _EMPTY)
+        if status.get("reservedFor") is not None:
+            status["reservedFor"] = list(status["reservedFor"])
+        updated["status"] = status
+    return updated
+
+
 def is_owned_by(claim: Raw, pod: Pod) -> bool:
     for owner in (claim.get("metadata") or _EMPTY).get("ownerReferences") or ():
         if owner.get("controller") and owner.get("uid") == pod.uid:

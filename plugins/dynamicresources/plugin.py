@@ -54,6 +54,7 @@ from plugins.dynamicresources.cel import CelEnvironment
 from plugins.dynamicresources.claims import (
     FINALIZER,
     ClaimNotReady,
+    editable,
     may_use,
     pod_claims,
     reserved_for_pod,
@@ -477,7 +478,7 @@ class DynamicResources(
         if allocations is None or len(allocations) != len(data.to_allocate):
             return Status.as_error("claim allocation not found for node")
         for index, allocation in zip(data.to_allocate, allocations, strict=True):
-            claim = copy.deepcopy(dict(data.claims[index]))
+            claim = editable(data.claims[index])
             finalizers = claim.setdefault("metadata", {}).setdefault("finalizers", [])
             if FINALIZER not in finalizers:
                 finalizers.append(FINALIZER)
