@@ -4,7 +4,7 @@
 as upstream's ``createResourceDriver``), one claim with one request, with 0%,
 50% and ~100% of the devices in use; a plain request and one with upstream's
 ``selector_*`` CEL selector. Each pod = one ``Allocator`` and one
-``allocate`` per node (the Filter of every node), with warm caches (pools
+``solve`` per node (the Filter of every node), with warm caches (pools
 per node, CEL results per device), as in steady state. Run:
 
     PYTHONPATH=. .venv/bin/python hack/dra_allocator_cost.py
@@ -23,7 +23,7 @@ from plugins.dynamicresources.pools import PoolCache
 from tests.support.drabuilders import make_claim, make_class, make_device, make_slice
 
 DRIVER = "test-driver.cdi.k8s.io"
-NODES, DEVICES, REPEAT = 500, 10, 3
+NODES, DEVICES, REPEAT = 500, 10, 5
 SELECTOR = (
     f'device.attributes["{DRIVER}"].driverVersion.major() >= 1 && '
     f'device.capacity["{DRIVER}"].memory.isGreaterThan(quantity("1Mi"))'
@@ -47,9 +47,9 @@ def main() -> None:
     cel, pools = CelEnvironment(), PoolCache()
     classes = {"test-class": parse_class(make_class("test-class").driver(DRIVER).obj())}
     for label, selectors in (("plain", ()), ("selector", (SELECTOR,))):
-        claim = parse_claim(
-            make_claim("c").request("req-0", "test-class", selectors=selectors).obj()
-        )
+        claims = [  # one list for every node, as the plugin's Filter passes it
+            parse_claim(make_claim("c").request("req-0", "test-class", selectors=selectors).obj())
+        ]
         for used in (0.0, 0.5, 0.999):
             devices = frozenset(
                 (DRIVER, f"node-{n}", f"instance-{d}")
@@ -57,15 +57,16 @@ def main() -> None:
                 for d in range(DEVICES)
                 if n * DEVICES + d < used * NODES * DEVICES
             )
-            for _ in range(REPEAT + 1):  # the first round warms the caches
-                started = time.perf_counter()
+            best = float("inf")  # the least disturbed round (the machine is shared)
+            for round_ in range(REPEAT + 1):  # the first round warms the caches
+                started = time.process_time()
                 allocator = Allocator(
                     AllocatedState(devices), classes, slices, cel, pool_cache=pools
                 )
-                feasible = sum(
-                    1 for n in range(NODES) if allocator.allocate(f"node-{n}", {}, [claim])
-                )
-                elapsed = time.perf_counter() - started
+                feasible = sum(1 for n in range(NODES) if allocator.solve(f"node-{n}", {}, claims))
+                if round_:
+                    best = min(best, time.process_time() - started)
+            elapsed = best
             print(
                 f"{label:8s} {used:5.0%} in use: {elapsed * 1e3:6.1f} ms/pod "
                 f"({elapsed / NODES * 1e6:4.0f} us/node), {feasible} feasible nodes"

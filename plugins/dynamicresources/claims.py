@@ -51,6 +51,41 @@ def claim_names(pod: Pod) -> list[tuple[str, bool]]:
     return names
 
 
+def may_use(pod: Pod, claim: Raw) -> bool:
+    """Whether the pod names this claim at all (directly, or through its
+    ``resourceClaimStatuses``): a cheap necessary condition for
+    ``pod_claims`` to include it, without its not-ready checks."""
+    metadata = claim.get("metadata") or _EMPTY
+    if metadata.get("namespace", "") != pod.namespace:
+        return False
+    name = metadata.get("name")
+    for entry in pod.spec.get("resourceClaims") or ():
+        if entry.get("resourceClaimName") == name:
+            return True
+    for entry in (pod.raw.get("status") or _EMPTY).get("resourceClaimStatuses") or ():
+        if entry.get("resourceClaimName") == name:
+            return True
+    return False
+
+
+def editable(claim: Raw) -> dict[str, Any]:
+    """A copy of the claim whose ``metadata`` (and its ``finalizers``) and
+    ``status`` (and its ``reservedFor``) may be changed in place; everything
+    else is shared with the original, which is never mutated (informer and
+    API objects are read-only by convention), so no deep copy is needed."""
+    updated = dict(claim)
+    metadata = dict(updated.get("metadata") or _EMPTY)
+    if metadata.get("finalizers") is not None:
+        metadata["finalizers"] = list(metadata["finalizers"])
+    updated["metadata"] = metadata
+    if "status" in updated:
+        status = dict(updated["status"] or _EMPTY)
+        if status.get("reservedFor") is not None:
+            status["reservedFor"] = list(status["reservedFor"])
+        updated["status"] = status
+    return updated
+
+
 def is_owned_by(claim: Raw, pod: Pod) -> bool:
     for owner in (claim.get("metadata") or _EMPTY).get("ownerReferences") or ():
         if owner.get("controller") and owner.get("uid") == pod.uid:

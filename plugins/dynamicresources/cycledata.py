@@ -11,11 +11,44 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from plugins.dynamicresources.allocator import Allocator
+from plugins.dynamicresources.allocator import Allocator, Solution
 from plugins.dynamicresources.model import Claim, Raw
 from scheduler.framework import StateKey
 
 NAME = "DynamicResources"
+
+Allocations = list[dict[str, Any]]  # one ``status.allocation`` per claim to allocate
+
+
+class NodeAllocations:
+    """Filter's result per node: the allocations, or the allocator's
+    ``Solution`` until someone reads them (Score with ``firstAvailable``
+    requests, Reserve and PreBind for the chosen node only)."""
+
+    __slots__ = ("_by_node",)
+
+    def __init__(self) -> None:
+        self._by_node: dict[str, Allocations | Solution] = {}
+
+    def __setitem__(self, node_name: str, value: Allocations | Solution) -> None:
+        self._by_node[node_name] = value
+
+    def __contains__(self, node_name: object) -> bool:
+        return node_name in self._by_node
+
+    def get(self, node_name: str, default: Allocations | None = None) -> Allocations | None:
+        value = self._by_node.get(node_name)
+        if value is None:
+            return default
+        if isinstance(value, Solution):
+            value = self._by_node[node_name] = value.results()
+        return value
+
+    def __getitem__(self, node_name: str) -> Allocations:
+        value = self.get(node_name)
+        if value is None:
+            raise KeyError(node_name)
+        return value
 
 
 @dataclass(slots=True)
@@ -26,7 +59,9 @@ class CycleData:
     to_allocate: list[int] = field(default_factory=list)
     parsed: list[Claim] = field(default_factory=list)
     allocator: Allocator | None = None
-    node_allocations: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    node_allocations: NodeAllocations = field(default_factory=NodeAllocations)
+    # some claim has ``firstAvailable`` requests (else Score is 0 everywhere)
+    prioritized: bool = False
     unavailable: set[int] = field(default_factory=set)
     # allocated claims whose devices have binding conditions
     conditioned: list[int] = field(default_factory=list)

@@ -93,6 +93,9 @@ class Device:
     all_nodes: bool
     node_selector: Raw | None
     cel: CelDevice
+    # no capacity has a request policy: a request without capacity requests
+    # consumes each whole, which always fits a device nobody else consumes
+    whole_capacity_fits: bool = True
 
 
 @dataclass(eq=False, slots=True)
@@ -184,6 +187,7 @@ def parse_slice(raw: Raw) -> Slice:
                     {k: v or _EMPTY for k, v in (device.get("capacity") or _EMPTY).items()},
                     allow_multiple,
                 ),
+                whole_capacity_fits=all(c.policy is None for c in capacity.values()),
             )
         )
     return Slice(

@@ -42,6 +42,7 @@ from plugins.dynamicresources.allocator import (
     AllocationTimeout,
     Allocator,
     NodeAllocationError,
+    Solution,
 )
 from plugins.dynamicresources.args import DynamicResourcesArgs
 from plugins.dynamicresources.bindingconditions import (
@@ -53,6 +54,8 @@ from plugins.dynamicresources.cel import CelEnvironment
 from plugins.dynamicresources.claims import (
     FINALIZER,
     ClaimNotReady,
+    editable,
+    may_use,
     pod_claims,
     reserved_for_pod,
 )
@@ -121,6 +124,10 @@ REASON_STILL_UNSCHEDULABLE = "still not schedulable"
 REASON_NO_CLAIMS = "no new claims to deallocate"
 REASON_STALE_EXTENDED_CLAIM = "cannot schedule extended resource claim"
 REASON_DELETED = "deletion of ResourceClaim completed"
+
+# Filter's per-node rejections: frozen, so shared (tagged with the plugin once)
+_CANNOT_ALLOCATE = Status.unresolvable(REASON_CANNOT_ALLOCATE)
+_NOT_AVAILABLE = Status.unresolvable(REASON_NOT_AVAILABLE)
 
 
 class DynamicResources(
@@ -193,11 +200,16 @@ class DynamicResources(
     ) -> QueueingHint:
         if new is None:
             return QueueingHint.QUEUE_SKIP
+        freed = old is not None and allocation_of(old) is not None and allocation_of(new) is None
+        if not freed and not may_use(pod, new):
+            # skipped below either way (not ready, or not one of its claims);
+            # this spares the claim lookups for every waiting pod per event
+            return QueueingHint.QUEUE_SKIP
         try:
             claims = pod_claims(pod, self.tracker.get)
         except ClaimNotReady:
             return QueueingHint.QUEUE_SKIP
-        if old is not None and allocation_of(old) is not None and allocation_of(new) is None:
+        if freed:
             return QueueingHint.QUEUE  # devices were freed
         if not any(claim_uid(claim) == claim_uid(new) for claim in claims):
             return QueueingHint.QUEUE_SKIP
@@ -263,6 +275,11 @@ class DynamicResources(
             )
         if not data.claims:
             return None, Status.skip()
+        data.prioritized = any(
+            request.get("firstAvailable")
+            for claim in data.claims
+            for request in ((claim.get("spec") or {}).get("devices") or {}).get("requests") or ()
+        )
         for index, claim in enumerate(data.claims):
             allocation = allocation_of(claim)
             if allocation is not None:
@@ -339,31 +356,33 @@ class DynamicResources(
                     claims = [*data.parsed, parse_claim(extended[0])]
                 except ModelError as error:
                     return Status.as_error(error)
-        results: list[dict[str, Any]] | None = []
+        solution: Solution | None = None
         if data.allocator is not None and claims:
             timeout = self._args.filter_timeout
             deadline = self._handle.clock.now() + timeout if timeout > 0 else None
             try:
-                results = data.allocator.allocate(node.name, node.labels, claims, deadline)
+                solution = data.allocator.solve(node.name, node.labels, claims, deadline)
             except AllocationTimeout as error:
                 return Status.as_error(error)
             except NodeAllocationError as error:
                 return Status.unresolvable(str(error))
             except AllocationError as error:
                 return Status.as_error(error)
-            if results is None:
-                return Status.unresolvable(REASON_CANNOT_ALLOCATE)
+            if solution is None:
+                return _CANNOT_ALLOCATE
         if unavailable:
             data.unavailable |= unavailable
-            return Status.unresolvable(REASON_NOT_AVAILABLE)
-        results = results or []
+            return _NOT_AVAILABLE
         if extended is not None:
+            results = [*solution.results()] if solution is not None else []
             claim, mappings = extended
             claim.setdefault("status", {})["allocation"] = results.pop()
             data.node_extended[node.name] = (claim, mappings)
-        else:
+            data.node_allocations[node.name] = results
+            return None
+        if data.node_extended:
             data.node_extended.pop(node.name, None)
-        data.node_allocations[node.name] = results
+        data.node_allocations[node.name] = solution if solution is not None else []
         return None
 
     def _extended_for_node(
@@ -420,8 +439,8 @@ class DynamicResources(
     # ------------------------------------------------------------------ Score
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
         data = state.get(STATE_KEY)
-        if data is None or not data.claims:
-            return 0, None
+        if data is None or not data.prioritized:
+            return 0, None  # only firstAvailable choices score
         allocations = data.node_allocations.get(node_info.name)
         if allocations is None:
             return 0, None
@@ -459,7 +478,7 @@ class DynamicResources(
         if allocations is None or len(allocations) != len(data.to_allocate):
             return Status.as_error("claim allocation not found for node")
         for index, allocation in zip(data.to_allocate, allocations, strict=True):
-            claim = copy.deepcopy(dict(data.claims[index]))
+            claim = editable(data.claims[index])
             finalizers = claim.setdefault("metadata", {}).setdefault("finalizers", [])
             if FINALIZER not in finalizers:
                 finalizers.append(FINALIZER)

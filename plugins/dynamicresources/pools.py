@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from plugins.dynamicresources.model import Device, Slice
+from plugins.dynamicresources.model import Device, DeviceID, Slice
 from plugins.dynamicresources.nodeselector import node_selector_matches
 
 PoolID = tuple[str, str]
@@ -33,6 +33,8 @@ class Pool:
     slices: list[Slice] = field(default_factory=list)  # device slices targeting the node
     other_slices: list[Slice] = field(default_factory=list)  # only for counter bookkeeping
     counter_sets: dict[str, Mapping[str, Decimal]] = field(default_factory=dict)
+    # every device of ``slices``, for the allocator's "anything free here?" test
+    device_ids: frozenset[DeviceID] = frozenset()
 
     def __str__(self) -> str:
         return f"{self.id[0]}/{self.id[1]}"
@@ -132,7 +134,12 @@ def build_pool(pool_id: PoolID, slices: list[Slice], all_for_pool: list[Slice] |
     problem = _check_consumption(counter_sets, slices)
     if problem:
         return Pool(pool_id, invalid=True, invalid_reason=problem)
-    pool = Pool(pool_id, slices=device_slices, counter_sets=counter_sets)
+    pool = Pool(
+        pool_id,
+        slices=device_slices,
+        counter_sets=counter_sets,
+        device_ids=frozenset(d.id for s in device_slices for d in s.devices),
+    )
     if all_for_pool is not None and len(all_for_pool) != len(slices):
         targeting = {s.name for s in slices}
         pool.other_slices = [s for s in all_for_pool if s.name not in targeting]

@@ -78,7 +78,7 @@ class ClaimBinder:
         """Write every claim of the pod not yet reserved for it, then wait
         for binding conditions."""
         allocations = dict(
-            zip(data.to_allocate, data.node_allocations.get(node_name, []), strict=False)
+            zip(data.to_allocate, data.node_allocations.get(node_name) or [], strict=False)
         )
         written_claims: list[Raw] = []
         extended = data.node_extended.get(node_name)

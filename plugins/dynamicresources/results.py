@@ -49,14 +49,14 @@ Chosen = Callable[[int], tuple[Request, DeviceClass]]
 
 
 def allocation_result(
-    claim: Claim, picked: Sequence[Picked], chosen: Chosen, node_name: str
+    claim: Claim, picked: Sequence[Picked], chosen: Chosen, selector: dict[str, Any] | None
 ) -> dict[str, Any]:
-    """Raises ValueError for a slice selector upstream cannot combine."""
+    """``selector``: ``node_selector``'s answer for the same picks (computed
+    first, as it is the part that can fail)."""
     allocation: dict[str, Any] = {"devices": {"results": [_entry(p) for p in picked]}}
     config = config_entries(claim, chosen)
     if config:
         allocation["devices"]["config"] = config
-    selector = node_selector(claim, picked, node_name)
     if selector is not None:
         allocation["nodeSelector"] = selector
     return allocation
@@ -115,7 +115,11 @@ def config_entries(claim: Claim, chosen: Chosen) -> list[dict[str, Any]]:
     return config
 
 
-def node_selector(claim: Claim, picked: Sequence[Picked], node_name: str) -> dict[str, Any] | None:
+def node_selector(
+    claim: Claim, picked: Sequence[Picked], node_name: str, *, build: bool = True
+) -> dict[str, Any] | None:
+    """Raises ValueError for a slice selector upstream cannot combine;
+    ``build=False`` only checks that (and returns None)."""
     fields: list[Mapping[str, Any]] = []
     expressions: list[Mapping[str, Any]] = []
     for item in picked:
@@ -125,7 +129,7 @@ def node_selector(claim: Claim, picked: Sequence[Picked], node_name: str) -> dic
         else:
             local, selector = slice_.node_name, slice_.node_selector
         if local or device.binds_to_node:
-            return local_node_selector(node_name)
+            return local_node_selector(node_name) if build else None
         if selector is not None:
             terms = selector.get("nodeSelectorTerms") or ()
             if len(terms) > 1:
@@ -133,7 +137,7 @@ def node_selector(claim: Claim, picked: Sequence[Picked], node_name: str) -> dic
                     f"create NodeSelector for claim {claim.name}: unsupported "
                     f"ResourceSlice.NodeSelector with {len(terms)} terms"
                 )
-            if terms:
+            if terms and build:
                 _add_requirements(terms[0].get("matchFields") or (), fields)
                 _add_requirements(terms[0].get("matchExpressions") or (), expressions)
     if not fields and not expressions:

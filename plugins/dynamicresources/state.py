@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
+from itertools import chain
 from typing import Any
 
 from plugins.dynamicresources.allocator import AllocatedState
@@ -120,6 +121,8 @@ class ClaimTracker:
         self._store = store
         self._assumed: dict[str, Raw] = {}
         self._in_flight: dict[str, Raw] = {}
+        # uid -> (in-flight claim, its usage), computed once per claim object
+        self._in_flight_usage: dict[str, tuple[Raw, _Usage]] = {}
         self._usage: dict[str, _Usage] = {}
         self._index = _Index()
 
@@ -186,6 +189,7 @@ class ClaimTracker:
         return self._in_flight.get(uid)
 
     def remove_in_flight(self, uid: str) -> bool:
+        self._in_flight_usage.pop(uid, None)
         return self._in_flight.pop(uid, None) is not None
 
     # ------------------------------------------------------------ device index
@@ -203,20 +207,23 @@ class ClaimTracker:
 
     def allocated_state(self) -> AllocatedState:
         """Devices in use now: the index plus every in-flight allocation."""
-        exclusive = set(self._index.exclusive)
+        extra: list[DeviceID] = []
         shared = set(self._index.shared)
         capacity = {d: dict(c) for d, c in self._index.capacity.items()}
         for uid, claim in self._in_flight.items():
             if uid in self._usage:
                 continue  # already counted from its written version
-            usage = usage_of(allocation_of(claim))
-            exclusive.update(usage.exclusive)
-            shared.update(usage.shared)
-            for device_id, consumed in usage.capacity:
+            usage = self._in_flight_usage.get(uid)
+            if usage is None or usage[0] is not claim:
+                usage = self._in_flight_usage[uid] = (claim, usage_of(allocation_of(claim)))
+            extra.extend(usage[1].exclusive)
+            shared.update(usage[1].shared)
+            for device_id, consumed in usage[1].capacity:
                 totals = capacity.setdefault(device_id, {})
                 for name, value in consumed.items():
                     totals[name] = totals.get(name, Decimal(0)) + value
-        return AllocatedState(frozenset(exclusive), frozenset(shared), capacity)
+        exclusive = frozenset(chain(self._index.exclusive, extra))  # one copy
+        return AllocatedState(exclusive, frozenset(shared), capacity)
 
     def devices_in_use(self) -> Mapping[DeviceID, int]:
         """Exclusive devices and how many written claims hold each (tests, debug)."""

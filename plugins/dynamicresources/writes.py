@@ -28,7 +28,7 @@ import logging
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import Any
 
-from plugins.dynamicresources.claims import FINALIZER
+from plugins.dynamicresources.claims import FINALIZER, editable
 from plugins.dynamicresources.model import Raw
 from plugins.dynamicresources.state import allocation_of, claim_key
 from scheduler.framework import ApiWriter, Pod
@@ -79,7 +79,7 @@ async def bind_claim(
             current = await api.request("GET", claim_path(namespace, name))
         if (current.get("metadata") or _EMPTY).get("deletionTimestamp"):
             raise BindError(f"claim {key} got deleted in the meantime")
-        updated: dict[str, Any] = copy.deepcopy(dict(current))
+        updated = editable(current)
         if allocation is not None:
             if allocation_of(updated) is not None:
                 raise BindError(f"claim {key} got allocated elsewhere in the meantime")
@@ -92,9 +92,9 @@ async def bind_claim(
                     if _is_conflict(error):
                         continue
                     raise BindError(f"add finalizer to claim {key}: {error}") from error
-                updated = copy.deepcopy(dict(written))
+                updated = editable(written)
             status = updated.setdefault("status", {})
-            status["allocation"] = copy.deepcopy(dict(allocation))
+            status["allocation"] = dict(allocation)  # only its top level changes
             if allocation_timestamp and not status["allocation"].get("allocationTimestamp"):
                 status["allocation"]["allocationTimestamp"] = allocation_timestamp
         elif allocation_of(updated) is None:
@@ -151,7 +151,7 @@ async def delete_claim(api: ApiWriter, claim: Raw) -> None:
         finalizers = list((current.get("metadata") or _EMPTY).get("finalizers") or ())
         if FINALIZER not in finalizers:
             break
-        updated: dict[str, Any] = copy.deepcopy(dict(current))
+        updated = editable(current)
         updated["metadata"]["finalizers"] = [f for f in finalizers if f != FINALIZER]
         try:
             await api.request("PUT", claim_path(namespace, name), updated)

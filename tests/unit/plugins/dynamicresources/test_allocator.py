@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import random
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -1363,3 +1364,96 @@ def test_pool_cache_reuses_pools_until_labels_or_slices_change() -> None:
     slices.clear()
     cache.invalidate()
     assert allocator().allocate("node-1", NODES["node-1"], [claim]) is None
+
+
+def test_unsupported_slice_selector_fails_the_search_not_the_results() -> None:
+    """A slice node selector with two terms cannot be copied into the
+    allocation: ``solve`` (Filter) raises, before any result is built."""
+    two_terms = label_selector(region="region-1")
+    two_terms["nodeSelectorTerms"].append({"matchExpressions": []})
+    slice_ = make_slice("slice-1").selector(two_terms).device("device-1").obj()
+    allocator = Allocator(
+        AllocatedState(), {"class-a": parse_class(CLASSES[0])}, [parse_slice(slice_)], CEL
+    )
+    with pytest.raises(AllocationError, match=r"unsupported ResourceSlice\.NodeSelector with 2"):
+        allocator.solve("node-1", NODES["node-1"], [parse_claim(simple_claim())])
+
+
+def test_solution_builds_results_once() -> None:
+    allocator = Allocator(
+        AllocatedState(),
+        {"class-a": parse_class(CLASSES[0])},
+        [parse_slice(slice_with("device-1"))],
+        CEL,
+    )
+    solution = allocator.solve("node-1", NODES["node-1"], [parse_claim(simple_claim())])
+    assert solution is not None
+    results = solution.results()
+    assert summary(results) == [["req-0 -> driver-a/pool-1/device-1"]]
+    assert results[0]["nodeSelector"] == local("node-1")
+    assert solution.results() is results
+
+
+def test_fully_used_node_is_rejected_without_a_search() -> None:
+    allocator = Allocator(
+        AllocatedState(devices=frozenset({device_id("driver-a/pool-1/device-1")})),
+        {"class-a": parse_class(CLASSES[0])},
+        [parse_slice(slice_with("device-1"))],
+        CEL,
+    )
+    assert allocator.allocate("node-1", NODES["node-1"], [parse_claim(simple_claim())]) is None
+    assert allocator.invocations == 0
+
+
+def _random_inputs(rng: random.Random) -> tuple[list[Any], frozenset[Any], list[Any]]:
+    slices = []
+    for index in range(rng.randint(1, 3)):
+        builder = make_slice(f"slice-{index}").pool(f"pool-{index}").node("node-1")
+        for position in range(rng.randint(0, 4)):
+            device = make_device(f"device-{index}-{position}").attr("n", rng.randint(0, 3))
+            if rng.random() < 0.2:
+                device = device.taint("k", "NoSchedule", "v")
+            if rng.random() < 0.15:
+                device = device.multiple()
+            if rng.random() < 0.3:
+                device = device.capacity("memory", "1Gi")
+            builder = builder.device(device)
+        slices.append(parse_slice(builder.obj()))
+    in_use = frozenset(d.id for s in slices for d in s.devices if rng.random() < 0.4)
+    claims = []
+    for index in range(rng.randint(1, 2)):
+        options: dict[str, Any] = {}
+        if rng.random() < 0.3:
+            options["count"] = 2
+        if rng.random() < 0.1:
+            options["admin"] = True
+        if rng.random() < 0.3:
+            options["selectors"] = ('device.attributes["driver-a"].n % 2 == 1',)
+        claims.append(parse_claim(make_claim(f"claim-{index}").request("r", **options).obj()))
+    return slices, in_use, claims
+
+
+def test_shortcuts_give_the_full_search_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shared plan, the quick reject of fully used nodes and the
+    first-fit scan answer exactly as the full preparation and search do."""
+
+    def outcome(slices: list[Any], in_use: frozenset[Any], claims: list[Any]) -> Any:
+        counter = itertools.count()
+        allocator = Allocator(
+            AllocatedState(in_use),
+            {"class-a": parse_class(CLASSES[0])},
+            slices,
+            CEL,
+            new_share_id=lambda: f"share-{next(counter)}",
+        )
+        try:
+            return allocator.allocate("node-1", NODES["node-1"], claims)
+        except AllocationError as error:
+            return (type(error).__name__, str(error))
+
+    rng = random.Random(7)
+    inputs = [_random_inputs(rng) for _ in range(400)]
+    fast = [outcome(*entry) for entry in inputs]
+    monkeypatch.setattr(Allocator, "_make_plan", lambda self, claims: None)
+    assert [outcome(*entry) for entry in inputs] == fast
+    assert sum(1 for result in fast if isinstance(result, list)) > 100
