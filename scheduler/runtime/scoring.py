@@ -126,27 +126,9 @@ class ScoringPoints(ExtensionPoints):
                 raw.append(values)
             self._evaluated(ExtensionPoint.SCORE, {p.name: len(nodes) for p in plugins})
             return raw, None
-        rows: list[tuple[int, ...]] = []
-        append = rows.append
-        computed_nodes = 0
-        for node_info in nodes:
-            cached = table.get(node_info.name)
-            if cached is not None and cached[0] == node_info.generation:
-                append(cached[1])
-            else:
-                computed: list[int] = []
-                for plugin in plugins:
-                    try:
-                        value, status = plugin.score(state, pod, node_info)
-                    except Exception as error:
-                        value, status = 0, Status.as_error(error)
-                    if status is not None and status.code is not Code.SUCCESS:
-                        return [], score_failure(plugin.name, status)
-                    computed.append(value)
-                scores = tuple(computed)
-                table[node_info.name] = (node_info.generation, scores)
-                append(scores)
-                computed_nodes += 1
+        rows, computed_nodes, status = _reused_rows(table, plugins, state, pod, nodes)
+        if status is not None:
+            return [], status
         self._evaluated(ExtensionPoint.SCORE, {p.name: computed_nodes for p in plugins})
         if not rows:
             return [[] for _ in plugins], None
@@ -165,26 +147,9 @@ class ScoringPoints(ExtensionPoints):
         others computed for every node; each plugin's column is what it would
         be if everything were computed (Score has no side effects)."""
         table, signed = partial
-        rows: list[tuple[int, ...]] = []
-        computed_nodes = 0
-        for node_info in nodes:
-            cached = table.get(node_info.name)
-            if cached is not None and cached[0] == node_info.generation:
-                rows.append(cached[1])
-                continue
-            computed: list[int] = []
-            for plugin in signed:
-                try:
-                    value, status = plugin.score(state, pod, node_info)
-                except Exception as error:
-                    value, status = 0, Status.as_error(error)
-                if status is not None and status.code is not Code.SUCCESS:
-                    return [], score_failure(plugin.name, status)
-                computed.append(value)
-            scores = tuple(computed)
-            table[node_info.name] = (node_info.generation, scores)
-            rows.append(scores)
-            computed_nodes += 1
+        rows, computed_nodes, status = _reused_rows(table, signed, state, pod, nodes)
+        if status is not None:
+            return [], status
         columns = (
             dict(zip((p.name for p in signed), map(list, zip(*rows, strict=True)), strict=True))
             if rows
@@ -264,3 +229,37 @@ class ScoringPoints(ExtensionPoints):
         if fragment is not None:
             self._normalized[plugin.name] = (fragment, names, values, result)
         return list(result), None
+
+
+def _reused_rows(
+    table: dict[str, tuple[int, tuple[int, ...]]],
+    plugins: Sequence[ScorePlugin],
+    state: CycleState,
+    pod: Pod,
+    nodes: Sequence[NodeInfo],
+) -> tuple[list[tuple[int, ...]], int, Status | None]:
+    """Each node's row of ``plugins``' raw scores: the table's row while the
+    node's generation is unchanged, else computed and stored; with the number
+    of nodes computed, or the first plugin failure."""
+    rows: list[tuple[int, ...]] = []
+    append = rows.append
+    computed_nodes = 0
+    for node_info in nodes:
+        cached = table.get(node_info.name)
+        if cached is not None and cached[0] == node_info.generation:
+            append(cached[1])
+            continue
+        computed: list[int] = []
+        for plugin in plugins:
+            try:
+                value, status = plugin.score(state, pod, node_info)
+            except Exception as error:
+                value, status = 0, Status.as_error(error)
+            if status is not None and status.code is not Code.SUCCESS:
+                return [], 0, score_failure(plugin.name, status)
+            computed.append(value)
+        scores = tuple(computed)
+        table[node_info.name] = (node_info.generation, scores)
+        append(scores)
+        computed_nodes += 1
+    return rows, computed_nodes, None
