@@ -10,7 +10,7 @@ import random
 import re
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 import orjson
@@ -25,6 +25,7 @@ from scheduler.clock import RealClock
 from scheduler.framework import Code, CycleState, Handle, HttpRequest, HttpResponse, NodeScore
 from scheduler.pluginservices import DaemonPluginServices, Listener
 from tests.support.builders import make_config_map, make_node, make_pod, make_vm
+from tests.support.informers import FakeStore
 from tests.unit.plugins.autoscale_support import GI, amounts, config_doc
 from tests.unit.plugins.support import node_info, pod
 
@@ -39,17 +40,6 @@ def key_of(raw: Raw) -> str:
         if "namespace" in metadata
         else metadata["name"]
     )
-
-
-class FakeStore:
-    def __init__(self) -> None:
-        self.objects: dict[str, Raw] = {}
-
-    def get(self, key: str) -> Raw | None:
-        return self.objects.get(key)
-
-    def list(self) -> Iterable[Raw]:
-        return list(self.objects.values())
 
 
 class FakeInformers:
