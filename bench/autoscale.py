@@ -42,6 +42,8 @@ import orjson
 import yaml
 
 from bench.apiclient import Api
+from bench.podwatch import PodWatch
+from bench.procstat import read_usage
 from bench.workload import PAUSE_IMAGE
 from localcluster import ControlPlane, ControlPlaneOptions
 from localcluster.cluster import free_port
@@ -158,21 +160,15 @@ async def create_many(api: Api, path: str, bodies: Sequence[Obj], concurrency: i
     await asyncio.gather(*(worker() for _ in range(concurrency)))
 
 
-async def bound_count(api: Api) -> int:
-    listed = await api.get(POD_PATH)
-    return sum(1 for pod in listed["items"] if pod["spec"].get("nodeName"))
-
-
-async def schedule(api: Api, first: int, count: int) -> float:
-    """Create VMs and pods ``first..first+count``; pods/s until all are bound."""
+async def schedule(api: Api, pods: PodWatch, first: int, count: int) -> float:
+    """Create VMs and pods ``first..first+count``; pods/s until all are bound
+    (counted from the harness's pod watch, not by listing the API server
+    while it is measured)."""
     await create_many(api, VM_PATH, [vm(i) for i in range(first, first + count)])
     started = time.monotonic()
     await create_many(api, POD_PATH, [vm_pod(i) for i in range(first, first + count)])
-    deadline = started + 600
-    while await bound_count(api) < first + count:
-        if time.monotonic() > deadline:
-            raise RuntimeError("VM pods not all bound within 600 s")
-        await asyncio.sleep(0.2)
+    if not await pods.wait_bound(NAMESPACE, first + count, 600):
+        raise RuntimeError("VM pods not all bound within 600 s")
     return count / (time.monotonic() - started)
 
 
@@ -380,41 +376,68 @@ async def run(
                     raise RuntimeError(f"pyscheduler exited:\n{process.tail(30)}")
                 await asyncio.sleep(0.1)
 
-        half = args.vms // 2
-        quiet = await schedule(api, 0, half)
-        print(f"VM pods without agent traffic: {half} in {half / quiet:.1f}s = {quiet:.0f} pods/s")
-        context = multiprocessing.get_context("spawn")
-        stop = context.Event()
-        receive, send = context.Pipe(duplex=False)
-        agents = context.Process(
-            target=storm_process,
-            args=(("127.0.0.1", agent_port), half, args.rate, stop, send),
-            name="agents",
-        )
-        agents.start()
-        await asyncio.sleep(1)  # the storm is on before the second half arrives
-        busy = await schedule(api, half, args.vms - half)
-        scheduled_at = time.monotonic()  # CLOCK_MONOTONIC: the same in both processes
-        await asyncio.sleep(max(0.0, args.storm_seconds - 1))
-        stop.set()
-        result: StormResult = await asyncio.to_thread(receive.recv)
-        agents.join()
-        achieved, sent, queued, codes, latencies = result
-        print(f"VM pods during the storm: {args.vms - half} = {busy:.0f} pods/s")
+        pods = PodWatch(api)
+        await pods.start()
+        follower = asyncio.create_task(pods.follow())
+        try:
+            pid = process.pid
+            assert pid is not None  # started above
+            await storm_and_schedule(args, api, pods, agent_port, pid)
+        finally:
+            follower.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await follower
+
+
+async def storm_and_schedule(
+    args: argparse.Namespace, api: Api, pods: PodWatch, agent_port: int, scheduler_pid: int
+) -> None:
+    """Half the VM pods without agent traffic, then the storm and the other half."""
+    half = args.vms // 2
+    cpu_before = read_usage(scheduler_pid).cpu_seconds
+    quiet = await schedule(api, pods, 0, half)
+    cpu_quiet = read_usage(scheduler_pid).cpu_seconds - cpu_before
+    print(
+        f"VM pods without agent traffic: {half} in {half / quiet:.1f}s = {quiet:.0f} pods/s; "
+        f"scheduler CPU {cpu_quiet / half * 1000:.2f} ms/pod"
+    )
+    context = multiprocessing.get_context("spawn")
+    stop = context.Event()
+    receive, send = context.Pipe(duplex=False)
+    agents = context.Process(
+        target=storm_process,
+        args=(("127.0.0.1", agent_port), half, args.rate, stop, send),
+        name="agents",
+    )
+    agents.start()
+    await asyncio.sleep(1)  # the storm is on before the second half arrives
+    cpu_before = read_usage(scheduler_pid).cpu_seconds
+    busy = await schedule(api, pods, half, args.vms - half)
+    cpu_busy = read_usage(scheduler_pid).cpu_seconds - cpu_before
+    scheduled_at = time.monotonic()  # CLOCK_MONOTONIC: the same in both processes
+    await asyncio.sleep(max(0.0, args.storm_seconds - 1))
+    stop.set()
+    result: StormResult = await asyncio.to_thread(receive.recv)
+    agents.join()
+    achieved, sent, queued, codes, latencies = result
+    print(
+        f"VM pods during the storm: {args.vms - half} = {busy:.0f} pods/s; scheduler CPU "
+        f"{cpu_busy / (args.vms - half) * 1000:.2f} ms/pod (serving the agents included)"
+    )
+    print(
+        f"agent requests: {sent} sent, {achieved:.0f}/s (asked {args.rate}/s); codes {codes}; "
+        f"{queued} due while their agent still waited"
+    )
+    windows = (
+        ("while scheduling", [s for t, s in latencies if t <= scheduled_at]),
+        ("after scheduling", [s for t, s in latencies if t > scheduled_at]),
+    )
+    for label, values in windows:
+        ordered = sorted(values)
         print(
-            f"agent requests: {sent} sent, {achieved:.0f}/s (asked {args.rate}/s); codes {codes}; "
-            f"{queued} due while their agent still waited"
+            f"  {label}: {len(ordered)} requests, p50 {quantile(ordered, 0.5) * 1000:.2f} ms, "
+            f"p99 {quantile(ordered, 0.99) * 1000:.2f} ms"
         )
-        windows = (
-            ("while scheduling", [s for t, s in latencies if t <= scheduled_at]),
-            ("after scheduling", [s for t, s in latencies if t > scheduled_at]),
-        )
-        for label, values in windows:
-            ordered = sorted(values)
-            print(
-                f"  {label}: {len(ordered)} requests, p50 {quantile(ordered, 0.5) * 1000:.2f} ms, "
-                f"p99 {quantile(ordered, 0.99) * 1000:.2f} ms"
-            )
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

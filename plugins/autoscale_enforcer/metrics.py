@@ -27,7 +27,7 @@ import threading
 from collections.abc import Callable, Iterator
 
 from prometheus_client import CollectorRegistry, Counter
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from plugins.autoscale_enforcer.state import Amounts, NodeState, State
@@ -98,6 +98,26 @@ class NodeGauges(Collector):
         yield mem
 
 
+class ExtensionCalls(Collector):
+    """``autoscaling_plugin_extension_calls_total`` from plain per-method counts.
+
+    Filter and Score count a call per node per cycle: too often for a
+    ``Counter`` child, whose every ``inc`` takes a lock. Only the daemon's
+    event-loop thread calls the extension points, so only it increments
+    ``counts``; a scrape (another thread) reads whole ints."""
+
+    def __init__(self) -> None:
+        self.counts: dict[Method, int] = dict.fromkeys(Method, 0)
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        family = CounterMetricFamily(
+            f"{PREFIX}_extension_calls", "Calls to the plugin's extension points", labels=["method"]
+        )
+        for method, count in list(self.counts.items()):
+            family.add_metric([method], count)
+        yield family
+
+
 class AutoscaleMetrics:
     def __init__(
         self,
@@ -108,11 +128,9 @@ class AutoscaleMetrics:
         def counter(name: str, doc: str, labels: tuple[str, ...] = ()) -> Counter:
             return Counter(f"{PREFIX}_{name}", doc, labels, registry=registry)
 
-        self.extension_calls = counter(
-            "extension_calls_total", "Calls to the plugin's extension points", ("method",)
-        )
-        # Children bound once: Filter and Score count a call per node.
-        self.calls = {method: self.extension_calls.labels(method) for method in Method}
+        self.extension_calls = ExtensionCalls()
+        registry.register(self.extension_calls)
+        self.calls = self.extension_calls.counts  # calls[method] += 1, loop thread only
         self.extension_call_fails = counter(
             "extension_call_fails_total",
             "Extension point calls that failed (Unschedulable from Filter not counted)",

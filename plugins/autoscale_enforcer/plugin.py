@@ -13,7 +13,8 @@ API: no call per Filter.
   current ``use``; other pods by their requests.
 - Filter and Score ask the state "what if" over the framework's view of the
   node (pods it lists that we hold, plus pods it lists that we do not), and
-  change nothing. Reserve holds the pod (refusing, and counting
+  change nothing. The pod is sized once per cycle (``_Sizing`` in the
+  CycleState): both are called per node. Reserve holds the pod (refusing, and counting
   ``reserve_should_deny``, when it does not fit), Unreserve releases a pod
   Reserve held and no informer confirmed; both are idempotent.
 - Start step: wait up to ``initConfigMapTimeoutSeconds`` for a valid config
@@ -45,6 +46,7 @@ import logging
 import random
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import orjson
 
@@ -56,7 +58,7 @@ from plugins.autoscale_enforcer.cluster import ClusterFeed
 from plugins.autoscale_enforcer.metrics import AutoscaleMetrics, Method
 from plugins.autoscale_enforcer.migration import MigrationController
 from plugins.autoscale_enforcer.protocol import MAX_HTTP_BODY_SIZE
-from plugins.autoscale_enforcer.state import Amounts, NodeState, State
+from plugins.autoscale_enforcer.state import ZERO, Amounts, NodeState, State
 from plugins.autoscale_enforcer.vm import VmError, VmInfo, vm_name_of_pod
 from scheduler.framework import (
     CycleState,
@@ -70,6 +72,7 @@ from scheduler.framework import (
     ReservePlugin,
     ScoreExtensions,
     ScorePlugin,
+    StateKey,
     Status,
     parse_pod,
 )
@@ -87,10 +90,31 @@ REASON_NO_ROOM_RESERVE = "Not enough resources to reserve for pod"
 REASON_NOT_STARTED = "AutoscaleEnforcer has no configuration yet"
 
 
+_NO_ROOM = Status.unschedulable(REASON_NO_ROOM)
+
+
 class _PodError(Exception):
     def __init__(self, status: Status) -> None:
         super().__init__(status.message)
         self.status = status
+
+
+@dataclass(frozen=True, slots=True)
+class _Sizing:
+    """What the pod would reserve (or why it cannot be placed), worked out
+    once per scheduling cycle: Filter and Score ask for every node, and the
+    pod's VM and the config cannot change within a cycle (informers and
+    config updates run on the same event loop, between cycles)."""
+
+    pod_uid: str
+    amount: Amounts
+    error: Status | None  # set: every node answers it
+
+    def clone(self) -> _Sizing:
+        return self  # immutable
+
+
+_SIZING: StateKey[_Sizing] = StateKey(f"{NAME}/sizing")
 
 
 class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugin):
@@ -111,6 +135,7 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
             raise ValueError(
                 f"{NAME} can be enabled in one profile only (also in {handle.profile_name!r})"
             ) from error
+        self._calls = self._metrics.calls  # per method; the loop thread only
         self._migrations = MigrationController(handle.api, self._metrics, sleep=handle.clock.sleep)
         self._feed = ClusterFeed(args, handle, self._metrics, self._migrations.finished, self._lock)
         self._api: AgentApi | None = None
@@ -194,23 +219,36 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         self._metrics.extension_call_fails.labels(method, status.code.label).inc()
         return status
 
-    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        self._metrics.calls[Method.FILTER].inc()
-        with self._lock:
-            return self._filter(pod, node_info)
+    def _sizing(self, cycle: CycleState, plugin_state: State, pod: Pod) -> _Sizing:
+        """The pod's ``_Sizing`` for this cycle: worked out by the first call,
+        read back by the others. Called holding the lock."""
+        sizing = cycle.get(_SIZING)
+        if sizing is not None and sizing.pod_uid == pod.uid:
+            return sizing
+        try:
+            amount, _ = self._amount(plugin_state, pod)
+            sizing = _Sizing(pod.uid, amount, None)
+        except _PodError as error:
+            sizing = _Sizing(pod.uid, ZERO, error.status)
+        cycle.write(_SIZING, sizing)
+        return sizing
 
-    def _filter(self, pod: Pod, node_info: NodeInfo) -> Status | None:
+    def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
+        self._calls[Method.FILTER] += 1
+        with self._lock:
+            return self._filter(state, pod, node_info)
+
+    def _filter(self, cycle: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         plugin_state = self._state
         if plugin_state is None:
             return self._fail(Method.FILTER, Status.as_error(REASON_NOT_STARTED))
-        try:
-            amount, _ = self._amount(plugin_state, pod)
-        except _PodError as error:
-            return self._fail(Method.FILTER, error.status)
-        found = self._reserved_after(plugin_state, pod, node_info, amount)
+        sizing = self._sizing(cycle, plugin_state, pod)
+        if sizing.error is not None:
+            return self._fail(Method.FILTER, sizing.error)
+        found = self._reserved_after(plugin_state, pod, node_info, sizing.amount)
         if found is None or not found[1].fits_in(found[0].total):
             self._remember_waiting(pod.key)
-            return Status.unschedulable(REASON_NO_ROOM)
+            return _NO_ROOM
         return None
 
     def _remember_waiting(self, key: str) -> None:
@@ -227,19 +265,18 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
             self._handle.activate(pending)
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
-        self._metrics.calls[Method.SCORE].inc()
+        self._calls[Method.SCORE] += 1
         with self._lock:
-            return self._score(pod, node_info)
+            return self._score(state, pod, node_info)
 
-    def _score(self, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
+    def _score(self, cycle: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
         plugin_state = self._state
         if plugin_state is None:
             return 0, self._fail(Method.SCORE, Status.as_error(REASON_NOT_STARTED))
-        try:
-            amount, _ = self._amount(plugin_state, pod)
-        except _PodError as error:
-            return 0, self._fail(Method.SCORE, Status.as_error(error.status.message()))
-        found = self._reserved_after(plugin_state, pod, node_info, amount)
+        sizing = self._sizing(cycle, plugin_state, pod)
+        if sizing.error is not None:
+            return 0, self._fail(Method.SCORE, Status.as_error(sizing.error.message()))
+        found = self._reserved_after(plugin_state, pod, node_info, sizing.amount)
         if found is None:
             return 0, None
         node, after = found
@@ -264,7 +301,7 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         return scoring.randomized(values, self._rng)
 
     def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
-        self._metrics.calls[Method.RESERVE].inc()
+        self._calls[Method.RESERVE] += 1
         with self._lock:
             return self._reserve(pod, node_name)
 
@@ -282,7 +319,7 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         return None
 
     def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
-        self._metrics.calls[Method.UNRESERVE].inc()
+        self._calls[Method.UNRESERVE] += 1
         with self._lock:
             if self._state is not None:
                 self._state.unreserve(pod.key, node_name)

@@ -269,6 +269,45 @@ async def test_filter_follows_the_frameworks_view_of_the_node() -> None:
     assert plugin.filter(CycleState(), candidate, node_info(node, assumed)) is not None
 
 
+async def test_a_vm_pod_is_sized_once_per_cycle_and_afresh_in_the_next() -> None:
+    plugin, handle = await started(nodes=("n1", "n2"))
+    handle.informers.put("virtualmachines", make_vm("vm").cpus(1, 8, 2).memory_slots(1, 8, 2).obj())
+    candidate = pod(vm_pod("vm-pod", "vm"))
+    busy = plain_pod("busy", "n1", cpu="5", memory="1Gi")
+    handle.informers.put("pods", busy)
+    n1 = node_info(make_node("n1").allocatable(cpu="8", memory="8Gi").obj(), busy)
+    n2 = node_info(make_node("n2").allocatable(cpu="8", memory="8Gi").obj())
+    cycle = CycleState()
+    assert plugin.filter(cycle, candidate, n1) is None  # 5 + 2 of 8 cpus
+    # the VM grows between two calls of one cycle (it cannot, on the event
+    # loop): the cycle keeps the size it started with
+    handle.informers.put("virtualmachines", make_vm("vm").cpus(1, 8, 4).memory_slots(1, 8, 2).obj())
+    assert plugin.filter(cycle, candidate, n1) is None
+    assert plugin.filter(cycle, candidate, n2) is None
+    # the next cycle sizes the pod afresh: 5 + 4 > 8 on n1
+    assert plugin.filter(CycleState(), candidate, n1) is not None
+    # another pod in the same cycle state is sized for itself
+    other = pod(plain_pod("other", cpu="7", memory="1Gi"))
+    assert plugin.filter(cycle, other, n1) is not None
+    assert plugin.filter(cycle, other, n2) is None
+
+
+async def test_extension_calls_are_counted_per_call_by_method() -> None:
+    plugin, handle = await started()
+    candidate = pod(plain_pod("new", cpu="1", memory="1Gi"))
+    info = node_info(make_node("n1").allocatable(cpu="8", memory="8Gi").obj())
+    cycle = CycleState()
+    for _ in range(3):
+        plugin.filter(cycle, candidate, info)
+    plugin.score(cycle, candidate, info)
+    plugin.reserve(cycle, candidate, "n1")
+    plugin.unreserve(cycle, candidate, "n1")
+    metrics = generate_latest(handle.registry).decode()
+    for method, count in (("Filter", 3), ("Score", 1), ("Reserve", 1), ("Unreserve", 1)):
+        line = f'autoscaling_plugin_extension_calls_total{{method="{method}"}} {count}.0'
+        assert line in metrics
+
+
 @pytest.mark.parametrize(
     ("vm", "code", "message"),
     [
