@@ -127,7 +127,7 @@ class Engine:
         hostname: str,
         metrics_registry: CollectorRegistry,
         max_binding: int = 64,
-        rng: random.Random | None = None,  # seeds every generator of the loop (tests, simulate)
+        rng: random.Random | None = None,  # seeds every generator of the loop and plugins
         feature_gates: FeatureGates | None = None,
     ) -> None:
         self.clock = clock
@@ -150,6 +150,9 @@ class Engine:
         self.plugin_services = DaemonPluginServices(metrics_registry)
         self.attempt_log = AttemptLog()
 
+        # Split before anything is built, so one seed fixes the loop's draws and
+        # every plugin's (see scheduler.cycle.randomness).
+        randomness = CycleRandomness.split(rng)
         handles: list[ProfileHandle] = []
         self.frameworks: dict[str, Framework] = {}
         self.recorders: dict[str, Recorder] = {}
@@ -168,6 +171,7 @@ class Engine:
                 background=self.background,
                 metrics=self.metrics,
                 feature_gates=feature_gates,
+                randomness=randomness.plugins,
             )
             handles.append(handle)
             framework = build_framework(profile, registry, handle, self.waiting, self.metrics)
@@ -213,7 +217,7 @@ class Engine:
                 p.scheduler_name: p.percentage_of_nodes_to_score for p in profiles
             },
             max_binding=max_binding,
-            randomness=CycleRandomness.split(rng),
+            randomness=randomness,
         )
         handlers = EventHandlers(
             self.cache,

@@ -9,11 +9,13 @@ PreFilter-extension runs of PostFilter plugins) through ``bind_framework``.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Coroutine, Iterable, Sequence
 from typing import Any, Protocol
 
 from scheduler.cache.snapshot import Snapshot
 from scheduler.clock import Clock
+from scheduler.cycle.randomness import PluginRandomness
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.features import FeatureGates
 from scheduler.framework.handle import (
@@ -71,7 +73,10 @@ class ProfileHandle:
         metrics: PluginMetrics | None = None,
         services: PluginServices | None = None,
         feature_gates: FeatureGates | None = None,
+        randomness: PluginRandomness | None = None,
     ) -> None:
+        self._randomness = randomness if randomness is not None else PluginRandomness()
+        self._generators: dict[str, random.Random] = {}
         self._services = services
         self._feature_gates = feature_gates if feature_gates is not None else FeatureGates()
         self._profile_name = profile_name
@@ -108,6 +113,13 @@ class ProfileHandle:
     @property
     def clock(self) -> Clock:
         return self._clock
+
+    def rng_for(self, plugin: str) -> random.Random:
+        generator = self._generators.get(plugin)
+        if generator is None:
+            generator = self._randomness.generator(self._profile_name, plugin)
+            self._generators[plugin] = generator
+        return generator
 
     def snapshot(self) -> SnapshotLister:
         return self._snapshot

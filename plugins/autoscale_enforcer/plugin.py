@@ -125,7 +125,7 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
     ) -> None:
         self._args = args
         self._handle = handle
-        self._rng = rng or random.Random()
+        self._rng = rng if rng is not None else handle.rng_for(NAME)
         self._lock = threading.Lock()  # guards the state: see the module docstring
         try:
             self._metrics = AutoscaleMetrics(

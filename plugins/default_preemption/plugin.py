@@ -77,7 +77,7 @@ class DefaultPreemption(PostFilterPlugin, PreEnqueuePlugin, EnqueueExtensions):
     ) -> None:
         self._args = args
         self._handle = handle
-        self._rng = rng or random.Random()
+        self._rng = rng if rng is not None else handle.rng_for(NAME)
         # Requested now, so the informers list and watch from the start.
         self._pods = handle.informers.store("pods")
         self._pdbs = handle.informers.store("poddisruptionbudgets")

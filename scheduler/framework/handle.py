@@ -8,6 +8,7 @@ coroutines (API writes) belong to PreBind/Bind or background tasks.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -114,6 +115,12 @@ class Handle(Protocol):
 
     @property
     def clock(self) -> Clock: ...
+
+    def rng_for(self, plugin: str) -> random.Random:
+        """The plugin's own random generator (ask once, in the factory or
+        constructor): derived from the scheduler's seed when it has one, so a
+        seeded run draws the same numbers; its draws move no other plugin's
+        sequence nor the scheduling loop's. The same object on every call."""
 
     def snapshot(self) -> SnapshotLister: ...
 

@@ -9,10 +9,11 @@ annotation, as the PV controller leaves it).
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Self
 
 from scheduler.framework.volumes import ANN_BIND_COMPLETED, ANN_SELECTED_NODE
+from tests.support.informers import FakeStore
 
 Obj = dict[str, Any]
 
@@ -233,27 +234,6 @@ def object_key(obj: Mapping[str, Any]) -> str:
     metadata = obj["metadata"]
     namespace = metadata.get("namespace")
     return f"{namespace}/{metadata['name']}" if namespace else str(metadata["name"])
-
-
-class FakeStore:
-    """An informer store: ``namespace/name`` or ``name`` -> raw object."""
-
-    def __init__(self, objects: Iterable[Mapping[str, Any]] = ()) -> None:
-        self.objects: dict[str, Mapping[str, Any]] = {}
-        for obj in objects:
-            self.put(obj)
-
-    def put(self, obj: Mapping[str, Any]) -> None:
-        self.objects[object_key(obj)] = obj
-
-    def remove(self, key: str) -> None:
-        self.objects.pop(key, None)
-
-    def get(self, key: str) -> Mapping[str, Any] | None:
-        return self.objects.get(key)
-
-    def list(self) -> Iterator[Mapping[str, Any]]:
-        return iter(list(self.objects.values()))
 
 
 class FakeInformers:

@@ -17,6 +17,7 @@ from plugins.inter_pod_affinity import InterPodAffinity, InterPodAffinityArgs
 from plugins.node_resources_fit import NodeResourcesFit, NodeResourcesFitArgs
 from scheduler.cache import Cache, Snapshot
 from scheduler.cycle.algorithm import Algorithm
+from scheduler.cycle.randomness import PluginRandomness
 from scheduler.framework import (
     CycleState,
     ExtensionPoint,
@@ -126,8 +127,14 @@ class Cluster:
     """Nodes and pods in a cache; one profile: NodeResourcesFit + DefaultPreemption."""
 
     def __init__(
-        self, args: DefaultPreemptionArgs | None = None, *, inter_pod_affinity: bool = False
+        self,
+        args: DefaultPreemptionArgs | None = None,
+        *,
+        inter_pod_affinity: bool = False,
+        seed: int | None = None,
     ) -> None:
+        """``seed``: the plugin draws from the handle's generator for that seed
+        (as in the daemon); without one, from its own ``Random(0)``."""
         self.cache = Cache()
         self.snapshot = Snapshot()
         self.informers = Informers()
@@ -147,10 +154,13 @@ class Cluster:
             waiting_pods=self.waiting,
             background=self.background,
             metrics=self.metrics,
+            randomness=PluginRandomness(seed),
         )
         fit = NodeResourcesFit(NodeResourcesFitArgs())
         self.plugin = DefaultPreemption(
-            args or DefaultPreemptionArgs(), self.handle, random.Random(0)
+            args or DefaultPreemptionArgs(),
+            self.handle,
+            None if seed is not None else random.Random(0),
         )
         filters: list[Plugin] = [fit]
         if inter_pod_affinity:  # a PreFilter plugin with state that RemovePod must update

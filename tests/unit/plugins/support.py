@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from scheduler.framework import Node, NodeInfo, Pod, parse_node, parse_pod
+from tests.support.informers import FakeStore
 
 Obj = dict[str, Any]
 
@@ -46,24 +47,6 @@ class FakeSnapshot:
 
     def have_pods_with_affinity(self) -> Sequence[NodeInfo]:
         return [n for n in self.nodes if n.pods_with_affinity]
-
-
-class FakeStore:
-    """An ``ObjectStore`` keyed as informers key (``namespace/name`` or ``name``)."""
-
-    def __init__(self, objects: Iterable[Obj] = ()) -> None:
-        self.objects: dict[str, Obj] = {}
-        for obj in objects:
-            metadata = obj["metadata"]
-            namespace = metadata.get("namespace")
-            key = f"{namespace}/{metadata['name']}" if namespace else metadata["name"]
-            self.objects[key] = obj
-
-    def get(self, key: str) -> Obj | None:
-        return self.objects.get(key)
-
-    def list(self) -> list[Obj]:
-        return list(self.objects.values())
 
 
 class FakeInformers:

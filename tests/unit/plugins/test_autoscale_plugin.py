@@ -10,7 +10,7 @@ import random
 import re
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, cast
 
 import orjson
@@ -25,6 +25,7 @@ from scheduler.clock import RealClock
 from scheduler.framework import Code, CycleState, Handle, HttpRequest, HttpResponse, NodeScore
 from scheduler.pluginservices import DaemonPluginServices, Listener
 from tests.support.builders import make_config_map, make_node, make_pod, make_vm
+from tests.support.informers import FakeStore
 from tests.unit.plugins.autoscale_support import GI, amounts, config_doc
 from tests.unit.plugins.support import node_info, pod
 
@@ -39,17 +40,6 @@ def key_of(raw: Raw) -> str:
         if "namespace" in metadata
         else metadata["name"]
     )
-
-
-class FakeStore:
-    def __init__(self) -> None:
-        self.objects: dict[str, Raw] = {}
-
-    def get(self, key: str) -> Raw | None:
-        return self.objects.get(key)
-
-    def list(self) -> Iterable[Raw]:
-        return list(self.objects.values())
 
 
 class FakeInformers:
@@ -117,6 +107,12 @@ class FakeHandle:
         self.registry = CollectorRegistry()
         self.services = DaemonPluginServices(self.registry)
 
+        self.generators: dict[str, random.Random] = {}
+
+    def rng_for(self, plugin: str) -> random.Random:
+        """As the daemon's handle: one generator per plugin, seeded (here by its name)."""
+        return self.generators.setdefault(plugin, random.Random(plugin))
+
 
 def config_map(**overrides: Any) -> Raw:
     return make_config_map(
@@ -154,13 +150,18 @@ def serve(listener: Listener, request: HttpRequest) -> HttpResponse:
 
 
 async def started(
-    *, nodes: tuple[str, ...] = ("n1",), before: Callable[[FakeHandle], None] | None = None
+    *,
+    nodes: tuple[str, ...] = ("n1",),
+    before: Callable[[FakeHandle], None] | None = None,
+    handle_rng: bool = False,
 ) -> tuple[AutoscaleEnforcer, FakeHandle]:
+    """Started on ``nodes``; ``handle_rng``: drawing from the handle's generator
+    (as in the daemon) instead of its own ``Random(1)``."""
     handle = FakeHandle()
     plugin = AutoscaleEnforcer(
         AutoscaleEnforcerArgs(init_config_map_timeout_seconds=0.05),
         cast(Handle, handle),
-        random.Random(1),
+        None if handle_rng else random.Random(1),
     )
     for name in nodes:
         handle.informers.put(
@@ -406,6 +407,17 @@ async def test_normalize_score_randomizes_only_when_configured() -> None:
     assert values is not None
     assert 1 <= values[0] <= 50
     assert values[1] == 0
+
+
+async def test_randomized_scores_draw_from_the_handles_generator() -> None:
+    plugin, handle = await started(handle_rng=True)
+    handle.informers.put("configmaps", config_map(randomize=True))
+    replay = random.Random(AutoscaleEnforcer.name)
+    expected = [replay.randint(1, value) for value in (50, 30, 100, 70)]
+    assert len(set(expected)) > 1, "the draws are not all alike"
+
+    assert plugin.normalize_values([50, 30, 100, 70]) == expected
+    assert handle.generators.keys() == {AutoscaleEnforcer.name}
 
 
 # ------------------------------------------------------------------- config

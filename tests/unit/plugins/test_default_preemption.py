@@ -231,6 +231,42 @@ async def test_waits_while_its_victims_terminate_on_the_nominated_node() -> None
     assert result is None, "the nomination is kept"
 
 
+def nominations(seed: int) -> list[str]:
+    """Where five preemptors are nominated, each attempt evaluating a single
+    candidate among ten alike nodes: the one at the random offset."""
+    cluster = Cluster(
+        DefaultPreemptionArgs(min_candidate_nodes_percentage=1, min_candidate_nodes_absolute=1),
+        seed=seed,
+    )
+    for index in range(10):
+        cluster.node(f"n{index}", "1")
+        cluster.pod(running(f"on-n{index}", f"n{index}", 0))
+    nominated = []
+    for index in range(5):
+        _, result, _ = cluster.attempt(
+            cluster.pod(make_pod(f"preemptor-{index}").priority(100).requests(cpu="1"))
+        )
+        assert result is not None
+        assert result.nominating_info is not None
+        nominated.append(result.nominating_info.node_name)
+    return nominated
+
+
+@pytest.mark.parametrize(
+    ("seeds", "same"),
+    [
+        pytest.param((3, 3), True, id="same seed: same candidates, same nominations"),
+        pytest.param((3, 4), False, id="another seed: other nominations"),
+    ],
+)
+async def test_the_candidate_offset_draws_from_the_handles_seeded_generator(
+    seeds: tuple[int, int], same: bool
+) -> None:
+    first, second = (nominations(seed) for seed in seeds)
+    assert len(set(first)) > 1, "the offset really chooses the node"
+    assert (first == second) is same
+
+
 def test_args_validation() -> None:
     assert DefaultPreemptionArgs.model_validate({}) == DefaultPreemptionArgs(
         min_candidate_nodes_percentage=10, min_candidate_nodes_absolute=100

@@ -27,11 +27,11 @@ from scheduler.framework import (
     Status,
 )
 from tests.support.builders import make_node, make_pod
+from tests.support.informers import FakeStore
 from tests.unit.plugins.support import (
     FakeHandle,
     FakeInformers,
     FakeSnapshot,
-    FakeStore,
     Obj,
     maybe_node,
     namespace,

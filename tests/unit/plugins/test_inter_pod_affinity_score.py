@@ -12,11 +12,11 @@ from plugins.inter_pod_affinity import InterPodAffinity, InterPodAffinityArgs, n
 from plugins.inter_pod_affinity.scoring import normalize
 from scheduler.framework import CycleState, Handle, NodeInfo, NodeScore
 from tests.support.builders import make_node, make_pod
+from tests.support.informers import FakeStore
 from tests.unit.plugins.support import (
     FakeHandle,
     FakeInformers,
     FakeSnapshot,
-    FakeStore,
     Obj,
     namespace,
     node_info,

@@ -15,11 +15,11 @@ from plugins.pod_topology_spread import PodTopologySpreadArgs
 from plugins.pod_topology_spread import new as new_spread
 from scheduler.framework import CycleState, Handle, NodeScore, ScorePlugin
 from tests.support.builders import PodBuilder, make_node, make_pod
+from tests.support.informers import FakeStore
 from tests.unit.plugins.support import (
     FakeHandle,
     FakeInformers,
     FakeSnapshot,
-    FakeStore,
     Obj,
     namespace,
     node_info,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from plugins.volume_binding.assume import AssumeCache, AssumeError
-from tests.support.storage import FakeStore, make_pvc
+from tests.support.informers import FakeStore
+from tests.support.storage import make_pvc
 
 KEY = "default/c"
 

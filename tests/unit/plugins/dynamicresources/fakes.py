@@ -5,26 +5,16 @@ request) and a clock that moves only when told."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 from plugins.dynamicresources import SPEC, DynamicResources
 from scheduler.framework import Handle
 from tests.support.clock import FakeClock
+from tests.support.informers import FakeStore
 
 Raw = dict[str, Any]
 Handler = Callable[[Raw | None, Raw | None], None]
-
-
-class FakeStore:
-    def __init__(self) -> None:
-        self.objects: dict[str, Raw] = {}
-
-    def get(self, key: str) -> Raw | None:
-        return self.objects.get(key)
-
-    def list(self) -> Iterable[Raw]:
-        return list(self.objects.values())
 
 
 def key_of(obj: Raw) -> str:

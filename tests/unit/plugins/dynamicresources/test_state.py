@@ -11,7 +11,8 @@ import pytest
 from plugins.dynamicresources.args import DynamicResourcesArgs
 from plugins.dynamicresources.state import ClaimTracker
 from tests.support.drabuilders import make_claim
-from tests.unit.plugins.dynamicresources.fakes import FakeStore, key_of
+from tests.support.informers import FakeStore
+from tests.unit.plugins.dynamicresources.fakes import key_of
 
 DEVICE = ("drv", "pool", "dev-0")
 
