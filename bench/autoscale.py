@@ -8,10 +8,18 @@ CRDs, ``--nodes`` nodes and pyscheduler with AutoscaleEnforcer enabled, then:
 2. starts simulated autoscaler-agents sending ``--rate`` v5.0 requests per
    second (VMs of the first half growing and shrinking by one compute unit)
    and schedules the other half meanwhile (pods/s under the storm);
-3. reports agent requests per second, p50/p99 latency and the answers' codes.
+3. reports agent requests per second, p50/p99 latency and the answers' codes,
+   and the scheduler's CPU per VM pod in both phases.
+
+Each of ``--repeat`` rounds (default 3) runs on a fresh control plane; the
+rounds and their min / median / max go to ``bench/results/autoscale.json``
+and ``.md`` (``--results-dir``), which the README quotes through
+``python -m bench.publish`` (``bench.autoscale_report``). Bound pods are
+counted from the harness's pod watch (``bench.podwatch``), not by listing
+the API server while it is measured.
 
 The agents run in a process of their own (``storm_process``), so their
-latencies are not inflated by this harness creating pods and polling the API
+latencies are not inflated by this harness creating pods and watching the API
 server on its own event loop; their client is a lean synchronous loop
 (``Storm``), so its own CPU is not counted as the plugin's latency either.
 
@@ -25,6 +33,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import datetime
 import multiprocessing
 import selectors
 import socket
@@ -42,8 +51,11 @@ import orjson
 import yaml
 
 from bench.apiclient import Api
+from bench.autoscale_report import STEM, AutoscaleRound, document, markdown, table
 from bench.podwatch import PodWatch
 from bench.procstat import read_usage
+from bench.publish import RESULTS_DIR
+from bench.run import commit, machine
 from bench.workload import PAUSE_IMAGE
 from localcluster import ControlPlane, ControlPlaneOptions
 from localcluster.cluster import free_port
@@ -333,7 +345,7 @@ def storm_process(
 
 async def run(
     args: argparse.Namespace, plane: ControlPlane, processes: list[ComponentProcess]
-) -> None:
+) -> AutoscaleRound:
     plane.start()
     async with Api.connect(plane.server, plane.ca_file, plane.token) as api:
         for crd in yaml.safe_load_all(CRDS.read_text()):
@@ -382,7 +394,7 @@ async def run(
         try:
             pid = process.pid
             assert pid is not None  # started above
-            await storm_and_schedule(args, api, pods, agent_port, pid)
+            return await storm_and_schedule(args, api, pods, agent_port, pid)
         finally:
             follower.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -391,16 +403,12 @@ async def run(
 
 async def storm_and_schedule(
     args: argparse.Namespace, api: Api, pods: PodWatch, agent_port: int, scheduler_pid: int
-) -> None:
+) -> AutoscaleRound:
     """Half the VM pods without agent traffic, then the storm and the other half."""
     half = args.vms // 2
     cpu_before = read_usage(scheduler_pid).cpu_seconds
     quiet = await schedule(api, pods, 0, half)
     cpu_quiet = read_usage(scheduler_pid).cpu_seconds - cpu_before
-    print(
-        f"VM pods without agent traffic: {half} in {half / quiet:.1f}s = {quiet:.0f} pods/s; "
-        f"scheduler CPU {cpu_quiet / half * 1000:.2f} ms/pod"
-    )
     context = multiprocessing.get_context("spawn")
     stop = context.Event()
     receive, send = context.Pipe(duplex=False)
@@ -420,24 +428,24 @@ async def storm_and_schedule(
     result: StormResult = await asyncio.to_thread(receive.recv)
     agents.join()
     achieved, sent, queued, codes, latencies = result
-    print(
-        f"VM pods during the storm: {args.vms - half} = {busy:.0f} pods/s; scheduler CPU "
-        f"{cpu_busy / (args.vms - half) * 1000:.2f} ms/pod (serving the agents included)"
+    during = sorted(s for t, s in latencies if t <= scheduled_at)
+    after = sorted(s for t, s in latencies if t > scheduled_at)
+    return AutoscaleRound(
+        quiet_pods_per_second=quiet,
+        quiet_cpu_ms_per_pod=cpu_quiet / half * 1000,
+        storm_pods_per_second=busy,
+        storm_cpu_ms_per_pod=cpu_busy / (args.vms - half) * 1000,
+        requests_sent=sent,
+        requests_per_second=achieved,
+        codes={str(code): count for code, count in sorted(codes.items()) if count},
+        queued=queued,
+        while_requests=len(during),
+        while_p50_ms=quantile(during, 0.5) * 1000,
+        while_p99_ms=quantile(during, 0.99) * 1000,
+        after_requests=len(after),
+        after_p50_ms=quantile(after, 0.5) * 1000,
+        after_p99_ms=quantile(after, 0.99) * 1000,
     )
-    print(
-        f"agent requests: {sent} sent, {achieved:.0f}/s (asked {args.rate}/s); codes {codes}; "
-        f"{queued} due while their agent still waited"
-    )
-    windows = (
-        ("while scheduling", [s for t, s in latencies if t <= scheduled_at]),
-        ("after scheduling", [s for t, s in latencies if t > scheduled_at]),
-    )
-    for label, values in windows:
-        ordered = sorted(values)
-        print(
-            f"  {label}: {len(ordered)} requests, p50 {quantile(ordered, 0.5) * 1000:.2f} ms, "
-            f"p99 {quantile(ordered, 0.99) * 1000:.2f} ms"
-        )
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -446,19 +454,57 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--vms", type=int, default=1000)
     parser.add_argument("--rate", type=int, default=1000, help="agent requests per second")
     parser.add_argument("--storm-seconds", type=float, default=10.0)
-    return parser.parse_args(argv)
+    parser.add_argument("--repeat", type=int, default=3, help="rounds, each on a fresh plane")
+    parser.add_argument(
+        "--results-dir",
+        type=Path,
+        default=RESULTS_DIR,
+        help=f"where {STEM}.json/.md go (default bench/results)",
+    )
+    args = parser.parse_args(argv)
+    if args.repeat < 1 or args.vms < 2 or args.nodes < 1 or args.rate < 1:
+        parser.error("--repeat, --nodes and --rate must be >= 1 and --vms >= 2")
+    return args
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
+def one_round(args: argparse.Namespace) -> AutoscaleRound:
     plane = ControlPlane(ControlPlaneOptions(controller_manager=False))
     processes: list[ComponentProcess] = []
     try:
-        asyncio.run(run(args, plane, processes))
+        return asyncio.run(run(args, plane, processes))
     finally:
         for process in processes:
             process.stop()
         plane.stop()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    started = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+    rounds = []
+    for index in range(1, args.repeat + 1):
+        print(f"round {index} of {args.repeat}", file=sys.stderr)
+        rounds.append(one_round(args))
+    doc = document(
+        {
+            "started": started,
+            "command": " ".join(["python -m bench.autoscale", *(argv or sys.argv[1:])]),
+            "commit": commit(),
+            "machine": machine(),
+            "nodes": args.nodes,
+            "vms": args.vms,
+            "rate": args.rate,
+            "storm_seconds": args.storm_seconds,
+        },
+        rounds,
+    )
+    args.results_dir.mkdir(parents=True, exist_ok=True)
+    json_path = args.results_dir / f"{STEM}.json"
+    json_path.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2) + b"\n")
+    md_path = args.results_dir / f"{STEM}.md"
+    md_path.write_text(markdown(doc))
+    print(table(doc))
+    print(f"wrote {json_path} and {md_path}", file=sys.stderr)
     return 0
 
 

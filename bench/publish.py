@@ -17,6 +17,7 @@ from typing import Any
 
 import orjson
 
+from bench import autoscale_report
 from bench.report import HEADLINE, markdown_table, profile_lines, run_lines
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -155,6 +156,9 @@ def readme_section(directory: Path = RESULTS_DIR) -> str:
     for path in files:
         doc = orjson.loads(path.read_bytes())
         name = path.stem
+        if doc.get("benchmark") == autoscale_report.BENCHMARK:
+            parts += autoscale_report.readme_section(doc, str(base))
+            continue
         parts += [
             f"#### {doc['workload']['name']}, {doc['mode']} "
             f"([details]({base}/{name}.md), [plot]({base}/{name}.png))",

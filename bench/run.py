@@ -161,12 +161,17 @@ def context(
         "timeout_seconds": options.timeout_seconds,
         "profiled": options.profile,
         "sample_interval_seconds": 1.0,
-        "machine": {
-            "cpus": os.cpu_count(),
-            "platform": platform.platform(),
-            "python": platform.python_version(),
-            "control_plane_binary": str(control_plane_binary()),
-        },
+        "machine": machine(),
+    }
+
+
+def machine() -> dict[str, Any]:
+    """What the figures were measured on."""
+    return {
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "control_plane_binary": str(control_plane_binary()),
     }
 
 

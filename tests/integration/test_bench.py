@@ -481,3 +481,41 @@ def test_tiny_interpod_workloads_bind_every_pod_with_both_schedulers(
     assert report["all_correct"] is True
     for run in report["runs"]:
         assert (run["measured_bound"], run["unbound_pods"]) == (pods, 0), run
+
+
+@pytest.mark.integration  # bench.autoscale starts its own control plane
+def test_tiny_autoscale_benchmark_answers_every_agent_and_writes_its_results(
+    tmp_path: Path,
+) -> None:
+    argv = [
+        sys.executable,
+        "-m",
+        "bench.autoscale",
+        "--nodes=3",
+        "--vms=4",
+        "--rate=50",
+        "--storm-seconds=2",
+        "--repeat=1",
+        f"--results-dir={tmp_path}",
+    ]
+    done = subprocess.run(
+        argv,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=RUN_DEADLINE_SECONDS,
+        check=False,
+    )
+    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    report = orjson.loads((tmp_path / "autoscale.json").read_bytes())
+    (run,) = report["runs"]
+    assert run["codes"] == {"200": run["requests_sent"]}  # every request answered 200
+    assert run["requests_sent"] > 0
+    assert run["quiet_pods_per_second"] > 0
+    assert run["storm_pods_per_second"] > 0
+    assert run["quiet_cpu_ms_per_pod"] > 0
+    assert report["commit"]
+    assert report["machine"]["cpus"] >= 1
+    assert (tmp_path / "autoscale.md").read_text().startswith("# AutoscaleEnforcer")
+    assert "| agent answers by status, all rounds |" in done.stdout
