@@ -14,12 +14,11 @@ Invariant: ``document`` is the only place a round becomes JSON, and
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from bench.report import spread_cell
+from bench.report import Spread, spread_cell
 
 BENCHMARK = "pyscheduler AutoscaleEnforcer: VM pods scheduled while agents storm the plugin"
 STEM = "autoscale"
@@ -58,16 +57,12 @@ ROWS: tuple[tuple[str, str, int], ...] = (
 )
 
 
-def spread(values: Sequence[float]) -> dict[str, float]:
-    return {"min": min(values), "median": statistics.median(values), "max": max(values)}
-
-
 def document(context: dict[str, Any], rounds: Sequence[AutoscaleRound]) -> dict[str, Any]:
     """``context`` (command, commit, machine, sizes) with the rounds and their spreads."""
     if not rounds:
         raise ValueError("no round to report")
     runs = [asdict(one) for one in rounds]
-    summary = {key: spread([run[key] for run in runs]) for key, _, _ in ROWS}
+    summary = {key: Spread.of([run[key] for run in runs]).to_json() for key, _, _ in ROWS}
     return {"benchmark": BENCHMARK, **context, "runs": runs, "summary": summary}
 
 

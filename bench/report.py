@@ -110,6 +110,11 @@ class Spread:
     median: float
     high: float
 
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Spread:
+        """Min, median and max of ``values`` (at least one)."""
+        return cls(min(values), statistics.median(values), max(values))
+
     def overlaps(self, other: Spread) -> bool:
         return self.low <= other.high and other.low <= self.high
 
@@ -138,7 +143,7 @@ def spread_of(runs: Sequence[RunResult], metric: Metric) -> Spread | None:
     present = [value for value in values if value is not None]
     if not runs or len(present) != len(values):
         return None
-    return Spread(min(present), statistics.median(present), max(present))
+    return Spread.of(present)
 
 
 def by_scheduler(runs: Sequence[RunResult]) -> dict[str, list[RunResult]]:

@@ -30,6 +30,7 @@ from typing import Any
 import orjson
 from prometheus_client import CollectorRegistry
 
+from bench.simulate import CONFIG, SCHEDULER_NAME
 from bench.workload import MEASURED_NAMESPACE, node_body, node_name, pod_body, pod_name
 from scheduler.app import build_registry, resolve
 from scheduler.config import parse_config
@@ -38,14 +39,6 @@ from scheduler.kube.resources import NODES, PODS, ResourceType
 from scheduler.simulate.clock import SimClock
 from scheduler.simulate.memory import MemoryCluster
 
-SCHEDULER_NAME = "pyscheduler"
-CONFIG = f"""
-apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-leaderElection: {{leaderElect: false}}
-profiles:
-- schedulerName: {SCHEDULER_NAME}
-"""
 CREATED = "2026-11-30T23:50:36Z"
 
 _POD_FIELDS_V1 = {
