@@ -27,6 +27,14 @@ Invariants (``check_invariants`` proves them in tests):
 ``fits``/``what_if`` answer Filter and Score without changing anything;
 ``reserve``/``unreserve`` are symmetric and idempotent: ``unreserve`` drops
 only a pod that Reserve added and no informer has confirmed bound.
+
+Mirrors: every change to a node (its budget, counters or pods) goes through
+``upsert_node``, ``remove_node``, ``set_config`` or a pod's attach/detach,
+and each marks the node in ``dirty``. ``take_dirty`` hands the changed nodes
+over and ``apply_nodes`` makes another state hold them, so a mirror fed every
+``take_dirty`` (copied, e.g. pickled across processes) equals this state,
+pod and VM indexes included (a property test proves it). This is the first
+step of the agent-process design in ARCHITECTURE.md.
 """
 
 from __future__ import annotations
@@ -135,6 +143,9 @@ class State:
         self.pods: dict[str, PodState] = {}
         self._pods_by_vm: dict[str, str] = {}
         self._max_total: Amounts | None = None  # cached; None after node changes
+        # Names of the nodes changed since the last ``take_dirty`` (a node's
+        # counters, budget or pods): what a mirror must copy to stay equal.
+        self.dirty: set[str] = set()
 
     # ------------------------------------------------------------ config
     def set_config(self, config: Config) -> None:
@@ -144,6 +155,7 @@ class State:
         for node in self.nodes.values():
             if node.budget is not None:
                 node.budget = self._budget(node.name, node.allocatable)
+        self.dirty.update(self.nodes)
 
     def _budget(self, name: str, allocatable: Amounts) -> NodeBudget:
         config = self.config
@@ -171,6 +183,7 @@ class State:
         node.allocatable = allocatable
         node.budget = self._budget(name, allocatable)
         self._max_total = None
+        self.dirty.add(name)
 
     def remove_node(self, name: str) -> None:
         """The node is gone; its pods are forgotten with it (they cannot run)."""
@@ -178,6 +191,7 @@ class State:
         if node is None:
             return
         self._max_total = None
+        self.dirty.add(name)
         for key in list(node.pods):
             self.pods.pop(key, None)
         self._pods_by_vm = {vm: key for vm, key in self._pods_by_vm.items() if key in self.pods}
@@ -191,6 +205,7 @@ class State:
     # --------------------------------------------------- pod bookkeeping
     def _attach(self, pod: PodState) -> None:
         node = self._node(pod.node)
+        self.dirty.add(node.name)
         reserved, buffer, pressure, migrating, accounted = _contribution(pod)
         node.reserved += reserved
         node.buffer += buffer
@@ -205,6 +220,7 @@ class State:
 
     def _detach(self, pod: PodState) -> None:
         node = self.nodes[pod.node]
+        self.dirty.add(node.name)
         reserved, buffer, pressure, migrating, accounted = _contribution(pod)
         node.reserved = node.reserved.minus(reserved)
         node.buffer = node.buffer.minus(buffer)
@@ -237,6 +253,10 @@ class State:
             return
         told = pod.migrate_told and migrating
         self.replace_pod(pod, dataclasses.replace(pod, migrating=migrating, migrate_told=told))
+
+    def pod_index(self) -> Mapping[str, str]:
+        """VM (namespace/name) -> the key of the pod running it (read-only view)."""
+        return self._pods_by_vm
 
     def pod_of_vm(self, vm_key: str) -> PodState | None:
         key = self._pods_by_vm.get(vm_key)
@@ -348,6 +368,38 @@ class State:
         if new == pod:
             return
         self.replace_pod(pod, new)
+
+    # ------------------------------------------------------------ mirrors
+    def take_dirty(self) -> list[tuple[str, NodeState | None]]:
+        """The nodes changed since the last call, each as it is now (None:
+        gone), and forget them. The objects are this state's own: copy them
+        (pickle does) before another state may hold them."""
+        names, self.dirty = self.dirty, set()
+        return [(name, self.nodes.get(name)) for name in sorted(names)]
+
+    def apply_nodes(self, changed: Iterable[tuple[str, NodeState | None]]) -> None:
+        """Make this state (a mirror) hold ``changed`` as another state's
+        ``take_dirty`` gave them: each node replaced whole, with its pods. A
+        pod that moved is dropped with its old node's copy and added with its
+        new one's, in either order. The nodes must not be shared with
+        another state."""
+        for name, node in changed:
+            old = self.nodes.pop(name, None)
+            if old is not None:
+                for key, pod in old.pods.items():
+                    if self.pods.get(key) is pod:
+                        del self.pods[key]
+                        vm_key = pod.vm_key
+                        if vm_key is not None and self._pods_by_vm.get(vm_key) == key:
+                            del self._pods_by_vm[vm_key]
+            if node is not None:
+                self.nodes[name] = node
+                for key, pod in node.pods.items():
+                    self.pods[key] = pod
+                    vm_key = pod.vm_key
+                    if vm_key is not None:
+                        self._pods_by_vm[vm_key] = key
+            self._max_total = None
 
     # --------------------------------------------------------------- tests
     def check_invariants(self) -> None:

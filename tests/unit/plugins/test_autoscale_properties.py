@@ -9,6 +9,7 @@ it is refused). Every permit is expressible in the request's version."""
 
 from __future__ import annotations
 
+import pickle
 from typing import Any
 
 from hypothesis import given, settings
@@ -164,3 +165,25 @@ def test_counters_stay_exact_and_grants_stay_within_total(ops: list[tuple[Any, .
             for counter in (node.reserved, node.buffer, node.pressure, node.migrating):
                 assert counter.cpu >= 0
                 assert counter.mem >= 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(operations, max_size=40))
+def test_a_mirror_fed_the_changed_nodes_stays_equal(ops: list[tuple[Any, ...]]) -> None:
+    """What an agent process would send the daemon after each operation (the
+    nodes it changed, pickled across the process boundary) keeps the daemon's
+    mirror equal to the state, pod index and VM index included."""
+    state = State(make_config())
+    mirror = State(make_config())
+    for name in NODES:
+        state.upsert_node(name, Amounts(8 * CPU, 8 * GI))
+    for op in [("sync",), *ops]:
+        if op[0] != "sync":
+            _apply(state, op)
+        mirror.config = state.config
+        mirror.apply_nodes(pickle.loads(pickle.dumps(state.take_dirty())))
+        assert not state.dirty
+        assert mirror.dump() == state.dump()
+        assert mirror.pods == state.pods
+        assert mirror.pod_index() == state.pod_index()
+        mirror.check_invariants()
