@@ -226,6 +226,7 @@ class SchedulerApp:
             self.attempt_log,
             config_dump=lambda: config.model_dump(mode="json", by_alias=True, exclude_none=True),
             listeners=self.plugin_services.listeners,
+            process_listeners=self.plugin_services.process_listeners,
             debug_routes=self.plugin_services.debug_routes,
             gate=self._plugin_gate,
             cache_report=self.cache_debugger.report_json,

@@ -182,7 +182,7 @@ class _Connection:
         "sock",
     )
 
-    def __init__(self, listener: ListenerThread, sock: socket.socket, remote: str) -> None:
+    def __init__(self, listener: HttpCore, sock: socket.socket, remote: str) -> None:
         self._listener = listener
         self.sock = sock
         self._buffer = bytearray()
@@ -327,7 +327,7 @@ class _Connection:
         self.close()
 
 
-def _bind(host: str, port: int) -> socket.socket:
+def bind(host: str, port: int) -> socket.socket:
     """A listening socket on ``host`` (a name or address of either family;
     empty: every address, dual-stack when the system has it)."""
     if not host:
@@ -340,6 +340,109 @@ def _bind(host: str, port: int) -> socket.socket:
         host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
     )[0]
     return socket.create_server(address[:2], family=family, backlog=BACKLOG)
+
+
+class HttpCore:
+    """The HTTP side of a listener's ``selectors`` loop: accepting, reading,
+    answering and closing connections. Whoever runs the loop (``ListenerThread``
+    here, ``scheduler.listenerprocess`` in a child process) hands it the
+    events of the server socket and of the connections (``dispatch``) and
+    calls ``sweep`` about once a second."""
+
+    def __init__(
+        self,
+        name: str,
+        handler: HttpHandler,
+        *,
+        max_body_bytes: int,
+        gate: Gate,
+        selector: selectors.BaseSelector,
+        server: socket.socket,
+        run_after: Callable[[Callable[[], None]], None] | None = None,
+    ) -> None:
+        self.name = name
+        self.max_body_bytes = max(max_body_bytes, 0)
+        self._handler, self._gate = handler, gate
+        self._selector, self._server = selector, server
+        self._run_after = run_after
+        self.connections: set[_Connection] = set()  # the loop's thread only
+        server.setblocking(False)
+        selector.register(server, selectors.EVENT_READ, self)
+
+    def dispatch(self, key: selectors.SelectorKey, mask: int) -> bool:
+        """Handle one ready key if it is ours (the server or a connection)."""
+        data = key.data
+        if isinstance(data, _Connection):
+            if mask & selectors.EVENT_WRITE:
+                data.flush()
+            if mask & selectors.EVENT_READ and not data.closed:
+                data.readable()
+            return True
+        if data is self:
+            self._accept()
+            return True
+        return False
+
+    def sweep(self, now: float) -> None:
+        """Close connections idle for longer than ``IDLE_SECONDS``."""
+        for connection in [c for c in self.connections if now - c.last_active > IDLE_SECONDS]:
+            connection.abort()
+
+    def close(self) -> None:
+        """Send what is pending (briefly), close every connection and the server."""
+        for connection in list(self.connections):
+            connection.finish()
+        with contextlib.suppress(KeyError, ValueError):
+            self._selector.unregister(self._server)
+        self._server.close()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                sock, peer = self._server.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as error:  # e.g. out of file descriptors: try again later
+                log.warning("plugin endpoint %s: accept failed: %s", self.name, error)
+                return
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            remote = str(peer[0]) if isinstance(peer, tuple) and peer else ""
+            connection = _Connection(self, sock, remote)
+            self.connections.add(connection)
+            self._selector.register(sock, selectors.EVENT_READ, connection)
+
+    def watch(self, connection: _Connection) -> None:
+        """Wait for the socket to be writable too while output is pending."""
+        events = 0 if connection.closing else selectors.EVENT_READ
+        if connection.wants_write:
+            events |= selectors.EVENT_WRITE
+        self._selector.modify(connection.sock, events, connection)
+
+    def forget(self, connection: _Connection) -> None:
+        """Close the connection's socket and stop watching it; idempotent."""
+        if connection.closed:
+            return
+        with contextlib.suppress(KeyError, ValueError):
+            self._selector.unregister(connection.sock)
+        connection.sock.close()
+        self.connections.discard(connection)
+
+    def answer(self, method: str, path: str, body: bytes, remote: str) -> tuple[int, str, bytes]:
+        refusal = self._gate()
+        if refusal is not None:
+            return 503, _TEXT, refusal.encode()
+        try:
+            response: HttpResponse = self._handler(HttpRequest(method, path, body, remote))
+        except Exception:
+            log.exception("plugin endpoint %s failed", self.name)
+            return 500, _TEXT, b"internal error"
+        if response.after is not None:
+            if self._run_after is None:
+                log.error("plugin endpoint %s: a follow-up is not supported here", self.name)
+            else:
+                self._run_after(response.after)
+        return response.status, response.content_type, response.body
 
 
 class ListenerThread:
@@ -363,10 +466,13 @@ class ListenerThread:
         self._exited: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._daemon_loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self._selector: selectors.BaseSelector | None = None
         self._wake_send: socket.socket | None = None  # written by ``stop``
-        self.connections: set[_Connection] = set()  # the listener thread only
+        self._core: HttpCore | None = None
         self.port = 0
+
+    @property
+    def connections(self) -> set[_Connection]:
+        return set() if self._core is None else self._core.connections
 
     # ------------------------------------------------ on the daemon's loop
     async def start(self) -> None:
@@ -391,101 +497,44 @@ class ListenerThread:
     # ------------------------------------------------ on the listener thread
     def _main(self) -> None:
         try:
-            server = _bind(self._host, self._port)
+            server = bind(self._host, self._port)
         except BaseException as error:
             self._bound.set_exception(error)
             self._exited.set_result(None)
             return
-        selector = self._selector = selectors.DefaultSelector()
+        selector = selectors.DefaultSelector()
         wake_receive, self._wake_send = socket.socketpair()
+        core = self._core = HttpCore(
+            self.name,
+            self._handler,
+            max_body_bytes=self.max_body_bytes,
+            gate=self._gate,
+            selector=selector,
+            server=server,
+            run_after=self._run_after,
+        )
         try:
-            server.setblocking(False)
             wake_receive.setblocking(False)
-            selector.register(server, selectors.EVENT_READ, None)
             selector.register(wake_receive, selectors.EVENT_READ, wake_receive)
             self._bound.set_result(int(server.getsockname()[1]))
-            self._serve(selector, server)
+            self._serve(selector, core)
         finally:
-            for connection in list(self.connections):
-                connection.finish()
+            core.close()
             selector.close()
-            server.close()
             wake_receive.close()
             self._wake_send.close()
             self._exited.set_result(None)
 
-    def _serve(self, selector: selectors.BaseSelector, server: socket.socket) -> None:
+    def _serve(self, selector: selectors.BaseSelector, core: HttpCore) -> None:
         next_sweep = time.monotonic() + SWEEP_SECONDS
         while True:
             for key, mask in selector.select(SWEEP_SECONDS):
-                data = key.data
-                if isinstance(data, _Connection):
-                    if mask & selectors.EVENT_WRITE:
-                        data.flush()
-                    if mask & selectors.EVENT_READ and not data.closed:
-                        data.readable()
-                elif data is None:
-                    self._accept(server)
-                else:  # ``stop`` wrote to the wake-up socket
+                if not core.dispatch(key, mask):  # ``stop`` wrote to the wake-up socket
                     return
             now = time.monotonic()
             if now >= next_sweep:
                 next_sweep = now + SWEEP_SECONDS
-                for connection in [
-                    c for c in self.connections if now - c.last_active > IDLE_SECONDS
-                ]:
-                    connection.abort()
-
-    def _accept(self, server: socket.socket) -> None:
-        selector = self._selector
-        assert selector is not None
-        while True:
-            try:
-                sock, peer = server.accept()
-            except (BlockingIOError, InterruptedError):
-                return
-            except OSError as error:  # e.g. out of file descriptors: try again later
-                log.warning("plugin endpoint %s: accept failed: %s", self.name, error)
-                return
-            sock.setblocking(False)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            remote = str(peer[0]) if isinstance(peer, tuple) and peer else ""
-            connection = _Connection(self, sock, remote)
-            self.connections.add(connection)
-            selector.register(sock, selectors.EVENT_READ, connection)
-
-    def watch(self, connection: _Connection) -> None:
-        """Wait for the socket to be writable too while output is pending."""
-        selector = self._selector
-        assert selector is not None
-        events = 0 if connection.closing else selectors.EVENT_READ
-        if connection.wants_write:
-            events |= selectors.EVENT_WRITE
-        selector.modify(connection.sock, events, connection)
-
-    def forget(self, connection: _Connection) -> None:
-        """Close the connection's socket and stop watching it; idempotent."""
-        if connection.closed:
-            return
-        selector = self._selector
-        assert selector is not None
-        with contextlib.suppress(KeyError, ValueError):
-            selector.unregister(connection.sock)
-        connection.sock.close()
-        self.connections.discard(connection)
-
-    def answer(self, method: str, path: str, body: bytes, remote: str) -> tuple[int, str, bytes]:
-        refusal = self._gate()
-        if refusal is not None:
-            return 503, _TEXT, refusal.encode()
-        try:
-            response: HttpResponse = self._handler(HttpRequest(method, path, body, remote))
-        except Exception:
-            log.exception("plugin endpoint %s failed", self.name)
-            return 500, _TEXT, b"internal error"
-        if response.after is not None:
-            self._run_after(response.after)
-        return response.status, response.content_type, response.body
+                core.sweep(now)
 
     def _run_after(self, after: Callable[[], None]) -> None:
         def guarded() -> None:

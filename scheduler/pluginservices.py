@@ -1,7 +1,8 @@
 """The daemon's side of ``scheduler.framework.services``: it collects what
 plugins ask for while they are built, and the composition root serves it.
 
-Plugins register while the app is constructed (listeners, debug routes,
+Plugins register while the app is constructed (listeners, process
+listeners (``scheduler.listenerprocess``), debug routes,
 start steps); nothing is served or awaited until ``SchedulerApp.run``. One
 port serves one listener: a second ``listen`` on the same port is an error
 at construction, not a bind failure later.
@@ -9,11 +10,19 @@ at construction, not a bind failure later.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry
 
-from scheduler.framework.services import HttpHandler, PluginHttp, StartStep, Worker
+from scheduler.framework.services import (
+    HttpHandler,
+    PluginHttp,
+    ProcessChannel,
+    StartStep,
+    Worker,
+)
+from scheduler.listenerprocess import ProcessListener
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +38,7 @@ class DaemonPluginServices:
     def __init__(self, registry: CollectorRegistry) -> None:
         self._registry = registry
         self.listeners: list[Listener] = []
+        self.process_listeners: list[ProcessListener] = []
         self.debug_routes: dict[str, HttpHandler] = {}
         self.start_steps: list[tuple[str, StartStep]] = []
         self.workers: list[tuple[str, Worker]] = []
@@ -50,12 +60,39 @@ class DaemonPluginServices:
         max_body_bytes: int,
         leader_only: bool = True,
     ) -> None:
-        for existing in self.listeners:
-            if port and existing.port == port:
-                raise ValueError(
-                    f"plugin endpoint {name!r} wants port {port}, already used by {existing.name!r}"
-                )
+        self._check_port(name, port)
         self.listeners.append(Listener(name, port, handler, max_body_bytes, leader_only))
+
+    def listen_process(
+        self,
+        name: str,
+        port: int,
+        factory: str,
+        on_message: Callable[[object], None],
+        *,
+        max_body_bytes: int,
+        leader_only: bool = True,
+    ) -> ProcessChannel:
+        self._check_port(name, port)
+        listener = ProcessListener(
+            name,
+            port,
+            factory,
+            on_message,
+            max_body_bytes=max_body_bytes,
+            leader_only=leader_only,
+        )
+        self.process_listeners.append(listener)
+        return listener
+
+    def _check_port(self, name: str, port: int) -> None:
+        taken = [(entry.name, entry.port) for entry in self.listeners]
+        taken += [(proc.name, proc.port) for proc in self.process_listeners]
+        for existing, used in taken:
+            if port and used == port:
+                raise ValueError(
+                    f"plugin endpoint {name!r} wants port {port}, already used by {existing!r}"
+                )
 
     def debug(self, path: str, handler: HttpHandler) -> None:
         path = path.strip("/")

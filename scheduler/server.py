@@ -29,6 +29,11 @@ method and path, with the guarantees stated in ``scheduler.framework.services``:
 503 until ``gate`` lets them through (synced, started, leading), at most
 ``max_body_bytes`` of the body read, a handler exception answered 500.
 
+Process listeners (``PluginHttp.listen_process``) are started after the
+thread listeners (``scheduler.listenerprocess.ProcessListener``: the port is
+bound here, the child spawned and waited for) and stopped first; their gate
+is pushed to them every ``GATE_SECONDS`` when it changes.
+
 Threads: each plugin listener is served by a ``scheduler.listener.ListenerThread``
 (its own thread, ``selectors`` loop and minimal HTTP/1.1 protocol), started by
 ``start`` and stopped (connections closed, thread joined) by ``stop``;
@@ -38,6 +43,7 @@ nothing else here runs off the daemon's loop. On that thread only ``gate``
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import ssl
 from collections.abc import Awaitable, Callable, Sequence
@@ -52,11 +58,13 @@ from scheduler.delegation import Decision
 from scheduler.framework.services import HttpHandler, HttpRequest, HttpResponse
 from scheduler.health import Endpoint, HealthChecks, HealthResponse, render, render_one
 from scheduler.listener import ListenerThread
+from scheduler.listenerprocess import ProcessListener
 from scheduler.pluginservices import Listener
 
 log = logging.getLogger(__name__)
 
 CONFIGZ_KEY = "componentconfig"
+GATE_SECONDS = 0.02  # how soon a process listener follows the gate
 _TEXT = "text/plain; charset=utf-8"
 
 
@@ -132,6 +140,7 @@ class OpsServer:
         *,
         config_dump: Callable[[], dict[str, Any]] | None = None,
         listeners: Sequence[Listener] = (),
+        process_listeners: Sequence[ProcessListener] = (),
         debug_routes: dict[str, HttpHandler] | None = None,
         gate: ListenerGate | None = None,
         cache_report: Callable[[], Awaitable[dict[str, Any]]] | None = None,
@@ -142,6 +151,9 @@ class OpsServer:
         self._debug_routes = dict(debug_routes or {})
         self._gate = gate or (lambda _leader_only: None)
         self._listener_threads: list[ListenerThread] = []
+        self._process_listeners = tuple(process_listeners)
+        self._started_processes: list[ProcessListener] = []
+        self._gate_timer: asyncio.TimerHandle | None = None
         self._host = host
         self._port = port
         self._registry = registry
@@ -186,9 +198,23 @@ class OpsServer:
         try:
             for listener in self._listeners:
                 await self._start_listener(listener)
+            for process in self._process_listeners:
+                process.update_gate(self._gate(process.leader_only))
+                self._started_processes.append(process)
+                await process.start(self._host)
         except BaseException:
             await self.stop()
             raise
+        if self._process_listeners:
+            self._push_gates()
+
+    def _push_gates(self) -> None:
+        """Forward the gate to process listeners every ``GATE_SECONDS``
+        (they cannot ask it per request)."""
+        for process in self._started_processes:
+            process.update_gate(self._gate(process.leader_only))
+        loop = asyncio.get_running_loop()
+        self._gate_timer = loop.call_later(GATE_SECONDS, self._push_gates)
 
     async def _start_listener(self, listener: Listener) -> None:
         thread = ListenerThread(
@@ -205,6 +231,12 @@ class OpsServer:
     async def stop(self) -> None:
         """Close the listeners (their threads joined) and finish in-flight
         requests; idempotent."""
+        if self._gate_timer is not None:
+            self._gate_timer.cancel()
+            self._gate_timer = None
+        processes, self._started_processes = self._started_processes, []
+        for process in processes:
+            await process.stop()
         threads, self._listener_threads = self._listener_threads, []
         for thread in threads:
             await thread.stop()
@@ -217,6 +249,9 @@ class OpsServer:
         for thread in self._listener_threads:
             if thread.name == name:
                 return thread.port
+        for process in self._started_processes:
+            if process.name == name:
+                return process.port
         raise RuntimeError(f"plugin listener {name!r} is not started")
 
     @property

@@ -1,27 +1,31 @@
-"""The cluster as the AutoscaleEnforcer sees it: informers feeding the state.
+"""The cluster as the AutoscaleEnforcer sees it: informer events feeding the state.
 
-``ClusterFeed`` subscribes to the shared informers (the plugin's ConfigMap
-through a field selector, nodes, pods, VirtualMachines and their migrations)
-and keeps the pure ``State`` in step with them. It owns the configuration's
-life: the last good config, the start-up wait for a first valid one, and
-updates (applied to every node at once, or refused with a log line, a
-metric and a Warning event on the ConfigMap).
+Two halves, one per process (see ``plugin`` and ``authority``):
 
-Invariants: no state exists before a valid config (events before then are
-only stored by the informers, and ``start`` rebuilds from the stores); after
-``start`` every informer event is applied synchronously, in the order the
-informers deliver them, holding the plugin's state lock (the agent API runs
-on its own thread); a VM pod first seen bound is held at its maximum until
-its agent reports (``State.observe_pod``).
+- ``ConfigWatch`` (the daemon) watches the plugin's ConfigMap and owns the
+  configuration's life: the last good config, the start-up wait for a first
+  valid one, and updates (handed on whole, or refused with a log line, a
+  metric and a Warning event on the ConfigMap).
+- ``ClusterFeed`` (the authority, where the state lives) keeps the pure
+  ``State`` in step with nodes, pods, VirtualMachines and their migrations.
+  It reads objects from ``Stores`` (copies of the informers' stores, kept
+  by the authority from the events the daemon forwards) and asks the daemon
+  for what it cannot do itself through ``FeedEffects`` (waking a pod,
+  deleting a finished migration).
+
+Invariants: no state exists before ``start`` (events before then are only
+stored, and ``start`` rebuilds from the stores); after it every event is
+applied synchronously, in the order the informers delivered them; a VM pod
+first seen bound is held at its maximum until its agent reports
+(``State.observe_pod``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import threading
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol
 
 from plugins.autoscale_enforcer.args import AutoscaleEnforcerArgs
 from plugins.autoscale_enforcer.config import (
@@ -39,6 +43,7 @@ from plugins.autoscale_enforcer.vm import (
     VM_RESOURCE,
     VmError,
     VmInfo,
+    VmInfoCache,
     vm_info,
     vm_name_of_pod,
 )
@@ -47,74 +52,52 @@ from scheduler.framework import Handle, Pod, parse_node, parse_pod
 log = logging.getLogger(__name__)
 
 EVENT_REASON_BAD_CONFIG = "InvalidConfig"
-MAX_CACHED_VMS = 100_000
+NODES, PODS = "nodes", "pods"
+FED_RESOURCES = (NODES, PODS, VM_RESOURCE, MIGRATION_RESOURCE)
 
 Raw = Mapping[str, Any]
-MigrationFinished = Callable[[str, str, str], None]  # namespace, name, phase
-Handler = Callable[[Raw | None, Raw | None], None]
 
 
-class ClusterFeed:
+class Stores(Protocol):
+    def get(self, resource: str, key: str) -> Raw | None: ...
+
+    def list(self, resource: str) -> Iterable[Raw]: ...
+
+
+class FeedEffects(Protocol):
+    def activate(self, pod_key: str) -> None:
+        """Wake the pod if it waits (a VM event is no cluster event for the queue)."""
+
+    def migration_finished(self, namespace: str, name: str, phase: str) -> None:
+        """A migration we created finished: delete it."""
+
+
+class ConfigWatch:
+    """The plugin's ConfigMap, watched on the daemon (see the module docstring)."""
+
     def __init__(
         self,
         args: AutoscaleEnforcerArgs,
         handle: Handle,
         metrics: AutoscaleMetrics,
-        on_migration_finished: MigrationFinished,
-        lock: threading.Lock,
+        on_config: Callable[[Config], None],
     ) -> None:
         self._args = args
-        self._lock = lock
         self._handle = handle
         self._metrics = metrics
-        self._on_migration_finished = on_migration_finished
-        self._state: State | None = None
-        self._config: Config | None = None  # the last good config
-        self._config_error = "no ConfigMap seen"
-        self._config_ready = asyncio.Event()
-        # Parsed VMs by namespace/name, valid for one object version (informer
-        # objects are immutable and replaced on change, so identity is the
-        # version): Filter and Score size the same VM once per node per cycle.
-        self._vm_infos: dict[str, tuple[Raw, VmInfo]] = {}
-
-        informers = handle.informers
+        self._on_config = on_config
+        self.config: Config | None = None  # the last good config
+        self._error = "no ConfigMap seen"
+        self._ready = asyncio.Event()
         selector = (
             f"metadata.namespace={args.config_map_namespace},metadata.name={args.config_map_name}"
         )
-        self._vms = informers.store(VM_RESOURCE)
-        self._pods = informers.store("pods")
-        self._nodes = informers.store("nodes")
-        self._vm_migrations = informers.store(MIGRATION_RESOURCE)
-        locked = self._locked
-        informers.on_change("configmaps", locked(self._config_map_changed), field_selector=selector)
-        informers.on_change("nodes", locked(self._node_changed))
-        informers.on_change("pods", locked(self._pod_changed))
-        informers.on_change(VM_RESOURCE, locked(self._vm_changed))
-        informers.on_change(MIGRATION_RESOURCE, locked(self._migration_changed))
+        handle.informers.on_change("configmaps", self._changed, field_selector=selector)
 
-    def _locked(self, handler: Handler) -> Handler:
-        lock = self._lock
-
-        def run(old: Raw | None, new: Raw | None) -> None:
-            with lock:
-                handler(old, new)
-
-        return run
-
-    @property
-    def state(self) -> State | None:
-        return self._state
-
-    def vm(self, namespace: str, name: str) -> Raw | None:
-        return self._vms.get(f"{namespace}/{name}")
-
-    def pod(self, key: str) -> Raw | None:
-        return self._pods.get(key)
-
-    # ------------------------------------------------------------ start-up
-    async def start(self) -> State:
-        """Wait for a valid config, then rebuild the state from the stores."""
-        ready = asyncio.ensure_future(self._config_ready.wait())
+    async def first(self) -> Config:
+        """Wait up to ``initConfigMapTimeoutSeconds`` for a valid config and
+        check that it names this profile; raises ``RuntimeError`` otherwise."""
+        ready = asyncio.ensure_future(self._ready.wait())
         timer = asyncio.ensure_future(
             self._handle.clock.sleep(self._args.init_config_map_timeout_seconds)
         )
@@ -123,62 +106,42 @@ class ClusterFeed:
         finally:
             ready.cancel()
             timer.cancel()
-        if not self._config_ready.is_set():
+        config = self.config
+        if config is None:
             raise RuntimeError(
                 f"no valid config in ConfigMap {self._args.config_map_namespace}/"
                 f"{self._args.config_map_name} key {self._args.config_map_key!r} within "
-                f"{self._args.init_config_map_timeout_seconds:g}s: {self._config_error}"
+                f"{self._args.init_config_map_timeout_seconds:g}s: {self._error}"
             )
-        config = self._config
-        assert config is not None  # set before the event
         if config.scheduler_name != self._handle.profile_name:
             raise RuntimeError(
                 f"config schedulerName {config.scheduler_name!r} does not match the profile "
                 f"{self._handle.profile_name!r} the plugin is enabled in"
             )
-        with self._lock:
-            state = self._state = self._rebuild(config)
-        log.info(
-            "AutoscaleEnforcer state rebuilt",
-            extra={"nodes": len(state.nodes), "pods": len(state.pods)},
-        )
-        return state
+        return config
 
-    def _rebuild(self, config: Config) -> State:
-        state = State(config)
-        for raw in self._nodes.list():
-            node = parse_node(raw)
-            state.upsert_node(
-                node.name, Amounts(node.allocatable.milli_cpu, node.allocatable.memory)
-            )
-        for raw in self._pods.list():
-            self._observe_pod(state, raw)
-        for raw in self._vm_migrations.list():
-            self._apply_migration(state, raw, raw)
-        return state
-
-    # --------------------------------------------------------- informers
-    def _config_map_changed(self, old: Raw | None, new: Raw | None) -> None:
+    def _changed(self, old: Raw | None, new: Raw | None) -> None:
         if new is None:
             return  # deleted: the last config stays in force
         try:
             config = config_from_config_map(new, self._args.config_map_key)
-            if self._config is not None:
-                if config == self._config:
+            if self.config is not None:
+                if config == self.config:
                     return
-                check_update(self._config, config)
+                check_update(self.config, config)
         except ConfigError as error:
-            self._reject_config(new, str(error))
+            self._reject(new, str(error))
             return
-        self._config = config
-        if self._state is not None:
-            self._state.set_config(config)
+        first = self.config is None
+        self.config = config
+        if not first:
             log.info("AutoscaleEnforcer config updated")
-        self._config_ready.set()
+        self._on_config(config)
+        self._ready.set()
 
-    def _reject_config(self, config_map: Raw, message: str) -> None:
-        self._config_error = message
-        if self._config is None:
+    def _reject(self, config_map: Raw, message: str) -> None:
+        self._error = message
+        if self.config is None:
             log.warning("AutoscaleEnforcer: initial config rejected: %s", message)
             return
         log.error("AutoscaleEnforcer: config update rejected, keeping the last: %s", message)
@@ -187,6 +150,59 @@ class ClusterFeed:
             config_map, "Warning", EVENT_REASON_BAD_CONFIG, "Update", message[:1024]
         )
 
+
+class ClusterFeed:
+    """The state fed by informer events (see the module docstring)."""
+
+    def __init__(self, stores: Stores, effects: FeedEffects) -> None:
+        self._stores = stores
+        self._effects = effects
+        self._state: State | None = None
+        self._vm_infos = VmInfoCache()
+
+    @property
+    def state(self) -> State | None:
+        return self._state
+
+    def start(self, config: Config) -> State:
+        """Build the state from the stores (once; later calls return it)."""
+        if self._state is None:
+            self._state = self._rebuild(config)
+            log.info(
+                "AutoscaleEnforcer state rebuilt",
+                extra={"nodes": len(self._state.nodes), "pods": len(self._state.pods)},
+            )
+        return self._state
+
+    def set_config(self, config: Config) -> None:
+        if self._state is not None:
+            self._state.set_config(config)
+
+    def changed(self, resource: str, old: Raw | None, new: Raw | None) -> None:
+        """One informer event (``old``/``new`` as the informers give them)."""
+        if resource == NODES:
+            self._node_changed(old, new)
+        elif resource == PODS:
+            self._pod_changed(old, new)
+        elif resource == VM_RESOURCE:
+            self._vm_changed(old, new)
+        elif resource == MIGRATION_RESOURCE:
+            self._migration_changed(old, new)
+
+    def _rebuild(self, config: Config) -> State:
+        state = State(config)
+        for raw in self._stores.list(NODES):
+            node = parse_node(raw)
+            state.upsert_node(
+                node.name, Amounts(node.allocatable.milli_cpu, node.allocatable.memory)
+            )
+        for raw in self._stores.list(PODS):
+            self._observe_pod(state, raw)
+        for raw in self._stores.list(MIGRATION_RESOURCE):
+            self._apply_migration(state, raw, raw)
+        return state
+
+    # --------------------------------------------------------- informers
     def _node_changed(self, old: Raw | None, new: Raw | None) -> None:
         state = self._state
         if state is None:
@@ -235,7 +251,7 @@ class ClusterFeed:
             state.observe_vm(info)
             return
         pod_name = (new.get("status") or {}).get("podName")
-        raw_pod = self._pods.get(f"{info.namespace}/{pod_name}") if pod_name else None
+        raw_pod = self._stores.get(PODS, f"{info.namespace}/{pod_name}") if pod_name else None
         labels = {} if raw_pod is None else (raw_pod.get("metadata") or {}).get("labels") or {}
         if raw_pod is None or labels.get(LABEL_VM) != info.name:
             return
@@ -247,7 +263,7 @@ class ClusterFeed:
         elif old is None:
             # Filter may have rejected it for want of this VM; VM events are no
             # cluster events for the queue, so wake it here.
-            self._handle.activate([pod])
+            self._effects.activate(pod.key)
 
     def _migration_changed(self, old: Raw | None, new: Raw | None) -> None:
         state = self._state
@@ -266,29 +282,16 @@ class ClusterFeed:
         if pod is not None:
             state.set_migrating(pod.key, ongoing)
         if new is not None and phase in FINISHED_PHASES and created_by_us(new):
-            self._on_migration_finished(namespace, name, phase)
+            self._effects.migration_finished(namespace, name, phase)
 
     def _vm_of(self, pod: Pod) -> VmInfo | None:
         name = vm_name_of_pod(pod.labels)
         if name is None:
             return None
-        raw = self._vms.get(f"{pod.namespace}/{name}")
+        raw = self._stores.get(VM_RESOURCE, f"{pod.namespace}/{name}")
         if raw is None:
             return None
         try:
-            return self.parse_vm(raw)
+            return self._vm_infos.parse(raw)
         except VmError:
             return None
-
-    def parse_vm(self, raw: Raw) -> VmInfo:
-        """The VM's info, parsed once per object version; raises ``VmError``."""
-        metadata = raw.get("metadata") or {}
-        key = f"{metadata.get('namespace')}/{metadata.get('name')}"
-        cached = self._vm_infos.get(key)
-        if cached is not None and cached[0] is raw:
-            return cached[1]
-        info = vm_info(raw)
-        if len(self._vm_infos) > MAX_CACHED_VMS:
-            self._vm_infos.clear()
-        self._vm_infos[key] = (raw, info)
-        return info

@@ -165,15 +165,15 @@ class AutoscaleMetrics:
         )
         registry.register(NodeGauges(state, lock))
 
-    def count_request(self, status: int, node: str) -> None:
-        """One agent request answered ``status``; ``node`` is the pod's ("" if unknown)."""
+    def count_request(self, status: int, node: str, count: int = 1) -> None:
+        """``count`` agent requests answered ``status``; ``node`` is the pod's ("" if unknown)."""
         child = self._request_children.get(status)
         if child is None:
             child = self._request_children[status] = self.requests.labels(str(status))
-        child.inc()
+        child.inc(count)
         if node:
             key = (status, node)
             result = self._result_children.get(key)
             if result is None:
                 result = self._result_children[key] = self.request_results.labels(str(status), node)
-            result.inc()
+            result.inc(count)

@@ -1,43 +1,50 @@
 """AutoscaleEnforcer: the thin adapter between the framework and the pure state.
 
-The state is fed by ``cluster.ClusterFeed`` (informers, config); agents are
-answered by ``agent_api.AgentApi``; migrations are created and cleaned up by
-``migration.MigrationController``. This module wires them to the Handle.
+Two processes (ARCHITECTURE.md, AutoscaleEnforcer):
+
+- the **authority** (``authority.Authority``, a process of its own served by
+  ``PluginHttp.listen_process``) holds the authoritative state and answers
+  the agents (POST, port 10299), so their latency never depends on the
+  scheduling loop holding the daemon's GIL;
+- this plugin, in the daemon, forwards every informer event it needs
+  (nodes, pods, VirtualMachines, migrations) and each good config to it, in
+  order, and keeps a **mirror** of the state, updated from the nodes the
+  authority reports changed. Filter and Score read the mirror; Reserve asks
+  the authority (a synchronous call: a mirror that lags can only make Filter
+  stricter or Reserve refuse, never overcommit a node); Unreserve is a
+  one-way message.
 
 Extension points (lifecycle order): Filter, Score (+ NormalizeScore, which
-randomizes only when configured), Reserve, Unreserve. Decisions read the
-state built from shared informers (nodes, pods, VirtualMachines), never the
-API: no call per Filter.
+randomizes only when configured), Reserve, Unreserve. No API call per Filter.
 
 - VM pods carry the ``vm.neon.tech/name`` label and are sized by their VM's
-  current ``use``; other pods by their requests.
-- Filter and Score ask the state "what if" over the framework's view of the
+  current ``use``; other pods by their requests. The pod is sized once per
+  cycle (``_Sizing`` in the CycleState): Filter and Score are called per node.
+- Filter and Score ask the mirror "what if" over the framework's view of the
   node (pods it lists that we hold, plus pods it lists that we do not), and
-  change nothing. The pod is sized once per cycle (``_Sizing`` in the
-  CycleState): both are called per node. Reserve holds the pod (refusing, and counting
+  change nothing. Reserve holds the pod (refusing, and counting
   ``reserve_should_deny``, when it does not fit), Unreserve releases a pod
   Reserve held and no informer confirmed; both are idempotent.
 - Start step: wait up to ``initConfigMapTimeoutSeconds`` for a valid config
-  in the ConfigMap, check it names this profile, then rebuild the state from
-  the informer stores (VM pods first seen bound are held at their maximum
-  until their agent reports). Until then no agent request is answered.
+  in the ConfigMap (``ConfigWatch``), check it names this profile, then have
+  the authority rebuild the state from what was forwarded (VM pods first seen
+  bound are held at their maximum until their agent reports). Until then no
+  agent request is answered (the daemon's gate).
 - Config updates apply to every node at once; an invalid one keeps the last
   good config, is logged, counted and reported as a Warning event on the
   ConfigMap.
-- The agent API (POST, port 10299) and ``GET /debug/plugins/autoscale-enforcer/state``
-  are served by the daemon (``Handle.services``); followers answer 503.
-- Threads: the agent API is served from its listener's own thread, so the
-  state is guarded by one ``threading.Lock`` (``_lock``), held only for short
-  synchronous sections: each Filter, Score, Reserve and Unreserve call, each
-  informer event (``ClusterFeed``), each agent request's decision
-  (``AgentApi``), the state dump and the metrics scrape. Nothing awaits or
-  takes another lock while holding it. What an agent request does to the
-  scheduler (waking pods, starting a migration) runs afterwards on the
-  daemon's event loop (``HttpResponse.after``).
+- Room freed on a node (an agent shrinking, a pod leaving) wakes the pods
+  Filter turned away for room: an agent's request is no cluster event.
+- ``GET /debug/plugins/autoscale-enforcer/state`` dumps the mirror.
 - Migration (``doMigration``, default on): when an agent of the pod to move
-  asks, a VirtualMachineMigration is created by the migration worker; the
-  informer shows it, the pod is marked migrating and its agent is told
-  ``migrate`` on its next request; finished migrations we created are deleted.
+  asks, the authority tells the daemon, whose migration worker creates a
+  VirtualMachineMigration; the informer shows it, the pod is marked
+  migrating and its agent is told ``migrate`` on its next request; finished
+  migrations we created are deleted.
+- If the authority's process dies, the plugin's worker fails and stops the
+  daemon (its state is rebuilt from the cluster on restart).
+
+Threads: everything here runs on the daemon's event loop.
 """
 
 from __future__ import annotations
@@ -45,22 +52,41 @@ from __future__ import annotations
 import logging
 import random
 import threading
-from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import orjson
 
 from plugins.autoscale_enforcer import scoring
-from plugins.autoscale_enforcer.agent import AgentOutcome
-from plugins.autoscale_enforcer.agent_api import AgentApi
 from plugins.autoscale_enforcer.args import AutoscaleEnforcerArgs
-from plugins.autoscale_enforcer.cluster import ClusterFeed
+from plugins.autoscale_enforcer.authority import (
+    FACTORY,
+    Activate,
+    Event,
+    MigrationFinished,
+    Nodes,
+    Reserve,
+    SetConfig,
+    Start,
+    Unreserve,
+    WantMigration,
+)
+from plugins.autoscale_enforcer.cluster import FED_RESOURCES, PODS, ConfigWatch
+from plugins.autoscale_enforcer.config import Config
 from plugins.autoscale_enforcer.metrics import AutoscaleMetrics, Method
 from plugins.autoscale_enforcer.migration import MigrationController
 from plugins.autoscale_enforcer.protocol import MAX_HTTP_BODY_SIZE
 from plugins.autoscale_enforcer.state import ZERO, Amounts, NodeState, State
-from plugins.autoscale_enforcer.vm import VmError, VmInfo, vm_name_of_pod
+from plugins.autoscale_enforcer.vm import (
+    VM_RESOURCE,
+    VmError,
+    VmInfo,
+    VmInfoCache,
+    vm_name_of_pod,
+)
 from scheduler.framework import (
+    ChannelError,
     CycleState,
     FilterPlugin,
     Handle,
@@ -82,13 +108,19 @@ log = logging.getLogger(__name__)
 NAME = "AutoscaleEnforcer"
 AGENT_LISTENER = "autoscale-enforcer-agents"
 MIGRATION_WORKER = "autoscale-enforcer-migrations"
+AUTHORITY_WATCH = "autoscale-enforcer-authority"
 STATE_DUMP_PATH = "autoscale-enforcer/state"
 
 MAX_WAITING_FOR_ROOM = 10_000
+# How long Reserve waits for the authority (it answers in well under a
+# millisecond when it gets a CPU; this bounds a stuck process).
+RESERVE_TIMEOUT_SECONDS = 5.0
+START_TIMEOUT_SECONDS = 60.0
 REASON_NO_ROOM = "Not enough resources for pod"
 REASON_NO_ROOM_RESERVE = "Not enough resources to reserve for pod"
 REASON_NOT_STARTED = "AutoscaleEnforcer has no configuration yet"
 
+Raw = Mapping[str, Any]
 
 _NO_ROOM = Status.unschedulable(REASON_NO_ROOM)
 
@@ -126,10 +158,14 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         self._args = args
         self._handle = handle
         self._rng = rng if rng is not None else handle.rng_for(NAME)
-        self._lock = threading.Lock()  # guards the state: see the module docstring
+        self._mirror: State | None = None  # from Start on
+        # Scrapes read the mirror from the metrics thread, if any: a
+        # consistent reading. Only the gauges take it; nothing else here
+        # leaves the event loop.
+        self._scrape_lock = threading.Lock()
         try:
             self._metrics = AutoscaleMetrics(
-                handle.services.metrics_registry, lambda: self._feed.state, self._lock
+                handle.services.metrics_registry, lambda: self._mirror, self._scrape_lock
             )
         except ValueError as error:  # its metrics are already registered
             raise ValueError(
@@ -137,31 +173,100 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
             ) from error
         self._calls = self._metrics.calls  # per method; the loop thread only
         self._migrations = MigrationController(handle.api, self._metrics, sleep=handle.clock.sleep)
-        self._feed = ClusterFeed(args, handle, self._metrics, self._migrations.finished, self._lock)
-        self._api: AgentApi | None = None
+        self._vms = handle.informers.store(VM_RESOURCE)
+        self._pods = handle.informers.store(PODS)
+        self._vm_infos = VmInfoCache()
+        self._config = ConfigWatch(args, handle, self._metrics, self._config_changed)
+        services = handle.services
+        self._authority = services.http.listen_process(
+            AGENT_LISTENER,
+            args.agent_port,
+            FACTORY,
+            self._from_authority,
+            max_body_bytes=MAX_HTTP_BODY_SIZE,
+        )
+        for resource in FED_RESOURCES:
+            handle.informers.on_change(resource, self._forwarder(resource))
         # Pods Filter rejected for room: an agent shrinking a VM is no cluster
         # event, so they are woken here when room is freed. Bounded.
         self._waiting_for_room: dict[str, None] = {}
-        # A wake-up is queued on the event loop (set by the listener thread,
-        # cleared by the wake-up before it reads the waiting pods).
-        self._wake_queued = False
-        services = handle.services
-        services.http.listen(
-            AGENT_LISTENER, args.agent_port, self._serve_agent, max_body_bytes=MAX_HTTP_BODY_SIZE
-        )
         services.http.debug(STATE_DUMP_PATH, self._serve_dump)
         services.on_start(NAME, self.start)
         services.run(MIGRATION_WORKER, self._migrations.run)
+        services.run(AUTHORITY_WATCH, self._watch_authority)
 
     # ------------------------------------------------------------ start-up
     async def start(self) -> None:
-        """Wait for a valid config and rebuild the state (``ClusterFeed.start``)."""
-        state = await self._feed.start()
-        self._api = AgentApi(state, lambda: state.config.migration_enabled, self._lock)
+        """Wait for a valid config, then have the authority rebuild the state."""
+        config = await self._config.first()
+        mirror = State(config)
+        self._mirror = mirror
+        try:
+            self._authority.call(Start(config), START_TIMEOUT_SECONDS)
+        except ChannelError:
+            self._mirror = None
+            raise
+        log.info(
+            "AutoscaleEnforcer state rebuilt",
+            extra={"nodes": len(mirror.nodes), "pods": len(mirror.pods)},
+        )
+
+    async def _watch_authority(self) -> None:
+        reason = await self._authority.wait_lost()
+        raise RuntimeError(f"{NAME}: the agent API's process is gone ({reason})")
 
     @property
     def _state(self) -> State | None:
-        return self._feed.state
+        return self._mirror
+
+    # ---------------------------------------------------- to the authority
+    def _forwarder(self, resource: str) -> Any:
+        send = self._authority.send
+
+        def forward(old: Raw | None, new: Raw | None) -> None:
+            if new is not None:
+                send(Event(resource, new))
+            elif old is not None:
+                send(Event(resource, old, deleted=True))
+
+        return forward
+
+    def _config_changed(self, config: Config) -> None:
+        self._authority.send(SetConfig(config))
+        if self._mirror is not None:
+            self._mirror.set_config(config)
+
+    # -------------------------------------------------- from the authority
+    def _from_authority(self, message: object) -> None:
+        if isinstance(message, Nodes):
+            self._apply(message)
+        elif isinstance(message, Activate):
+            raw = self._pods.get(message.pod_key)
+            if raw is not None:
+                pod = parse_pod(raw)
+                if not pod.node_name:
+                    self._handle.activate([pod])
+        elif isinstance(message, WantMigration):
+            self._migrations.want(message.namespace, message.pod_name, message.vm_name)
+        elif isinstance(message, MigrationFinished):
+            self._migrations.finished(message.namespace, message.name, message.phase)
+        else:
+            log.error("%s: unknown message from the authority: %r", NAME, message)
+
+    def _apply(self, message: Nodes) -> None:
+        for (status, node), count in message.requests.items():
+            self._metrics.count_request(status, node, count)
+        mirror = self._mirror
+        if mirror is None or not message.changed:
+            return
+        freed = False
+        for name, changed in message.changed:
+            if changed is not None and _has_more_room(mirror.nodes.get(name), changed):
+                freed = True
+        with self._scrape_lock:
+            mirror.apply_nodes(message.changed)
+        if freed and self._waiting_for_room:
+            self._wake_waiting()
 
     # ------------------------------------------------------- pod sizing
     def _amount(self, state: State, pod: Pod) -> tuple[Amounts, VmInfo | None]:
@@ -169,13 +274,13 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         name = vm_name_of_pod(pod.labels)
         if name is None:
             return Amounts(pod.requests.milli_cpu, pod.requests.memory), None
-        raw = self._feed.vm(pod.namespace, name)
+        raw = self._vms.get(f"{pod.namespace}/{name}")
         if raw is None:
             raise _PodError(
                 Status.unschedulable(f"VirtualMachine {pod.namespace}/{name} not found")
             )
         try:
-            vm = self._feed.parse_vm(raw)
+            vm = self._vm_infos.parse(raw)
         except VmError as error:
             raise _PodError(Status.unresolvable(f"Error getting pod vmInfo: {error}")) from None
         if vm.slot_bytes != state.config.slot_bytes:
@@ -221,7 +326,7 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
 
     def _sizing(self, cycle: CycleState, plugin_state: State, pod: Pod) -> _Sizing:
         """The pod's ``_Sizing`` for this cycle: worked out by the first call,
-        read back by the others. Called holding the lock."""
+        read back by the others."""
         sizing = cycle.get(_SIZING)
         if sizing is not None and sizing.pod_uid == pod.uid:
             return sizing
@@ -235,14 +340,10 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
 
     def filter(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
         self._calls[Method.FILTER] += 1
-        with self._lock:
-            return self._filter(state, pod, node_info)
-
-    def _filter(self, cycle: CycleState, pod: Pod, node_info: NodeInfo) -> Status | None:
-        plugin_state = self._state
+        plugin_state = self._mirror
         if plugin_state is None:
             return self._fail(Method.FILTER, Status.as_error(REASON_NOT_STARTED))
-        sizing = self._sizing(cycle, plugin_state, pod)
+        sizing = self._sizing(state, plugin_state, pod)
         if sizing.error is not None:
             return self._fail(Method.FILTER, sizing.error)
         found = self._reserved_after(plugin_state, pod, node_info, sizing.amount)
@@ -259,21 +360,17 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
 
     def _wake_waiting(self) -> None:
         keys, self._waiting_for_room = list(self._waiting_for_room), {}
-        pods = [parse_pod(raw) for key in keys if (raw := self._feed.pod(key)) is not None]
+        pods = [parse_pod(raw) for key in keys if (raw := self._pods.get(key)) is not None]
         pending = [pod for pod in pods if not pod.node_name]
         if pending:
             self._handle.activate(pending)
 
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
         self._calls[Method.SCORE] += 1
-        with self._lock:
-            return self._score(state, pod, node_info)
-
-    def _score(self, cycle: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
-        plugin_state = self._state
+        plugin_state = self._mirror
         if plugin_state is None:
             return 0, self._fail(Method.SCORE, Status.as_error(REASON_NOT_STARTED))
-        sizing = self._sizing(cycle, plugin_state, pod)
+        sizing = self._sizing(state, plugin_state, pod)
         if sizing.error is not None:
             return 0, self._fail(Method.SCORE, Status.as_error(sizing.error.message()))
         found = self._reserved_after(plugin_state, pod, node_info, sizing.amount)
@@ -295,100 +392,56 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         return None
 
     def normalize_values(self, values: list[int]) -> list[int] | None:
-        plugin_state = self._state
+        plugin_state = self._mirror
         if plugin_state is None or not plugin_state.config.randomize:
             return values
         return scoring.randomized(values, self._rng)
 
     def reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         self._calls[Method.RESERVE] += 1
-        with self._lock:
-            return self._reserve(pod, node_name)
-
-    def _reserve(self, pod: Pod, node_name: str) -> Status | None:
-        plugin_state = self._state
+        plugin_state = self._mirror
         if plugin_state is None:
             return self._fail(Method.RESERVE, Status.as_error(REASON_NOT_STARTED))
         try:
             amount, vm = self._amount(plugin_state, pod)
         except _PodError as error:
             return self._fail(Method.RESERVE, error.status)
-        if not plugin_state.reserve(pod.key, pod.uid, node_name, amount, vm):
+        request = Reserve(pod.key, pod.uid, node_name, amount, vm)
+        try:
+            reserved = self._authority.call(request, RESERVE_TIMEOUT_SECONDS)
+        except ChannelError as error:
+            return self._fail(Method.RESERVE, Status.as_error(str(error)))
+        if not reserved:
             self._metrics.reserve_should_deny.labels(node_name).inc()
             return self._fail(Method.RESERVE, Status.unschedulable(REASON_NO_ROOM_RESERVE))
         return None
 
     def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
         self._calls[Method.UNRESERVE] += 1
-        with self._lock:
-            if self._state is not None:
-                self._state.unreserve(pod.key, node_name)
+        if self._mirror is not None:
+            self._authority.send(Unreserve(pod.key, node_name))
 
     # ------------------------------------------------------------------ HTTP
-    def _serve_agent(self, request: HttpRequest) -> HttpResponse:
-        api = self._api
-        if api is None:  # the daemon gates this; kept for direct callers
-            return HttpResponse(503, "text/plain", b"not ready")
-        answer = api.handle(request.method, request.body)
-        self._metrics.count_request(answer.status, answer.node)
-        outcome = answer.outcome
-        after = None
-        if outcome is not None:
-            wake = outcome.freed and self._queue_wake()
-            if wake or outcome.wants_migration:
-                after = self._follow_up(outcome, wake)
-        return HttpResponse(answer.status, answer.content_type, answer.body, after)
-
-    def _queue_wake(self) -> bool:
-        """Whether room freed by an agent must wake pods: only when Filter
-        turned some away for room and no wake-up is queued yet (that one will
-        see them). Called after the request's locked section: a pod Filter
-        rejected before it is already listed (Filter lists it under the lock);
-        a Filter after it saw the freed room. Most requests free room with no
-        pod waiting: no hand-off to the event loop then."""
-        if not self._waiting_for_room or self._wake_queued:
-            return False
-        self._wake_queued = True
-        return True
-
-    def _follow_up(self, outcome: AgentOutcome, wake: bool) -> Callable[[], None]:
-        """What the request asks of the scheduler, to run on its event loop."""
-
-        def run() -> None:
-            if wake:
-                self._wake_queued = False  # before reading the waiting pods
-                self._wake_waiting()
-            if outcome.wants_migration:
-                self._start_migration(outcome.pod_key)
-
-        return run
-
-    def _start_migration(self, pod_key: str) -> None:
-        with self._lock:
-            state = self._state
-            pod = None if state is None else state.pods.get(pod_key)
-        if pod is None or pod.vm is None:
-            return
-        namespace, pod_name = pod_key.split("/", 1)
-        self._migrations.want(namespace, pod_name, pod.vm.name)
-
     def _serve_dump(self, request: HttpRequest) -> HttpResponse:
-        state = self._state
+        state = self._mirror
         if state is None:
             return HttpResponse(503, "text/plain", b"not ready")
-        with self._lock:
-            body = orjson.dumps(state.dump(), option=orjson.OPT_NON_STR_KEYS)
+        body = orjson.dumps(state.dump(), option=orjson.OPT_NON_STR_KEYS)
         return HttpResponse(200, "application/json", body)
 
     # -------------------------------------------------------------- for tests
     @property
     def state(self) -> State | None:
-        return self._state
+        """The daemon's mirror of the authority's state."""
+        return self._mirror
 
-    @property
-    def lock(self) -> threading.Lock:
-        """The lock guarding ``state`` (hold it to read the state from a test)."""
-        return self._lock
+
+def _has_more_room(before: NodeState | None, after: NodeState) -> bool:
+    """Whether a pod that did not fit ``before`` might fit ``after``."""
+    if before is None:
+        return True
+    was, now = before.total.minus(before.reserved), after.total.minus(after.reserved)
+    return now.cpu > was.cpu or now.mem > was.mem
 
 
 def new(args: object, handle: Handle) -> AutoscaleEnforcer:

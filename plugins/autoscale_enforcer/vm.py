@@ -101,3 +101,28 @@ def vm_info(raw: Mapping[str, Any]) -> VmInfo:
 def vm_name_of_pod(labels: Mapping[str, str]) -> str | None:
     """The VM a pod runs, from the ``vm.neon.tech/name`` label (None: not a VM pod)."""
     return labels.get(LABEL_VM) or None
+
+
+MAX_CACHED_VMS = 100_000
+
+
+class VmInfoCache:
+    """``vm_info`` parsed once per object version: informer objects are
+    replaced on change, never changed, so identity is the version (Filter and
+    Score size the same VM once per node per cycle). Bounded."""
+
+    def __init__(self) -> None:
+        self._infos: dict[str, tuple[Mapping[str, Any], VmInfo]] = {}
+
+    def parse(self, raw: Mapping[str, Any]) -> VmInfo:
+        """The VM's info; raises ``VmError``."""
+        metadata = raw.get("metadata") or {}
+        key = f"{metadata.get('namespace')}/{metadata.get('name')}"
+        cached = self._infos.get(key)
+        if cached is not None and cached[0] is raw:
+            return cached[1]
+        info = vm_info(raw)
+        if len(self._infos) > MAX_CACHED_VMS:
+            self._infos.clear()
+        self._infos[key] = (raw, info)
+        return info

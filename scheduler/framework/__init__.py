@@ -87,11 +87,15 @@ from scheduler.framework.resource import (
     pod_requests,
 )
 from scheduler.framework.services import (
+    ChannelError,
+    ChildChannel,
     HttpHandler,
     HttpRequest,
     HttpResponse,
     PluginHttp,
     PluginServices,
+    ProcessChannel,
+    ProcessEndpoint,
 )
 from scheduler.framework.status import Code, Status, is_success, status_code
 from scheduler.framework.types import (
@@ -122,6 +126,8 @@ __all__ = [
     "ActionType",
     "ApiWriter",
     "BindPlugin",
+    "ChannelError",
+    "ChildChannel",
     "Clock",
     "ClusterEvent",
     "ClusterEventWithHint",
@@ -168,6 +174,8 @@ __all__ = [
     "PreFilterResult",
     "PreScorePlugin",
     "PreferredTerms",
+    "ProcessChannel",
+    "ProcessEndpoint",
     "QuantityError",
     "QueueSortPlugin",
     "QueuedPodInfo",

@@ -23,6 +23,24 @@ Guarantees the daemon gives to ``PluginHttp.listen`` handlers:
   election is on and this process does not lead;
 - at most ``max_body_bytes`` of the body are read; the rest is never seen;
 - an exception in a handler answers 500 (``text/plain``) and is logged.
+
+Process listeners (``PluginHttp.listen_process``): the same guarantees, but
+the handler runs in a child process of its own, so its clients never wait
+for the daemon's GIL (a busy, preempted scheduling cycle holds it for tens of
+milliseconds on a saturated machine). The child builds a ``ProcessEndpoint``
+with the importable ``factory`` and talks to the plugin only by messages
+(pickled, so plain data), in order, both ways:
+- daemon to child: ``ProcessChannel.send`` (one-way, never blocks the
+  caller) and ``ProcessChannel.call`` (a synchronous request, answered after
+  every message sent before it);
+- child to daemon: ``ChildChannel.send``; the daemon delivers each message to
+  the plugin's ``on_message`` on its event loop, in order, and before a
+  ``call`` returns every message the child sent before answering it.
+The child serves one thread: ``ProcessEndpoint.handle``, ``receive`` and
+``idle`` never run concurrently. If the child dies, ``wait_lost`` returns and
+the plugin decides (the AutoscaleEnforcer stops the daemon). In unit tests
+(``DaemonPluginServices`` without a server) the endpoint is built in the
+calling process and messages are delivered at once, still pickled.
 """
 
 from __future__ import annotations
@@ -54,6 +72,52 @@ class HttpResponse:
 
 
 HttpHandler = Callable[[HttpRequest], HttpResponse]
+
+
+class ChannelError(Exception):
+    """A process listener's channel failed: the child is gone, not started,
+    too slow to answer a ``call`` in time, or raised while answering it."""
+
+
+class ChildChannel(Protocol):
+    """The child's end of a process listener's channel."""
+
+    def send(self, message: object) -> None:
+        """Queue ``message`` for the daemon's ``on_message`` (in order)."""
+
+
+class ProcessEndpoint(Protocol):
+    """What a process listener's ``factory`` returns, in the child."""
+
+    def handle(self, request: HttpRequest) -> HttpResponse:
+        """Answer one HTTP request (``HttpResponse.after`` is not supported)."""
+
+    def receive(self, message: object) -> object:
+        """A message from the daemon; what it returns answers a ``call``."""
+
+    def idle(self) -> None:
+        """Called after each batch of requests and messages (e.g. to send
+        what changed); messages sent here reach the daemon before the answer
+        to a ``call`` in that batch."""
+
+
+class ProcessChannel(Protocol):
+    """The daemon's end of a process listener's channel."""
+
+    def send(self, message: object) -> None:
+        """Deliver ``message`` to the child's ``receive``, in order; never blocks."""
+
+    def call(self, message: object, timeout: float) -> object:
+        """Deliver ``message`` after every earlier one and wait (blocking, at
+        most ``timeout`` seconds) for what ``receive`` returns; raises
+        ``ChannelError``. Messages the child sent meanwhile are delivered to
+        ``on_message`` first."""
+
+    async def wait_lost(self) -> str:
+        """Return (with the reason) once the child is gone, unless the daemon
+        stopped it; never returns in unit tests."""
+
+
 StartStep = Callable[[], Awaitable[None]]
 Worker = Callable[[], Coroutine[object, object, None]]
 
@@ -70,6 +134,20 @@ class PluginHttp(Protocol):
     ) -> None:
         """Serve ``handler`` for every method and path on an extra ``port``,
         from the listener's own thread (see the module docstring)."""
+
+    def listen_process(
+        self,
+        name: str,
+        port: int,
+        factory: str,
+        on_message: Callable[[object], None],
+        *,
+        max_body_bytes: int,
+        leader_only: bool = True,
+    ) -> ProcessChannel:
+        """Serve an extra ``port`` from a child process: ``factory``
+        (``"package.module:function"``, called there with a ``ChildChannel``)
+        builds its ``ProcessEndpoint`` (see the module docstring)."""
 
     def debug(self, path: str, handler: HttpHandler) -> None:
         """Serve ``handler`` for GET ``/debug/plugins/<path>`` on the ops port."""

@@ -1,0 +1,217 @@
+"""The AutoscaleEnforcer's authority: the state, where agents are answered.
+
+It runs in a process of its own (``PluginHttp.listen_process`` builds it with
+``build``), so agent requests never wait for the daemon's GIL. It holds the
+authoritative ``State``, fed by ``ClusterFeed`` from the informer events the
+daemon forwards, and answers three kinds of work, one at a time, in the
+order they arrive:
+
+- messages from the daemon: informer events (``Event``), good configs
+  (``SetConfig``), ``Start`` (rebuild, answered once the state exists),
+  ``Reserve`` (answered: did the pod fit?) and ``Unreserve``;
+- agent requests (``handle``, ``AgentApi``);
+- ``idle`` after each batch: the nodes that changed go back to the daemon as
+  copies (``Nodes``, with the agent requests counted meanwhile), so the
+  daemon's mirror for Filter and Score stays equal to this state.
+
+Invariants: every change to the state happens here, so there is one order
+and no lock is needed; a ``Reserve`` is decided on this state, never on the
+daemon's mirror, so a mirror that lags can only make Filter stricter or
+Reserve refuse, never overcommit a node; what the daemon must do (wake a
+pod, create or delete a migration) goes back as a message.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from plugins.autoscale_enforcer.agent_api import AgentApi
+from plugins.autoscale_enforcer.cluster import FED_RESOURCES, ClusterFeed
+from plugins.autoscale_enforcer.config import Config
+from plugins.autoscale_enforcer.state import Amounts, NodeState, State
+from plugins.autoscale_enforcer.vm import VmInfo
+from scheduler.framework import ChildChannel, HttpRequest, HttpResponse
+
+log = logging.getLogger(__name__)
+
+Raw = Mapping[str, Any]
+FACTORY = f"{__name__}:build"
+
+
+# ------------------------------------------------------ daemon -> authority
+@dataclass(frozen=True, slots=True)
+class Event:
+    """An informer event: ``obj`` is the new object, or the last one if ``deleted``."""
+
+    resource: str
+    obj: Raw
+    deleted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SetConfig:
+    config: Config
+
+
+@dataclass(frozen=True, slots=True)
+class Start:
+    """Build the state from what was forwarded; answered True once it exists."""
+
+    config: Config
+
+
+@dataclass(frozen=True, slots=True)
+class Reserve:
+    """Answered True if the pod was reserved (or already held there)."""
+
+    key: str
+    uid: str
+    node: str
+    amount: Amounts
+    vm: VmInfo | None
+
+
+@dataclass(frozen=True, slots=True)
+class Unreserve:
+    key: str
+    node: str
+
+
+# ------------------------------------------------------ authority -> daemon
+@dataclass(frozen=True, slots=True)
+class Nodes:
+    """The nodes changed since the last ``Nodes`` (None: gone), and the agent
+    requests answered meanwhile by (status, the pod's node)."""
+
+    changed: list[tuple[str, NodeState | None]]
+    requests: dict[tuple[int, str], int]
+
+
+@dataclass(frozen=True, slots=True)
+class Activate:
+    pod_key: str
+
+
+@dataclass(frozen=True, slots=True)
+class WantMigration:
+    namespace: str
+    pod_name: str
+    vm_name: str
+
+
+@dataclass(frozen=True, slots=True)
+class MigrationFinished:
+    namespace: str
+    name: str
+    phase: str
+
+
+def object_key(raw: Raw) -> str:
+    metadata = raw.get("metadata") or {}
+    namespace = metadata.get("namespace")
+    name = metadata.get("name") or ""
+    return f"{namespace}/{name}" if namespace else name
+
+
+class Authority:
+    """The ``ProcessEndpoint`` (see the module docstring)."""
+
+    def __init__(self, channel: ChildChannel) -> None:
+        self._channel = channel
+        self._stores: dict[str, dict[str, Raw]] = {resource: {} for resource in FED_RESOURCES}
+        self._feed = ClusterFeed(self, self)
+        self._config: Config | None = None
+        self._api: AgentApi | None = None
+        self._requests: Counter[tuple[int, str]] = Counter()
+
+    @property
+    def state(self) -> State | None:
+        return self._feed.state
+
+    # -------------------------------------------------- Stores, FeedEffects
+    def get(self, resource: str, key: str) -> Raw | None:
+        return self._stores[resource].get(key)
+
+    def list(self, resource: str) -> Iterable[Raw]:
+        return list(self._stores[resource].values())
+
+    def activate(self, pod_key: str) -> None:
+        self._channel.send(Activate(pod_key))
+
+    def migration_finished(self, namespace: str, name: str, phase: str) -> None:
+        self._channel.send(MigrationFinished(namespace, name, phase))
+
+    # ------------------------------------------------------ from the daemon
+    def receive(self, message: object) -> object:
+        if isinstance(message, Event):
+            self._event(message)
+            return None
+        if isinstance(message, Reserve):
+            state = self._started()
+            return state.reserve(message.key, message.uid, message.node, message.amount, message.vm)
+        if isinstance(message, Unreserve):
+            if self.state is not None:
+                self.state.unreserve(message.key, message.node)
+            return None
+        if isinstance(message, SetConfig):
+            self._config = message.config
+            self._feed.set_config(message.config)
+            return None
+        if isinstance(message, Start):
+            state = self._feed.start(message.config)
+            if self._api is None:
+                self._api = AgentApi(
+                    state, lambda: state.config.migration_enabled, threading.Lock()
+                )
+            state.dirty.update(state.nodes)  # the daemon's mirror starts empty
+            return True
+        raise TypeError(f"unknown message {type(message).__name__}")
+
+    def _started(self) -> State:
+        state = self.state
+        if state is None:
+            raise RuntimeError("the AutoscaleEnforcer state is not built yet")
+        return state
+
+    def _event(self, event: Event) -> None:
+        store = self._stores[event.resource]
+        key = object_key(event.obj)
+        if event.deleted:
+            store.pop(key, None)
+            self._feed.changed(event.resource, event.obj, None)
+            return
+        old = store.get(key)
+        store[key] = event.obj
+        self._feed.changed(event.resource, old, event.obj)
+
+    # -------------------------------------------------------------- agents
+    def handle(self, request: HttpRequest) -> HttpResponse:
+        api = self._api
+        if api is None:  # the daemon's gate opens after Start; kept for safety
+            return HttpResponse(503, "text/plain", b"not ready")
+        answer = api.handle(request.method, request.body)
+        self._requests[(answer.status, answer.node)] += 1
+        outcome = answer.outcome
+        if outcome is not None and outcome.wants_migration:
+            state = self._started()
+            pod = state.pods.get(outcome.pod_key)
+            if pod is not None and pod.vm is not None:
+                namespace, pod_name = outcome.pod_key.split("/", 1)
+                self._channel.send(WantMigration(namespace, pod_name, pod.vm.name))
+        return HttpResponse(answer.status, answer.content_type, answer.body)
+
+    def idle(self) -> None:
+        state = self.state
+        if state is None or not (state.dirty or self._requests):
+            return
+        requests, self._requests = dict(self._requests), Counter()
+        self._channel.send(Nodes(state.take_dirty(), requests))
+
+
+def build(channel: ChildChannel) -> Authority:
+    return Authority(channel)

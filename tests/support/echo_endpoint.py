@@ -1,0 +1,47 @@
+"""A ``ProcessEndpoint`` for the process-listener tests: it echoes HTTP
+requests, answers calls, reports what it received, and fails on demand."""
+
+from __future__ import annotations
+
+import os
+
+from scheduler.framework import ChildChannel, HttpRequest, HttpResponse
+
+CRASH = "crash"  # receive: exit the process at once (code 3)
+FAIL = "fail"  # receive: raise
+
+
+class Echo:
+    def __init__(self, channel: ChildChannel) -> None:
+        self._channel = channel
+        self.received: list[object] = []
+        self._outbox: list[object] = []
+
+    def handle(self, request: HttpRequest) -> HttpResponse:
+        if request.path == "/boom":
+            raise RuntimeError("boom")
+        self._outbox.append(("http", request.method, request.body))
+        text = f"{request.method} {request.path} {request.body.decode()} after {len(self.received)}"
+        return HttpResponse(200, "text/plain", text.encode())
+
+    def receive(self, message: object) -> object:
+        if message == CRASH:
+            os._exit(3)
+        if message == FAIL:
+            raise ValueError("asked to fail")
+        self.received.append(message)
+        self._outbox.append(("got", message))
+        return ("answer", message, len(self.received))
+
+    def idle(self) -> None:
+        for message in self._outbox:
+            self._channel.send(message)
+        self._outbox.clear()
+
+
+def build(channel: ChildChannel) -> Echo:
+    return Echo(channel)
+
+
+def broken(channel: ChildChannel) -> Echo:
+    raise RuntimeError("cannot build")
