@@ -8,7 +8,7 @@ order they arrive:
 
 - messages from the daemon: informer events (``Event``), good configs
   (``SetConfig``), ``Start`` (rebuild, answered once the state exists),
-  ``Reserve`` (answered: did the pod fit?) and ``Unreserve``;
+  ``Reserve`` (answered: did the pod fit?), ``Unreserve`` and ``Dump``;
 - agent requests (``handle``, ``AgentApi``);
 - ``idle`` after each batch: the nodes that changed go back to the daemon as
   copies (``Nodes``, with the agent requests counted meanwhile), so the
@@ -80,6 +80,11 @@ class Reserve:
 class Unreserve:
     key: str
     node: str
+
+
+@dataclass(frozen=True, slots=True)
+class Dump:
+    """Answered with ``State.dump()`` (None before ``Start``)."""
 
 
 # ------------------------------------------------------ authority -> daemon
@@ -158,6 +163,8 @@ class Authority:
             if self.state is not None:
                 self.state.unreserve(message.key, message.node)
             return None
+        if isinstance(message, Dump):
+            return None if self.state is None else self.state.dump()
         if isinstance(message, SetConfig):
             self._config = message.config
             self._feed.set_config(message.config)

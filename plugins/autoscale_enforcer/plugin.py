@@ -35,7 +35,8 @@ randomizes only when configured), Reserve, Unreserve. No API call per Filter.
   ConfigMap.
 - Room freed on a node (an agent shrinking, a pod leaving) wakes the pods
   Filter turned away for room: an agent's request is no cluster event.
-- ``GET /debug/plugins/autoscale-enforcer/state`` dumps the mirror.
+- ``GET /debug/plugins/autoscale-enforcer/state`` dumps the authority's state
+  (a call: the daemon's loop waits for it).
 - Migration (``doMigration``, default on): when an agent of the pod to move
   asks, the authority tells the daemon, whose migration worker creates a
   VirtualMachineMigration; the informer shows it, the pod is marked
@@ -63,6 +64,7 @@ from plugins.autoscale_enforcer.args import AutoscaleEnforcerArgs
 from plugins.autoscale_enforcer.authority import (
     FACTORY,
     Activate,
+    Dump,
     Event,
     MigrationFinished,
     Nodes,
@@ -116,6 +118,7 @@ MAX_WAITING_FOR_ROOM = 10_000
 # millisecond when it gets a CPU; this bounds a stuck process).
 RESERVE_TIMEOUT_SECONDS = 5.0
 START_TIMEOUT_SECONDS = 60.0
+DUMP_TIMEOUT_SECONDS = 5.0
 REASON_NO_ROOM = "Not enough resources for pod"
 REASON_NO_ROOM_RESERVE = "Not enough resources to reserve for pod"
 REASON_NOT_STARTED = "AutoscaleEnforcer has no configuration yet"
@@ -423,10 +426,14 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
 
     # ------------------------------------------------------------------ HTTP
     def _serve_dump(self, request: HttpRequest) -> HttpResponse:
-        state = self._mirror
-        if state is None:
+        """The authority's state (not the mirror): what agents are answered from."""
+        if self._mirror is None:
             return HttpResponse(503, "text/plain", b"not ready")
-        body = orjson.dumps(state.dump(), option=orjson.OPT_NON_STR_KEYS)
+        try:
+            dump = self._authority.call(Dump(), DUMP_TIMEOUT_SECONDS)
+        except ChannelError as error:
+            return HttpResponse(503, "text/plain", str(error).encode())
+        body = orjson.dumps(dump, option=orjson.OPT_NON_STR_KEYS)
         return HttpResponse(200, "application/json", body)
 
     # -------------------------------------------------------------- for tests

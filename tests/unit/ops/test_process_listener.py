@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from scheduler.framework import ChannelError
+from scheduler.framework import ChannelError, HttpRequest
 from scheduler.listenerprocess import Frames, ProcessListener, encode
 from tests.support.echo_endpoint import CRASH, FAIL
 
@@ -33,9 +33,7 @@ def post(port: int, path: str, body: bytes) -> tuple[int, bytes]:
 
 def new_listener(factory: str = ECHO) -> tuple[ProcessListener, list[object]]:
     seen: list[object] = []
-    listener = ProcessListener(
-        "echo", 0, factory, seen.append, max_body_bytes=64, leader_only=True
-    )
+    listener = ProcessListener("echo", 0, factory, seen.append, max_body_bytes=64, leader_only=True)
     return listener, seen
 
 
@@ -137,8 +135,6 @@ def test_without_a_server_the_endpoint_runs_inline_with_the_same_order() -> None
     listener.send("early")  # before anyone served it: kept
     assert listener.call("first", timeout=1) == ("answer", "first", 2)
     assert seen == [("got", "early"), ("got", "first")]
-    from scheduler.framework import HttpRequest
-
     response = listener.handle_inline(HttpRequest("POST", "/p", b"b"))
     assert response.body == b"POST /p b after 2"
     assert seen[-1] == ("http", "POST", b"b")

@@ -1,110 +1,115 @@
-"""AutoscaleEnforcer under threads: agent requests (the listener's thread)
-racing Filter, Reserve, Unreserve and informer events (the event loop's).
+"""AutoscaleEnforcer across its two processes: agents (real HTTP, threads)
+racing Filter, Reserve, Unreserve and informer events (the event loop's),
+with the authority in a real child process.
 
-The property: whatever the interleaving, a node's reservation never goes
-above its total (no overcommit), every counter equals its pods' sum, and no
-200 carries a permit above the request. The node is sized so that every
-resource is contended: VMs growing take exactly the room Reserve wants.
-The switch interval is lowered so the threads interleave at fine grain.
+The property: whatever the interleaving, the authority never lets a node's
+reservation go above its total (no overcommit), the daemon's mirror keeps
+every counter equal to its pods' sum, no 200 carries a permit above the
+request, and once quiet the mirror equals the authority's state. The node is
+sized so that every resource is contended: VMs growing take exactly the room
+Reserve wants.
 """
 
 from __future__ import annotations
 
+import asyncio
+import http.client
 import random
-import sys
 import threading
-from collections.abc import Iterator
+from typing import Any, cast
 
 import orjson
-import pytest
 
-from plugins.autoscale_enforcer import AutoscaleEnforcer
-from plugins.autoscale_enforcer.state import Amounts
-from scheduler.framework import CycleState, HttpRequest
+from plugins.autoscale_enforcer import AutoscaleEnforcer, AutoscaleEnforcerArgs
+from plugins.autoscale_enforcer.authority import Dump
+from scheduler.framework import CycleState, Handle
+from scheduler.listenerprocess import ProcessListener
 from tests.support.builders import make_node, make_vm
-from tests.unit.plugins.autoscale_support import amounts
 from tests.unit.plugins.support import node_info, pod
-from tests.unit.plugins.test_autoscale_plugin import FakeHandle, plain_pod, started, vm_pod
+from tests.unit.plugins.test_autoscale_plugin import FakeHandle, config_map, plain_pod, vm_pod
 
 VMS = 3
-AGENT_REQUESTS = 400
-SCHEDULER_ROUNDS = 400
+AGENT_REQUESTS = 300
+SCHEDULER_ROUNDS = 300
 
 
-@pytest.fixture
-def fine_grained_switching() -> Iterator[None]:
-    previous = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        yield
-    finally:
-        sys.setswitchinterval(previous)
-
-
-def check(plugin: AutoscaleEnforcer, lock: threading.Lock) -> None:
-    with lock:
-        state = plugin.state
-        assert state is not None
-        state.check_invariants()
-        node = state.nodes["n1"]
-        assert node.reserved.fits_in(node.total), (node.reserved, node.total)
-
-
-def agent(listener_handler: object, name: str, seed: int, errors: list[BaseException]) -> None:
-    handler = listener_handler
-    assert callable(handler)
+def agent(port: int, name: str, seed: int, errors: list[BaseException]) -> None:
     rng = random.Random(seed)
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     try:
         for _ in range(AGENT_REQUESTS):
             size = rng.choice((1, 2))
             body = {"protoVersion": 2, "pod": {"namespace": "default", "name": name}}
             body |= {"resources": {"vCPUs": size, "mem": size}, "metrics": None}
-            response = handler(HttpRequest("POST", "/", orjson.dumps(body)))
-            assert response.status == 200, response.body
-            permit = orjson.loads(response.body)["permit"]
+            connection.request("POST", "/", orjson.dumps(body))
+            response = connection.getresponse()
+            payload = response.read()
+            assert response.status == 200, payload
+            permit = orjson.loads(payload)["permit"]
             assert 1 <= permit["vCPUs"] <= size, permit
             assert 1 <= permit["mem"] <= size, permit
     except BaseException as error:  # reported by the main thread
         errors.append(error)
+    finally:
+        connection.close()
 
 
-async def test_agents_racing_reserve_and_unreserve_never_overcommit(
-    fine_grained_switching: None,
-) -> None:
-    def vms(handle: FakeHandle) -> None:
+def check_mirror(plugin: AutoscaleEnforcer) -> None:
+    state = plugin.state
+    assert state is not None
+    state.check_invariants()
+
+
+def authority_dump(listener: ProcessListener) -> dict[str, Any]:
+    return cast(dict[str, Any], listener.call(Dump(), timeout=30))
+
+
+async def test_agents_over_http_racing_reserve_never_overcommit_and_the_mirror_converges() -> None:
+    handle = FakeHandle()
+    plugin = AutoscaleEnforcer(
+        AutoscaleEnforcerArgs(agent_port=0, init_config_map_timeout_seconds=5),
+        cast(Handle, handle),
+        random.Random(1),
+    )
+    (listener,) = handle.services.process_listeners
+    await listener.start("127.0.0.1")
+    try:
+        listener.update_gate(None)
+        node = make_node("n1").allocatable(cpu="8", memory="8Gi", pods="110").obj()
+        handle.informers.put("nodes", node)
         for i in range(VMS):
             raw = make_vm(f"vm{i}").cpus(1, 2, 1).memory_slots(1, 2, 1).pod_name(f"vm{i}-pod")
             handle.informers.put("virtualmachines", raw.obj())
             handle.informers.put("pods", vm_pod(f"vm{i}-pod", f"vm{i}", node="n1"))
+        handle.informers.put("configmaps", config_map())
+        await handle.services.start()
+        await race(plugin, handle, listener)
+    finally:
+        await listener.stop()
 
-    plugin, handle = await started(before=vms)
-    lock = plugin.lock
-    (listener,) = handle.services.listeners
+
+async def race(plugin: AutoscaleEnforcer, handle: FakeHandle, listener: ProcessListener) -> None:
+    node = make_node("n1").allocatable(cpu="8", memory="8Gi", pods="110").obj()
     # 8 CPUs / 8 GiB: the VMs at their maximum (2 each) leave exactly 2 for
     # the pods the scheduler reserves, which take 2 each.
     errors: list[BaseException] = []
     threads = [
-        threading.Thread(target=agent, args=(listener.handler, f"vm{i}-pod", i, errors))
+        threading.Thread(target=agent, args=(listener.port, f"vm{i}-pod", i, errors))
         for i in range(VMS)
     ]
     for thread in threads:
         thread.start()
     rng = random.Random(99)
-    node = make_node("n1").allocatable(cpu="8", memory="8Gi", pods="110").obj()
     vm_pods = [vm_pod(f"vm{i}-pod", f"vm{i}", node="n1") for i in range(VMS)]
     reserved: list[str] = []
-    reserve_ok = 0
     for round_ in range(SCHEDULER_ROUNDS):
-        raw = plain_pod(f"p{round_}", cpu="2", memory="2Gi")
-        candidate = pod(raw)
+        candidate = pod(plain_pod(f"p{round_}", cpu="2", memory="2Gi"))
         step = rng.random()
         if step < 0.5:
             info = node_info(node, *vm_pods, *(plain_pod(k.split("/")[1]) for k in reserved))
-            if plugin.filter(CycleState(), candidate, info) is None:
-                status = plugin.reserve(CycleState(), candidate, "n1")
-                if status is None:
-                    reserved.append(candidate.key)
-                    reserve_ok += 1
+            fits = plugin.filter(CycleState(), candidate, info) is None
+            if fits and plugin.reserve(CycleState(), candidate, "n1") is None:
+                reserved.append(candidate.key)
         elif step < 0.8 and reserved:
             key = reserved.pop(rng.randrange(len(reserved)))
             plugin.unreserve(CycleState(), pod(plain_pod(key.split("/")[1])), "n1")
@@ -114,14 +119,16 @@ async def test_agents_racing_reserve_and_unreserve_never_overcommit(
             handle.informers.put("virtualmachines", raw_vm.pod_name(f"vm{i}-pod").obj())
         else:
             handle.informers.put("nodes", node)
-        check(plugin, lock)
-    for thread in threads:
-        thread.join()
+        check_mirror(plugin)
+        await asyncio.sleep(0)  # the mirror's updates arrive on the loop
+    await asyncio.to_thread(lambda: [thread.join() for thread in threads])
     assert errors == []
-    check(plugin, lock)
-    with lock:
-        state = plugin.state
-        assert state is not None
-        held = sum((p.reserved for p in state.nodes["n1"].pods.values()), Amounts(0, 0))
-        assert held == state.nodes["n1"].reserved
-        assert held.fits_in(amounts(8, 8))
+    dump = authority_dump(listener)  # also delivers every update sent before it
+    node_dump = dump["nodes"]["n1"]
+    assert node_dump["reserved"]["cpu"] <= node_dump["total"]["cpu"]
+    assert node_dump["reserved"]["mem"] <= node_dump["total"]["mem"]
+    assert len(reserved) == sum(1 for key in node_dump["pods"] if key.startswith("default/p"))
+    check_mirror(plugin)
+    mirror = plugin.state
+    assert mirror is not None
+    assert dump == orjson.loads(orjson.dumps(mirror.dump(), option=orjson.OPT_NON_STR_KEYS))

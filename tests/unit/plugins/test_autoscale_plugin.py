@@ -20,10 +20,11 @@ from prometheus_client import CollectorRegistry, generate_latest
 from plugins.autoscale_enforcer import CONFIG_MAP_KEY, AutoscaleEnforcer, AutoscaleEnforcerArgs
 from plugins.autoscale_enforcer.metrics import AutoscaleMetrics
 from plugins.autoscale_enforcer.migration import MigrationController
-from plugins.autoscale_enforcer.plugin import AGENT_LISTENER, STATE_DUMP_PATH
+from plugins.autoscale_enforcer.plugin import AGENT_LISTENER, MIGRATION_WORKER, STATE_DUMP_PATH
 from scheduler.clock import RealClock
 from scheduler.framework import Code, CycleState, Handle, HttpRequest, HttpResponse, NodeScore
-from scheduler.pluginservices import DaemonPluginServices, Listener
+from scheduler.listenerprocess import ProcessListener
+from scheduler.pluginservices import DaemonPluginServices
 from tests.support.builders import make_config_map, make_node, make_pod, make_vm
 from tests.support.informers import FakeStore
 from tests.unit.plugins.autoscale_support import GI, amounts, config_doc
@@ -140,13 +141,9 @@ def plain_pod(name: str, node: str = "", cpu: str = "1", memory: str = "1Gi") ->
     return raw
 
 
-def serve(listener: Listener, request: HttpRequest) -> HttpResponse:
-    """As the daemon does: the handler (on its listener thread), then its
-    ``after`` (on the event loop)."""
-    response = listener.handler(request)
-    if response.after is not None:
-        response.after()
-    return response
+def serve(listener: ProcessListener, request: HttpRequest) -> HttpResponse:
+    """As the authority's process does (here in this process, inline)."""
+    return listener.handle_inline(request)
 
 
 async def started(
@@ -446,7 +443,7 @@ async def test_agent_api_and_state_dump_through_the_services() -> None:
     _, handle = await started()
     handle.informers.put("virtualmachines", make_vm("vm").cpus(1, 8, 2).memory_slots(1, 8, 2).obj())
     handle.informers.put("pods", vm_pod("vm-pod", "vm", node="n1"))
-    (listener,) = handle.services.listeners
+    (listener,) = handle.services.process_listeners
     assert (listener.name, listener.port, listener.max_body_bytes) == (AGENT_LISTENER, 10299, 1024)
     body = orjson.dumps(
         {
@@ -495,7 +492,7 @@ async def test_an_agent_shrinking_a_vm_wakes_pods_rejected_for_room() -> None:
     node = make_node("n1").allocatable(cpu="8", memory="8Gi").obj()
     info = node_info(node, vm_pod("vm-pod", "vm", node="n1"))
     assert plugin.filter(CycleState(), pod(waiting), info) is not None
-    (listener,) = handle.services.listeners
+    (listener,) = handle.services.process_listeners
 
     def ask(cpus: int, mem: int) -> int:
         body = {"protoVersion": 2, "pod": {"namespace": "default", "name": "vm-pod"}}
@@ -508,45 +505,43 @@ async def test_an_agent_shrinking_a_vm_wakes_pods_rejected_for_room() -> None:
     assert activated == ["default/waiting"]
 
 
-async def test_freed_room_is_handed_to_the_event_loop_only_when_pods_wait() -> None:
+async def test_room_an_agent_frees_wakes_the_pods_filter_turned_away() -> None:
     plugin, handle = await started()
     activated: list[str] = []
     handle.activate = lambda pods: activated.extend(p.key for p in pods)  # type: ignore[attr-defined]
     handle.informers.put("virtualmachines", make_vm("vm").cpus(1, 8, 7).memory_slots(1, 8, 7).obj())
     handle.informers.put("pods", vm_pod("vm-pod", "vm", node="n1"))
-    (listener,) = handle.services.listeners
+    (listener,) = handle.services.process_listeners
 
-    def ask(cpus: int, mem: int) -> HttpResponse:
+    def ask(cpus: int, mem: int) -> None:
         body = {"protoVersion": 2, "pod": {"namespace": "default", "name": "vm-pod"}}
         body |= {"resources": {"vCPUs": cpus, "mem": mem}, "metrics": None}
-        response = listener.handler(HttpRequest("POST", "/", orjson.dumps(body)))
+        response = listener.handle_inline(HttpRequest("POST", "/", orjson.dumps(body)))
         assert response.status == 200
-        return response
 
-    assert ask(6, 6).after is None  # room freed, nobody waiting: no hand-off
+    ask(6, 6)
+    assert activated == []  # room freed, nobody waiting
     waiting = plain_pod("waiting", cpu="4", memory="1Gi")
     handle.informers.put("pods", waiting)
     node = make_node("n1").allocatable(cpu="8", memory="8Gi").obj()
     info = node_info(node, vm_pod("vm-pod", "vm", node="n1"))
     assert plugin.filter(CycleState(), pod(waiting), info) is not None
-    first = ask(5, 5).after
-    assert first is not None
-    assert ask(4, 4).after is None  # a wake-up is already queued: it will see the pod
-    first()
+    ask(5, 5)
     assert activated == ["default/waiting"]
-    assert ask(3, 3).after is None  # woken: nobody waits any more
+    ask(4, 4)
+    assert activated == ["default/waiting"]  # woken once: nobody waits any more
     big = plain_pod("big", cpu="8")
     handle.informers.put("pods", big)
     assert plugin.filter(CycleState(), pod(big), info) is not None
-    again = ask(2, 2).after
-    assert again is not None
-    again()
+    ask(5, 5)
+    assert activated == ["default/waiting"]  # an increase frees nothing
+    ask(2, 2)
     assert activated == ["default/waiting", "default/big"]
 
 
 # ---------------------------------------------------------------- migration
 async def run_worker_until_idle(handle: FakeHandle) -> None:
-    ((_, work),) = handle.services.workers
+    (work,) = [work for name, work in handle.services.workers if name == MIGRATION_WORKER]
     task = asyncio.ensure_future(work())
     for _ in range(50):
         await asyncio.sleep(0)
@@ -565,7 +560,7 @@ async def test_a_node_over_its_watermark_migrates_the_opted_in_vm_and_cleans_up(
     )
     handle.informers.put("virtualmachines", vm.obj())
     handle.informers.put("pods", vm_pod("vm-pod", "vm", node="n1"))
-    (listener,) = handle.services.listeners
+    (listener,) = handle.services.process_listeners
 
     def ask(cpus: int) -> dict[str, Any]:
         body = {"protoVersion": 3, "pod": {"namespace": "default", "name": "vm-pod"}}
@@ -614,7 +609,7 @@ async def test_do_migration_false_creates_nothing() -> None:
     )
     handle.informers.put("virtualmachines", vm.obj())
     handle.informers.put("pods", vm_pod("vm-pod", "vm", node="n1"))
-    (listener,) = handle.services.listeners
+    (listener,) = handle.services.process_listeners
     body = {"protoVersion": 3, "pod": {"namespace": "default", "name": "vm-pod"}}
     body |= {"resources": {"vCPUs": 5, "mem": 5}, "metrics": {"loadAvg1M": 1}}
     assert serve(listener, HttpRequest("POST", "/", orjson.dumps(body))).status == 200
