@@ -53,7 +53,7 @@ import yaml
 from bench.apiclient import Api
 from bench.autoscale_report import STEM, AutoscaleRound, document, markdown, table
 from bench.podwatch import PodWatch
-from bench.procstat import read_usage
+from bench.procstat import children_cpu_seconds, read_usage
 from bench.publish import RESULTS_DIR
 from bench.run import commit, machine
 from bench.workload import PAUSE_IMAGE
@@ -407,8 +407,10 @@ async def storm_and_schedule(
     """Half the VM pods without agent traffic, then the storm and the other half."""
     half = args.vms // 2
     cpu_before = read_usage(scheduler_pid).cpu_seconds
+    agent_before = children_cpu_seconds(scheduler_pid)
     quiet = await schedule(api, pods, 0, half)
     cpu_quiet = read_usage(scheduler_pid).cpu_seconds - cpu_before
+    agent_quiet = children_cpu_seconds(scheduler_pid) - agent_before
     context = multiprocessing.get_context("spawn")
     stop = context.Event()
     receive, send = context.Pipe(duplex=False)
@@ -420,8 +422,10 @@ async def storm_and_schedule(
     agents.start()
     await asyncio.sleep(1)  # the storm is on before the second half arrives
     cpu_before = read_usage(scheduler_pid).cpu_seconds
+    agent_before = children_cpu_seconds(scheduler_pid)
     busy = await schedule(api, pods, half, args.vms - half)
     cpu_busy = read_usage(scheduler_pid).cpu_seconds - cpu_before
+    agent_busy = children_cpu_seconds(scheduler_pid) - agent_before
     scheduled_at = time.monotonic()  # CLOCK_MONOTONIC: the same in both processes
     await asyncio.sleep(max(0.0, args.storm_seconds - 1))
     stop.set()
@@ -432,9 +436,11 @@ async def storm_and_schedule(
     after = sorted(s for t, s in latencies if t > scheduled_at)
     return AutoscaleRound(
         quiet_pods_per_second=quiet,
-        quiet_cpu_ms_per_pod=cpu_quiet / half * 1000,
+        quiet_cpu_ms_per_pod=(cpu_quiet + agent_quiet) / half * 1000,
+        quiet_agent_process_cpu_ms_per_pod=agent_quiet / half * 1000,
         storm_pods_per_second=busy,
-        storm_cpu_ms_per_pod=cpu_busy / (args.vms - half) * 1000,
+        storm_cpu_ms_per_pod=(cpu_busy + agent_busy) / (args.vms - half) * 1000,
+        storm_agent_process_cpu_ms_per_pod=agent_busy / (args.vms - half) * 1000,
         requests_sent=sent,
         requests_per_second=achieved,
         codes={str(code): count for code, count in sorted(codes.items()) if count},

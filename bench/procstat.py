@@ -1,7 +1,9 @@
 """CPU time and peak memory of one process, read from Linux ``/proc``.
 
 - CPU seconds: ``utime + stime`` of ``/proc/<pid>/stat`` (the process itself,
-  not its children: neither scheduler forks), in clock ticks;
+  not its children), in clock ticks; ``children_cpu_seconds`` adds up the
+  live children's (pyscheduler's process listeners, e.g. the
+  AutoscaleEnforcer's agent process; kube-scheduler forks none);
 - peak RSS: ``VmHWM`` of ``/proc/<pid>/status``, the resident set's
   high-water mark since the process started.
 
@@ -50,3 +52,26 @@ def read_usage(pid: int) -> ProcessUsage:
         cpu_seconds=cpu_seconds((base / "stat").read_text(), os.sysconf("SC_CLK_TCK")),
         peak_rss_bytes=peak_rss_bytes((base / "status").read_text()),
     )
+
+
+def child_pids(pid: int) -> list[int]:
+    """The live children of ``pid`` (every thread's ``children`` list)."""
+    found: list[int] = []
+    for task in (PROC / str(pid) / "task").iterdir():
+        try:
+            found += [int(child) for child in (task / "children").read_text().split()]
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return found
+
+
+def children_cpu_seconds(pid: int) -> float:
+    """CPU seconds of ``pid``'s live children (a child gone meanwhile counts 0)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for child in child_pids(pid):
+        try:
+            total += cpu_seconds((PROC / str(child) / "stat").read_text(), ticks)
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+    return total

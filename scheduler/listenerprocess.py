@@ -31,9 +31,9 @@ message is delivered at once, each pickled and unpickled as on the wire.
 
 Child side, ``main``: one thread, one ``selectors`` loop over the listening
 socket, its connections (``scheduler.listener.HttpCore``) and the channel.
-Daemon messages are handled in arrival order, at most one read (64 KiB) per
-loop turn so HTTP requests interleave with a burst of messages; after each
-turn ``ProcessEndpoint.idle`` runs and the queued frames are written. SIGINT
+Daemon messages are handled in arrival order, for at most ``TURN_SECONDS``
+per loop turn, so HTTP requests interleave with a burst of messages; after
+each turn ``ProcessEndpoint.idle`` runs and the queued frames are written. SIGINT
 is ignored (the daemon owns shutdown); the child exits when the channel ends.
 
 Frames: a 4-byte big-endian length, then a pickle. Both ends are this
@@ -44,6 +44,7 @@ channel.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import importlib
 import logging
@@ -75,6 +76,9 @@ log = logging.getLogger(__name__)
 
 READY_SECONDS = 60.0  # the child's imports and the factory, on a loaded machine
 STOP_SECONDS = 5.0
+# How long the child handles daemon messages before it looks at its clients
+# again (a burst of informer events must not hold up their requests).
+TURN_SECONDS = 0.0003
 NOT_STARTED = "not ready: informers syncing or plugins starting"
 _READ_BYTES = 65536
 _HEADER = struct.Struct("!I")
@@ -100,19 +104,23 @@ class Frames:
         self._buffer = bytearray()
 
     def feed(self, data: bytes) -> list[Any]:
+        return [pickle.loads(payload) for payload in self.feed_raw(data)]
+
+    def feed_raw(self, data: bytes) -> list[bytes]:
+        """The complete frames' payloads, still pickled."""
         buffer = self._buffer
         buffer += data
-        messages: list[Any] = []
+        payloads: list[bytes] = []
         start = 0
         while len(buffer) - start >= _HEADER.size:
             (length,) = _HEADER.unpack_from(buffer, start)
             end = start + _HEADER.size + length
             if len(buffer) < end:
                 break
-            messages.append(pickle.loads(memoryview(buffer)[start + _HEADER.size : end]))
+            payloads.append(bytes(buffer[start + _HEADER.size : end]))
             start = end
         del buffer[:start]
-        return messages
+        return payloads
 
 
 def load_factory(path: str) -> Factory:
@@ -130,6 +138,8 @@ def _round_trip(message: object) -> Any:
 
 class _InlineChild:
     """The child's channel when the endpoint runs in this process."""
+
+    immediate = True
 
     def __init__(self) -> None:
         self.outbox: list[object] = []
@@ -164,6 +174,7 @@ class ProcessListener:
         self._process: asyncio.subprocess.Process | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._writer = False  # the loop's writer is registered
+        self._flush_soon = False  # a ``_flush`` is queued on the loop
         self._ready: asyncio.Future[None] | None = None
         self._lost: asyncio.Future[str] | None = None
         self._lost_reason = ""
@@ -182,7 +193,13 @@ class ProcessListener:
             return
         if self._sock is None and self._process is None:
             self._pending_inline.append((_SEND, message))
-        self._queue(encode((_SEND, message)))
+        self._out += encode((_SEND, message))
+        if self._sock is not None and not self._flush_soon and not self._writer:
+            # One write per loop iteration for every message sent in it.
+            self._flush_soon = True
+            loop = self._loop
+            assert loop is not None
+            loop.call_soon(self._flush)
 
     def call(self, message: object, timeout: float) -> object:
         if self._inline is None and self._process is None:
@@ -338,6 +355,7 @@ class ProcessListener:
             self._flush()
 
     def _flush(self) -> None:
+        self._flush_soon = False
         sock, loop = self._sock, self._loop
         if sock is None or loop is None or self._stopping:
             return
@@ -481,6 +499,8 @@ class ProcessListener:
 class _ChildChannel:
     """The child's end: frames queued here are written by the loop."""
 
+    immediate = False
+
     def __init__(self) -> None:
         self.out = bytearray()
 
@@ -515,6 +535,8 @@ class _Child:
         factory, name, max_body_bytes, level, json_logs, gate = boot
         self.gate = gate
         configure_logging(level, json_logs)
+        if os.environ.get("EXP_NICE"):
+            os.setpriority(os.PRIO_PROCESS, 0, int(os.environ["EXP_NICE"]))
         try:
             endpoint = load_factory(factory)(self.out)
         except Exception:
@@ -539,9 +561,11 @@ class _Child:
         selector.register(self.channel, selectors.EVENT_READ, self)
         writing = False
         next_sweep = time.monotonic() + SWEEP_SECONDS
+        inbox: collections.deque[bytes] = collections.deque()
+        timeout = SWEEP_SECONDS
         try:
             while True:
-                for key, mask in selector.select(SWEEP_SECONDS):
+                for key, mask in selector.select(0 if inbox else timeout):
                     if key.data is not self:
                         core.dispatch(key, mask)
                         continue
@@ -552,9 +576,11 @@ class _Child:
                             data = None
                         if data == b"":
                             return 0  # the daemon is done with us
-                        for message in self.frames.feed(data or b""):
-                            self._message(endpoint, message)
-                endpoint.idle()
+                        inbox.extend(self.frames.feed_raw(data or b""))
+                if inbox:
+                    self._some_messages(endpoint, inbox)
+                again = endpoint.idle()
+                timeout = SWEEP_SECONDS if again is None else min(again, SWEEP_SECONDS)
                 pending = self.out.out
                 if pending:
                     try:
@@ -575,6 +601,15 @@ class _Child:
         finally:
             core.close()
             selector.close()
+
+    def _some_messages(self, endpoint: ProcessEndpoint, inbox: collections.deque[bytes]) -> None:
+        """Handle daemon messages for at most ``TURN_SECONDS`` (one at least),
+        so that agents' requests are not kept waiting behind a burst."""
+        deadline = time.monotonic() + TURN_SECONDS
+        while inbox:
+            self._message(endpoint, pickle.loads(inbox.popleft()))
+            if time.monotonic() >= deadline:
+                return
 
     def _message(self, endpoint: ProcessEndpoint, frame: tuple[Any, ...]) -> None:
         tag = frame[0]

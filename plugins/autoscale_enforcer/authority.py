@@ -12,7 +12,8 @@ order they arrive:
 - agent requests (``handle``, ``AgentApi``);
 - ``idle`` after each batch: the nodes that changed go back to the daemon as
   copies (``Nodes``, with the agent requests counted meanwhile), so the
-  daemon's mirror for Filter and Score stays equal to this state.
+  daemon's mirror for Filter and Score follows this state: at once after a
+  call, within ``FLUSH_SECONDS`` otherwise.
 
 Invariants: every change to the state happens here, so there is one order
 and no lock is needed; a ``Reserve`` is decided on this state, never on the
@@ -25,8 +26,9 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +43,9 @@ log = logging.getLogger(__name__)
 
 Raw = Mapping[str, Any]
 FACTORY = f"{__name__}:build"
+# How long changes may wait to be sent to the daemon's mirror, so that one
+# message carries several agent requests' (calls answer at once).
+FLUSH_SECONDS = 0.005
 
 
 # ------------------------------------------------------ daemon -> authority
@@ -126,8 +131,11 @@ def object_key(raw: Raw) -> str:
 class Authority:
     """The ``ProcessEndpoint`` (see the module docstring)."""
 
-    def __init__(self, channel: ChildChannel) -> None:
+    def __init__(self, channel: ChildChannel, clock: Callable[[], float] = time.monotonic) -> None:
         self._channel = channel
+        self._clock = clock
+        self._since: float | None = None  # when the oldest change not yet sent was seen
+        self._flush_now = False  # a call was answered: send what changed with it
         self._stores: dict[str, dict[str, Raw]] = {resource: {} for resource in FED_RESOURCES}
         self._feed = ClusterFeed(self, self)
         self._config: Config | None = None
@@ -156,6 +164,8 @@ class Authority:
         if isinstance(message, Event):
             self._event(message)
             return None
+        if not isinstance(message, Event | SetConfig | Unreserve):
+            self._flush_now = True  # a call: its effect goes out before its answer
         if isinstance(message, Reserve):
             state = self._started()
             return state.reserve(message.key, message.uid, message.node, message.amount, message.vm)
@@ -212,12 +222,25 @@ class Authority:
                 self._channel.send(WantMigration(namespace, pod_name, pod.vm.name))
         return HttpResponse(answer.status, answer.content_type, answer.body)
 
-    def idle(self) -> None:
+    def idle(self) -> float | None:
+        """Send what changed: at once after a call (Reserve must see its
+        reservation in the mirror when it returns), else at most
+        ``FLUSH_SECONDS`` after the first change (one message for several
+        agent requests; the mirror may lag that long)."""
         state = self.state
         if state is None or not (state.dirty or self._requests):
-            return
+            self._flush_now = False
+            return None
+        now = self._clock()
+        if self._since is None:
+            self._since = now
+        due = self._since + FLUSH_SECONDS
+        if not (self._flush_now or self._channel.immediate or now >= due):
+            return due - now
         requests, self._requests = dict(self._requests), Counter()
+        self._since, self._flush_now = None, False
         self._channel.send(Nodes(state.take_dirty(), requests))
+        return None
 
 
 def build(channel: ChildChannel) -> Authority:

@@ -42,6 +42,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from plugins.autoscale_enforcer.config import Config, NodeBudget, derive_node
 from plugins.autoscale_enforcer.vm import VmInfo
@@ -67,6 +68,9 @@ class Amounts:
     def has_zero(self) -> bool:
         return self.cpu == 0 or self.mem == 0
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Amounts, (self.cpu, self.mem))
+
 
 ZERO = Amounts()
 
@@ -89,6 +93,66 @@ class PodState:
     @property
     def vm_key(self) -> str | None:
         return f"{self.vm.namespace}/{self.vm.name}" if self.vm is not None else None
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled flat (see ``Mirrors`` in the module docstring)."""
+        reserved, buffer, pressure = self.reserved, self.buffer, self.pressure
+        return (
+            _restore_pod,
+            (
+                (
+                    self.key,
+                    self.uid,
+                    self.node,
+                    reserved.cpu,
+                    reserved.mem,
+                    self.vm,
+                    buffer.cpu,
+                    buffer.mem,
+                    pressure.cpu,
+                    pressure.mem,
+                    self.confirmed,
+                    self.migrating,
+                    self.migrate_told,
+                    self.metrics,
+                    self.agent_contact,
+                ),
+            ),
+        )
+
+
+def _restore_pod(fields: tuple[Any, ...]) -> PodState:
+    (
+        key,
+        uid,
+        node,
+        reserved_cpu,
+        reserved_mem,
+        vm,
+        buffer_cpu,
+        buffer_mem,
+        pressure_cpu,
+        pressure_mem,
+        confirmed,
+        migrating,
+        migrate_told,
+        metrics,
+        agent_contact,
+    ) = fields
+    return PodState(
+        key,
+        uid,
+        node,
+        Amounts(reserved_cpu, reserved_mem),
+        vm,
+        Amounts(buffer_cpu, buffer_mem) if buffer_cpu or buffer_mem else ZERO,
+        Amounts(pressure_cpu, pressure_mem) if pressure_cpu or pressure_mem else ZERO,
+        confirmed,
+        migrating,
+        migrate_told,
+        metrics,
+        agent_contact,
+    )
 
 
 @dataclass(slots=True)
@@ -122,6 +186,46 @@ class NodeState:
     @property
     def remaining(self) -> Amounts:
         return self.total.minus(self.reserved)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled flat: the authority sends a node after every change to it."""
+        counters = (
+            self.reserved,
+            self.buffer,
+            self.pressure,
+            self.pressure_accounted_for,
+            self.migrating,
+        )
+        flat = tuple(value for amounts in counters for value in (amounts.cpu, amounts.mem))
+        allocatable = self.allocatable
+        return (
+            _restore_node,
+            (
+                (
+                    self.name,
+                    allocatable.cpu,
+                    allocatable.mem,
+                    self.budget,
+                    flat,
+                    tuple(self.pods.values()),
+                ),
+            ),
+        )
+
+
+def _restore_node(fields: tuple[Any, ...]) -> NodeState:
+    name, allocatable_cpu, allocatable_mem, budget, flat, pods = fields
+    return NodeState(
+        name,
+        Amounts(allocatable_cpu, allocatable_mem),
+        budget,
+        Amounts(flat[0], flat[1]),
+        Amounts(flat[2], flat[3]),
+        Amounts(flat[4], flat[5]),
+        Amounts(flat[6], flat[7]),
+        Amounts(flat[8], flat[9]),
+        {pod.key: pod for pod in pods},
+    )
 
 
 def _contribution(pod: PodState) -> tuple[Amounts, Amounts, Amounts, Amounts, Amounts]:

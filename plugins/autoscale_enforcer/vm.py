@@ -45,6 +45,26 @@ class VmInfo:
     migratable: bool
     always_migrate: bool
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled as its fields: several times cheaper than a slotted
+        dataclass's default (the authority sends VMs in every node copy)."""
+        return (
+            VmInfo,
+            (
+                self.namespace,
+                self.name,
+                self.cpu_min,
+                self.cpu_max,
+                self.cpu_use,
+                self.mem_min,
+                self.mem_max,
+                self.mem_use,
+                self.slot_bytes,
+                self.migratable,
+                self.always_migrate,
+            ),
+        )
+
 
 def _number(value: Any, path: str, *, milli: bool) -> int:
     if value is None or isinstance(value, bool) or not isinstance(value, str | int | float):

@@ -85,6 +85,12 @@ class ChildChannel(Protocol):
     def send(self, message: object) -> None:
         """Queue ``message`` for the daemon's ``on_message`` (in order)."""
 
+    @property
+    def immediate(self) -> bool:
+        """True when the endpoint runs inline (unit tests): messages reach the
+        daemon at once and cost nothing, so holding them back to batch them
+        gains nothing."""
+
 
 class ProcessEndpoint(Protocol):
     """What a process listener's ``factory`` returns, in the child."""
@@ -95,10 +101,11 @@ class ProcessEndpoint(Protocol):
     def receive(self, message: object) -> object:
         """A message from the daemon; what it returns answers a ``call``."""
 
-    def idle(self) -> None:
+    def idle(self) -> float | None:
         """Called after each batch of requests and messages (e.g. to send
         what changed); messages sent here reach the daemon before the answer
-        to a ``call`` in that batch."""
+        to a ``call`` in that batch. Returns how soon (seconds) it wants to be
+        called again though nothing happens (None: no need)."""
 
 
 class ProcessChannel(Protocol):

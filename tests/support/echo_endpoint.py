@@ -33,10 +33,11 @@ class Echo:
         self._outbox.append(("got", message))
         return ("answer", message, len(self.received))
 
-    def idle(self) -> None:
+    def idle(self) -> float | None:
         for message in self._outbox:
             self._channel.send(message)
         self._outbox.clear()
+        return None
 
 
 def build(channel: ChildChannel) -> Echo:
