@@ -29,7 +29,9 @@ request on a listener that was never started builds the endpoint in this
 process (inline mode) and delivers what was sent before; from then on every
 message is delivered at once, each pickled and unpickled as on the wire.
 
-Child side, ``main``: one thread, one ``selectors`` loop over the listening
+Child side, ``main``: at the ``nice`` asked for (where permitted: a lower
+value needs CAP_SYS_NICE; otherwise it says so and runs at the default), one
+thread, one ``selectors`` loop over the listening
 socket, its connections (``scheduler.listener.HttpCore``) and the channel.
 Daemon messages are handled in arrival order, for at most ``TURN_SECONDS``
 per loop turn, so HTTP requests interleave with a burst of messages; after
@@ -160,8 +162,10 @@ class ProcessListener:
         *,
         max_body_bytes: int,
         leader_only: bool,
+        nice: int = 0,
     ) -> None:
         self.name = name
+        self.nice = nice
         self.port = port
         self.factory = factory
         self.max_body_bytes = max(max_body_bytes, 0)
@@ -302,6 +306,7 @@ class ProcessListener:
                     logging.getLevelName(root.getEffectiveLevel()),
                     json_logs,
                     self._gate,
+                    self.nice,
                 ),
             )
         )
@@ -532,11 +537,10 @@ class _Child:
         tag, boot = early[0]
         if tag != _BOOT:
             raise RuntimeError(f"expected the boot message, got {tag!r}")
-        factory, name, max_body_bytes, level, json_logs, gate = boot
+        factory, name, max_body_bytes, level, json_logs, gate, nice = boot
         self.gate = gate
         configure_logging(level, json_logs)
-        if os.environ.get("EXP_NICE"):
-            os.setpriority(os.PRIO_PROCESS, 0, int(os.environ["EXP_NICE"]))
+        _renice(name, nice)
         try:
             endpoint = load_factory(factory)(self.out)
         except Exception:
@@ -629,6 +633,22 @@ class _Child:
                 answer = (False, f"{type(error).__name__}: {error}")
             endpoint.idle()  # what changed goes out before the answer
             self.out.out += encode((_REPLY, number, *answer))
+
+
+def _renice(name: str, nice: int) -> None:
+    """Run at ``nice`` if asked and allowed (lower needs CAP_SYS_NICE)."""
+    if nice == 0:
+        return
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, nice)
+    except OSError as error:
+        log.info(
+            "plugin endpoint %s: running at the default priority, not nice %d (%s; "
+            "a lower nice needs CAP_SYS_NICE)",
+            name,
+            nice,
+            error.strerror,
+        )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -72,6 +72,7 @@ class DaemonPluginServices:
         *,
         max_body_bytes: int,
         leader_only: bool = True,
+        nice: int = 0,
     ) -> ProcessChannel:
         self._check_port(name, port)
         listener = ProcessListener(
@@ -81,6 +82,7 @@ class DaemonPluginServices:
             on_message,
             max_body_bytes=max_body_bytes,
             leader_only=leader_only,
+            nice=nice,
         )
         self.process_listeners.append(listener)
         return listener

@@ -103,11 +103,6 @@ class Nodes:
 
 
 @dataclass(frozen=True, slots=True)
-class Activate:
-    pod_key: str
-
-
-@dataclass(frozen=True, slots=True)
 class WantMigration:
     namespace: str
     pod_name: str
@@ -152,9 +147,6 @@ class Authority:
 
     def list(self, resource: str) -> Iterable[Raw]:
         return list(self._stores[resource].values())
-
-    def activate(self, pod_key: str) -> None:
-        self._channel.send(Activate(pod_key))
 
     def migration_finished(self, namespace: str, name: str, phase: str) -> None:
         self._channel.send(MigrationFinished(namespace, name, phase))

@@ -9,9 +9,9 @@ Two halves, one per process (see ``plugin`` and ``authority``):
 - ``ClusterFeed`` (the authority, where the state lives) keeps the pure
   ``State`` in step with nodes, pods, VirtualMachines and their migrations.
   It reads objects from ``Stores`` (copies of the informers' stores, kept
-  by the authority from the events the daemon forwards) and asks the daemon
-  for what it cannot do itself through ``FeedEffects`` (waking a pod,
-  deleting a finished migration).
+  by the authority from the events the daemon forwards: ``forwarded`` says
+  which) and asks the daemon for what it cannot do itself through
+  ``FeedEffects`` (deleting a finished migration).
 
 Invariants: no state exists before ``start`` (events before then are only
 stored, and ``start`` rebuilds from the stores); after it every event is
@@ -65,11 +65,62 @@ class Stores(Protocol):
 
 
 class FeedEffects(Protocol):
-    def activate(self, pod_key: str) -> None:
-        """Wake the pod if it waits (a VM event is no cluster event for the queue)."""
-
     def migration_finished(self, namespace: str, name: str, phase: str) -> None:
         """A migration we created finished: delete it."""
+
+
+def forwarded(resource: str, old: Raw | None, new: Raw | None) -> bool:
+    """Whether the authority needs this informer event. Pure.
+
+    It holds bound pods only (a pending pod reserves nothing until Reserve,
+    which says what it needs) and reads of a node only its allocatable, so
+    pending pods' events, bound pods' status-only updates and nodes'
+    heartbeats stay in the daemon. Deletions always go (a reservation may
+    exist for a pod the authority never saw bound)."""
+    if old is None or new is None:
+        return resource != PODS or new is None or bool(_spec(new).get("nodeName"))
+    if resource == PODS:
+        if not _spec(new).get("nodeName"):
+            return False
+        return not (
+            _same(_spec(old), _spec(new))
+            and _same(_metadata(old).get("labels"), _metadata(new).get("labels"))
+            and _same(_status(old).get("phase"), _status(new).get("phase"))
+        )
+    if resource == NODES:
+        return not _same(_status(old).get("allocatable"), _status(new).get("allocatable"))
+    return True
+
+
+def _same(a: object, b: object) -> bool:
+    return a is b or a == b  # stored subtrees are shared when equal: usually ``is``
+
+
+def _spec(raw: Raw) -> Raw:
+    return raw.get("spec") or {}
+
+
+def _metadata(raw: Raw) -> Raw:
+    return raw.get("metadata") or {}
+
+
+def _status(raw: Raw) -> Raw:
+    return raw.get("status") or {}
+
+
+def pod_waiting_for(vm: Raw, pods: Callable[[str], Raw | None]) -> Raw | None:
+    """The pending pod a newly seen VM runs (``status.podName``, labelled
+    with the VM), if any: Filter may have turned it away for want of the VM,
+    and a VM event is no cluster event for the queue."""
+    metadata = _metadata(vm)
+    pod_name = _status(vm).get("podName")
+    if not pod_name:
+        return None
+    raw_pod = pods(f"{metadata.get('namespace')}/{pod_name}")
+    if raw_pod is None or _spec(raw_pod).get("nodeName"):
+        return None
+    labels = _metadata(raw_pod).get("labels") or {}
+    return raw_pod if labels.get(LABEL_VM) == metadata.get("name") else None
 
 
 class ConfigWatch:
@@ -260,10 +311,6 @@ class ClusterFeed:
             # A VM pod seen before its VM was counted by requests: now count it as a VM.
             state.remove_pod(pod.key)
             self._observe_pod(state, raw_pod)
-        elif old is None:
-            # Filter may have rejected it for want of this VM; VM events are no
-            # cluster events for the queue, so wake it here.
-            self._effects.activate(pod.key)
 
     def _migration_changed(self, old: Raw | None, new: Raw | None) -> None:
         state = self._state

@@ -63,7 +63,6 @@ from plugins.autoscale_enforcer import scoring
 from plugins.autoscale_enforcer.args import AutoscaleEnforcerArgs
 from plugins.autoscale_enforcer.authority import (
     FACTORY,
-    Activate,
     Dump,
     Event,
     MigrationFinished,
@@ -74,7 +73,13 @@ from plugins.autoscale_enforcer.authority import (
     Unreserve,
     WantMigration,
 )
-from plugins.autoscale_enforcer.cluster import FED_RESOURCES, PODS, ConfigWatch
+from plugins.autoscale_enforcer.cluster import (
+    FED_RESOURCES,
+    PODS,
+    ConfigWatch,
+    forwarded,
+    pod_waiting_for,
+)
 from plugins.autoscale_enforcer.config import Config
 from plugins.autoscale_enforcer.metrics import AutoscaleMetrics, Method
 from plugins.autoscale_enforcer.migration import MigrationController
@@ -187,6 +192,7 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
             FACTORY,
             self._from_authority,
             max_body_bytes=MAX_HTTP_BODY_SIZE,
+            nice=args.agent_process_nice,
         )
         for resource in FED_RESOURCES:
             handle.informers.on_change(resource, self._forwarder(resource))
@@ -225,8 +231,15 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
     # ---------------------------------------------------- to the authority
     def _forwarder(self, resource: str) -> Any:
         send = self._authority.send
+        wake_vm_pods = resource == VM_RESOURCE
 
         def forward(old: Raw | None, new: Raw | None) -> None:
+            if wake_vm_pods and old is None and new is not None and self._mirror is not None:
+                waiting = pod_waiting_for(new, self._pods.get)
+                if waiting is not None:
+                    self._handle.activate([parse_pod(waiting)])
+            if not forwarded(resource, old, new):
+                return
             if new is not None:
                 send(Event(resource, new))
             elif old is not None:
@@ -243,12 +256,6 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
     def _from_authority(self, message: object) -> None:
         if isinstance(message, Nodes):
             self._apply(message)
-        elif isinstance(message, Activate):
-            raw = self._pods.get(message.pod_key)
-            if raw is not None:
-                pod = parse_pod(raw)
-                if not pod.node_name:
-                    self._handle.activate([pod])
         elif isinstance(message, WantMigration):
             self._migrations.want(message.namespace, message.pod_name, message.vm_name)
         elif isinstance(message, MigrationFinished):

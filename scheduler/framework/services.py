@@ -151,10 +151,13 @@ class PluginHttp(Protocol):
         *,
         max_body_bytes: int,
         leader_only: bool = True,
+        nice: int = 0,
     ) -> ProcessChannel:
         """Serve an extra ``port`` from a child process: ``factory``
         (``"package.module:function"``, called there with a ``ChildChannel``)
-        builds its ``ProcessEndpoint`` (see the module docstring)."""
+        builds its ``ProcessEndpoint`` (see the module docstring). The child
+        runs at ``nice`` where permitted (below 0 needs CAP_SYS_NICE): its
+        clients then wait less for a CPU on a busy machine."""
 
     def debug(self, path: str, handler: HttpHandler) -> None:
         """Serve ``handler`` for GET ``/debug/plugins/<path>`` on the ops port."""

@@ -8,6 +8,7 @@ mode used without an ops server behaves the same."""
 from __future__ import annotations
 
 import asyncio
+import os
 import http.client
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -140,3 +141,18 @@ def test_without_a_server_the_endpoint_runs_inline_with_the_same_order() -> None
     assert seen[-1] == ("http", "POST", b"b")
     with pytest.raises(ChannelError, match="asked to fail"):
         listener.call(FAIL, timeout=1)
+
+
+async def test_the_child_runs_at_the_nice_value_asked_for() -> None:
+    seen: list[object] = []
+    listener = ProcessListener(
+        "echo", 0, ECHO, seen.append, max_body_bytes=64, leader_only=True, nice=5
+    )
+    await listener.start("127.0.0.1")
+    try:
+        listener.call("sync", timeout=30)  # booted, so reniced
+        pid = listener.pid
+        assert pid is not None
+        assert os.getpriority(os.PRIO_PROCESS, pid) == 5
+    finally:
+        await listener.stop()
