@@ -8,8 +8,8 @@ mode used without an ops server behaves the same."""
 from __future__ import annotations
 
 import asyncio
-import os
 import http.client
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
