@@ -250,7 +250,8 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
     def _config_changed(self, config: Config) -> None:
         self._authority.send(SetConfig(config))
         if self._mirror is not None:
-            self._mirror.set_config(config)
+            self._mirror.set_config(config)  # budgets at once; the authority's copies follow
+            self._mirror.dirty.clear()  # a mirror sends nothing on
 
     # -------------------------------------------------- from the authority
     def _from_authority(self, message: object) -> None:

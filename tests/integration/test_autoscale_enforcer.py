@@ -11,7 +11,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import os
 import secrets
+import signal
+import traceback
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -24,10 +27,11 @@ from plugins.autoscale_enforcer import CONFIG_MAP_KEY
 from plugins.autoscale_enforcer.plugin import AGENT_LISTENER, NAME, STATE_DUMP_PATH
 from scheduler import cli
 from scheduler import engine as engine_module
-from scheduler.app import SchedulerApp
+from scheduler.app import AppOptions, SchedulerApp
 from scheduler.config import parse_config
 from scheduler.flags import apply_flags, parse_args
 from scheduler.informers import FactoryInformerAccess
+from scheduler.kube.client import KubeClient
 from scheduler.kube.resources import KNOWN_RESOURCES, VIRTUAL_MACHINES
 from tests.integration.conftest import Cluster, NodePool
 from tests.support.builders import make_config_map, make_node, make_pod, make_vm
@@ -354,6 +358,71 @@ async def test_a_restart_loses_no_reservation(
             await eventually(lambda: env.node_of("w-pod"), timeout=60, what="second VM placed")
             == node
         )
+
+
+async def test_the_agent_process_dying_stops_the_scheduler_and_a_restart_keeps_the_grant(
+    control_plane: Cluster, env: Env, nodes: NodePool
+) -> None:
+    node = await nodes.create(make_node("ad").capacity(cpu="4", memory="4Gi", pods="20").obj())
+    await env.create_vm("y", cpus=(1, 3, 1), slots=(1, 3, 1))
+    config = parse_config(env.scheduler_config())
+    kube = await KubeClient.connect(
+        kubeconfig=str(control_plane.kubeconfig), qps=50, burst=100, user_agent="pyscheduler-test"
+    )
+    app = SchedulerApp(config, kube, AppOptions(bind_address="127.0.0.1", port=0))
+    task = asyncio.create_task(app.run(), name="scheduler-app")
+    try:
+
+        async def ready() -> bool:
+            return app.ready
+
+        await eventually(ready, timeout=30, what="scheduler ready")
+        await env.create_vm_pod("y")
+        assert await eventually(lambda: env.node_of("y-pod"), what="VM pod placed") == node
+        port = app.server.listener_port(AGENT_LISTENER)
+        pod = {"namespace": env.namespace, "name": "y-pod"}
+        async with aiohttp.ClientSession() as session:
+            status, body = await post(
+                session,
+                f"http://127.0.0.1:{port}/",
+                {
+                    "protoVersion": 2,
+                    "pod": pod,
+                    "resources": {"vCPUs": 3, "mem": 3},
+                    "metrics": None,
+                },
+            )
+        assert (status, body["permit"]) == (200, {"vCPUs": 3, "mem": 3})
+        # The grant is held by the agent process when it dies.
+        status, text = await ops_get(
+            f"https://127.0.0.1:{app.server.bound_port}",
+            f"/debug/plugins/{STATE_DUMP_PATH}",
+            kubeconfig_token(control_plane.kubeconfig),
+        )
+        assert orjson.loads(text)["nodes"][node]["reserved"] == {"cpu": 3000, "mem": 3 * GI}
+        (agents,) = app.plugin_services.process_listeners
+        assert agents.pid is not None
+        os.kill(agents.pid, signal.SIGKILL)
+        with pytest.raises(BaseException) as raised:  # noqa: PT011 - the daemon's failure, any shape
+            await asyncio.wait_for(task, timeout=60)
+        assert "the agent API's process is gone" in "".join(
+            traceback.format_exception(raised.value)
+        )
+    finally:
+        app.stop()
+        with contextlib.suppress(BaseException):
+            await asyncio.wait_for(task, timeout=60)
+    async with enforcer(control_plane, env) as _:
+        # Rebuilt from the cluster: the VM is held at its maximum (3/3), so a
+        # 2/2 VM does not fit beside it until the agent reports again.
+        await env.create_vm("x", cpus=(1, 2, 2), slots=(1, 2, 2))
+        await env.create_vm_pod("x")
+
+        async def rejected() -> bool:
+            cond = condition(await read_pod(env.core, env.namespace, "x-pod"), "PodScheduled")
+            return bool(cond and cond["status"] == "False")
+
+        await eventually(rejected, what="second VM pod rejected after the restart")
 
 
 async def test_a_node_over_its_watermark_gets_a_migration_that_is_cleaned_up_when_it_finishes(
