@@ -383,6 +383,17 @@ class ProcessListener:
         sock, loop = self._sock, self._loop
         if sock is None or loop is None or self._stopping:
             return
+        if not self._write_some(sock):
+            return
+        if self._out and not self._writer:
+            loop.add_writer(sock, self._flush)
+            self._writer = True
+        elif not self._out and self._writer:
+            loop.remove_writer(sock)
+            self._writer = False
+
+    def _write_some(self, sock: socket.socket) -> bool:
+        """Write what the socket takes now; False (the child gone) on an error."""
         if self._out:
             try:
                 sent = sock.send(self._out)
@@ -390,14 +401,9 @@ class ProcessListener:
                 sent = 0
             except OSError as error:
                 self._gone(f"writing to it failed: {error}")
-                return
+                return False
             del self._out[:sent]
-        if self._out and not self._writer:
-            loop.add_writer(sock, self._flush)
-            self._writer = True
-        elif not self._out and self._writer:
-            loop.remove_writer(sock)
-            self._writer = False
+        return True
 
     def _readable(self) -> None:
         sock = self._sock
@@ -456,17 +462,8 @@ class ProcessListener:
         deadline = time.monotonic() + timeout
         poller = select.poll()
         while True:
-            if self._out:
-                try:
-                    sent = sock.send(self._out)
-                except BlockingIOError:
-                    sent = 0
-                except OSError as error:
-                    self._gone(f"writing to it failed: {error}")
-                    raise ChannelError(
-                        f"plugin endpoint {self.name}: {self._lost_reason}"
-                    ) from None
-                del self._out[:sent]
+            if not self._write_some(sock):
+                raise ChannelError(f"plugin endpoint {self.name}: {self._lost_reason}")
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise ChannelError(

@@ -53,7 +53,7 @@ from __future__ import annotations
 import logging
 import random
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -229,7 +229,7 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         return self._mirror
 
     # ---------------------------------------------------- to the authority
-    def _forwarder(self, resource: str) -> Any:
+    def _forwarder(self, resource: str) -> Callable[[Raw | None, Raw | None], None]:
         send = self._authority.send
         wake_vm_pods = resource == VM_RESOURCE
 

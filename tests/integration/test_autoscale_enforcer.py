@@ -114,6 +114,11 @@ class Env:
             builder = builder.node(node)
         await self.core.create_namespaced_pod(self.namespace, builder.obj())
 
+    async def is_rejected(self, pod: str) -> bool:
+        """Whether the pod's PodScheduled condition says it could not be placed."""
+        cond = condition(await read_pod(self.core, self.namespace, pod), "PodScheduled")
+        return bool(cond and cond["status"] == "False")
+
     async def node_of(self, pod: str) -> str:
         return str((await read_pod(self.core, self.namespace, pod))["spec"].get("nodeName", ""))
 
@@ -336,11 +341,9 @@ async def test_a_restart_loses_no_reservation(
         await env.create_vm("w", cpus=(1, 2, 2), slots=(1, 2, 2))
         await env.create_vm_pod("w")
 
-        async def rejected() -> bool:
-            cond = condition(await read_pod(env.core, env.namespace, "w-pod"), "PodScheduled")
-            return bool(cond and cond["status"] == "False")
-
-        await eventually(rejected, what="second VM pod rejected after the restart")
+        await eventually(
+            lambda: env.is_rejected("w-pod"), what="second VM pod rejected after the restart"
+        )
         # the agent reports it uses 1/1: its buffer goes, and the other VM fits
         status, body = await post(
             session,
@@ -418,11 +421,9 @@ async def test_the_agent_process_dying_stops_the_scheduler_and_a_restart_keeps_t
         await env.create_vm("x", cpus=(1, 2, 2), slots=(1, 2, 2))
         await env.create_vm_pod("x")
 
-        async def rejected() -> bool:
-            cond = condition(await read_pod(env.core, env.namespace, "x-pod"), "PodScheduled")
-            return bool(cond and cond["status"] == "False")
-
-        await eventually(rejected, what="second VM pod rejected after the restart")
+        await eventually(
+            lambda: env.is_rejected("x-pod"), what="second VM pod rejected after the restart"
+        )
 
 
 async def test_a_node_over_its_watermark_gets_a_migration_that_is_cleaned_up_when_it_finishes(
