@@ -4,11 +4,13 @@ requests, answers calls, reports what it received, and fails on demand."""
 from __future__ import annotations
 
 import os
+import time
 
 from scheduler.framework import ChildChannel, HttpRequest, HttpResponse
 
 CRASH = "crash"  # receive: exit the process at once (code 3)
 FAIL = "fail"  # receive: raise
+SLOW = "slow"  # receive: take 2 seconds to answer
 
 
 class Echo:
@@ -29,6 +31,8 @@ class Echo:
             os._exit(3)
         if message == FAIL:
             raise ValueError("asked to fail")
+        if message == SLOW:
+            time.sleep(2)
         self.received.append(message)
         self._outbox.append(("got", message))
         return ("answer", message, len(self.received))

@@ -17,7 +17,7 @@ import pytest
 
 from scheduler.framework import ChannelError, HttpRequest
 from scheduler.listenerprocess import Frames, ProcessListener, encode
-from tests.support.echo_endpoint import CRASH, FAIL
+from tests.support.echo_endpoint import CRASH, FAIL, SLOW
 
 ECHO = "tests.support.echo_endpoint:build"
 
@@ -105,6 +105,14 @@ async def test_a_call_the_child_fails_raises_and_the_channel_goes_on() -> None:
         with pytest.raises(ChannelError, match="asked to fail"):
             listener.call(FAIL, timeout=30)
         assert listener.call("after", timeout=30) == ("answer", "after", 1)
+
+
+async def test_a_call_not_answered_in_time_raises_and_its_late_answer_is_dropped() -> None:
+    async with started() as (listener, _seen):
+        with pytest.raises(ChannelError, match="no answer from its process"):
+            listener.call(SLOW, timeout=0.2)
+        # The late answer to SLOW arrives first; this call gets its own.
+        assert listener.call("next", timeout=30) == ("answer", "next", 2)
 
 
 async def test_a_child_that_dies_is_reported_and_calls_fail() -> None:
