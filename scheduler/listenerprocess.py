@@ -586,11 +586,11 @@ class _Child:
         timeout = SWEEP_SECONDS
         try:
             while True:
+                clients = []
                 for key, mask in selector.select(0 if inbox else timeout):
                     if key.data is not self:
-                        core.dispatch(key, mask)
-                        continue
-                    if mask & selectors.EVENT_READ:
+                        clients.append((key, mask))
+                    elif mask & selectors.EVENT_READ:
                         try:
                             data = self.channel.recv(_READ_BYTES)
                         except BlockingIOError:
@@ -598,8 +598,12 @@ class _Child:
                         if data == b"":
                             return 0  # the daemon is done with us
                         inbox.extend(self.frames.feed_raw(data or b""))
+                # The daemon first (bounded by TURN_SECONDS): its calls block
+                # the scheduling loop, an agent waits at most one budget more.
                 if inbox:
                     self._some_messages(endpoint, inbox)
+                for key, mask in clients:
+                    core.dispatch(key, mask)
                 again = endpoint.idle()
                 timeout = SWEEP_SECONDS if again is None else min(again, SWEEP_SECONDS)
                 pending = self.out.out
