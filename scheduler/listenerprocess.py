@@ -33,9 +33,11 @@ Child side, ``main``: at the ``nice`` asked for (where permitted: a lower
 value needs CAP_SYS_NICE; otherwise it says so and runs at the default), one
 thread, one ``selectors`` loop over the listening
 socket, its connections (``scheduler.listener.HttpCore``) and the channel.
-Daemon messages are handled in arrival order, for at most ``TURN_SECONDS``
-per loop turn, so HTTP requests interleave with a burst of messages; after
-each turn ``ProcessEndpoint.idle`` runs and the queued frames are written. SIGINT
+Daemon messages are handled in arrival order, first in each loop turn (a
+call blocks the scheduling loop) but for at most ``TURN_SECONDS``, then the
+clients' requests of that turn, so HTTP requests interleave with a burst of
+messages; after each turn ``ProcessEndpoint.idle`` runs and the queued frames
+are written. SIGINT
 is ignored (the daemon owns shutdown); the child exits when the channel ends.
 
 Priority: the child starts a session of its own. Where the kernel shares CPU
