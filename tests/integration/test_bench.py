@@ -514,7 +514,9 @@ def test_tiny_autoscale_benchmark_answers_every_agent_and_writes_its_results(
     assert run["requests_sent"] > 0
     assert run["quiet_pods_per_second"] > 0
     assert run["storm_pods_per_second"] > 0
-    assert run["quiet_cpu_ms_per_pod"] > 0
+    # CPU is read in clock ticks (10 ms): two quiet pods may cost less than one.
+    assert run["quiet_cpu_ms_per_pod"] >= 0
+    assert run["storm_agent_process_cpu_ms_per_pod"] >= 0
     assert report["commit"]
     assert report["machine"]["cpus"] >= 1
     assert (tmp_path / "autoscale.md").read_text().startswith("# AutoscaleEnforcer")
