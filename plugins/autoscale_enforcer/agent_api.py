@@ -19,11 +19,12 @@ answers ``(status, content type, body)``:
 | 200 | the permit, in the request's version | JSON ``PluginResponse`` |
 
 Errors are ``text/plain``; success is ``application/json``. Every non-200
-answer leaves the state exactly as it was. Synchronous, and called from the
-agent listener's own thread: the state is read and changed only while
-holding the plugin's state lock, in one section (parsing and encoding happen
-outside it), so a request is atomic with respect to Filter, Score, Reserve,
-Unreserve and informer events.
+answer leaves the state exactly as it was. Synchronous: the authority
+(``authority.py``) calls it between the daemon's messages, one at a time, so
+a request is atomic with respect to Reserve, Unreserve and informer events.
+The state is read and changed in one section under ``lock`` (parsing and
+encoding happen outside it), for a caller that shares the state across
+threads.
 """
 
 from __future__ import annotations

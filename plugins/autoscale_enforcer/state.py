@@ -236,10 +236,10 @@ def _contribution(pod: PodState) -> tuple[Amounts, Amounts, Amounts, Amounts, Am
 
 
 class State:
-    """Every node and pod the plugin accounts for. Not thread-safe: every
-    caller (informer handlers and the scheduling cycle on the event loop, the
-    agent handler on its listener thread) holds the plugin's state lock, and
-    never across an await."""
+    """Every node and pod the plugin accounts for. Not thread-safe: the
+    authority changes its state from one thread, and the daemon's mirror is
+    changed only on the event loop (scrapes from another thread read it
+    under the plugin's scrape lock)."""
 
     def __init__(self, config: Config) -> None:
         self.config = config
