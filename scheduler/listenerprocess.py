@@ -91,7 +91,7 @@ from scheduler.framework.services import (
     ProcessEndpoint,
 )
 from scheduler.listener import SWEEP_SECONDS, HttpCore, bind
-from scheduler.logsetup import configure_logging
+from scheduler.logsetup import JsonFormatter, configure_logging
 
 log = logging.getLogger(__name__)
 
@@ -191,7 +191,7 @@ class ProcessListener:
         self.max_body_bytes = max(max_body_bytes, 0)
         self.leader_only = leader_only
         self._on_message = on_message
-        self._out = bytearray()  # frames not yet written (or not yet started)
+        self._out = bytearray()  # frames not yet written (once started)
         self._frames = Frames()
         self._next_call = 0
         self._sock: socket.socket | None = None
@@ -208,15 +208,17 @@ class ProcessListener:
         self._inline: ProcessEndpoint | None = None
         self._inline_child: _InlineChild | None = None
         self._inline_lock = threading.RLock()
-        self._pending_inline: list[tuple[str, object]] = []
+        # Sent before it was started or went inline: delivered then, in order.
+        self._pending: list[object] = []
 
     # ------------------------------------------------------------ plugin side
     def send(self, message: object) -> None:
         if self._inline is not None:
             self._deliver_inline(message)
             return
-        if self._sock is None and self._process is None:
-            self._pending_inline.append((_SEND, message))
+        if self._process is None:
+            self._pending.append(message)
+            return
         self._out += encode((_SEND, message))
         if self._sock is not None and not self._flush_soon and not self._writer:
             # One write per loop iteration for every message sent in it.
@@ -256,9 +258,8 @@ class ProcessListener:
             raise ChannelError(f"process listener {self.name!r} is served by a process")
         self._inline_child = _InlineChild()
         self._inline = load_factory(self.factory)(self._inline_child)
-        self._out.clear()
-        pending, self._pending_inline = self._pending_inline, []
-        for _, message in pending:
+        pending, self._pending = self._pending, []
+        for message in pending:
             self._deliver_inline(message)
 
     def _deliver_inline(self, message: object) -> object:
@@ -308,15 +309,12 @@ class ProcessListener:
         finally:
             theirs.close()
             server.close()
-        self._pending_inline.clear()
         ours.setblocking(False)
         self._sock = ours
         self._ready = loop.create_future()
         self._lost = loop.create_future()
         root = logging.getLogger()
-        json_logs = any(
-            type(handler.formatter).__name__ == "JsonFormatter" for handler in root.handlers
-        )
+        json_logs = any(isinstance(handler.formatter, JsonFormatter) for handler in root.handlers)
         boot = encode(
             (
                 _BOOT,
@@ -331,7 +329,9 @@ class ProcessListener:
                 ),
             )
         )
-        self._out[:0] = boot  # before anything sent until now
+        pending, self._pending = self._pending, []
+        early = b"".join(encode((_SEND, message)) for message in pending)
+        self._out[:0] = boot + early  # before anything sent while it was spawned
         loop.add_reader(ours, self._readable)
         self._flush()
         try:
@@ -538,7 +538,6 @@ def _read_frame(sock: socket.socket, frames: Frames) -> Any:
             raise EOFError("the daemon closed the channel before booting this process")
         messages = frames.feed(data)
         if messages:
-            assert len(messages) >= 1
             return messages
 
 

@@ -25,7 +25,6 @@ pod, create or delete a migration) goes back as a message.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
@@ -37,7 +36,7 @@ from plugins.autoscale_enforcer.cluster import FED_RESOURCES, ClusterFeed
 from plugins.autoscale_enforcer.config import Config
 from plugins.autoscale_enforcer.state import Amounts, NodeState, State
 from plugins.autoscale_enforcer.vm import VmInfo
-from scheduler.framework import ChildChannel, HttpRequest, HttpResponse
+from scheduler.framework import ChildChannel, HttpRequest, HttpResponse, object_key
 
 log = logging.getLogger(__name__)
 
@@ -116,11 +115,7 @@ class MigrationFinished:
     phase: str
 
 
-def object_key(raw: Raw) -> str:
-    metadata = raw.get("metadata") or {}
-    namespace = metadata.get("namespace")
-    name = metadata.get("name") or ""
-    return f"{namespace}/{name}" if namespace else name
+_CALLS = (Reserve, Dump, Start)  # what the daemon sends with ``call``
 
 
 class Authority:
@@ -133,7 +128,6 @@ class Authority:
         self._flush_now = False  # a call was answered: send what changed with it
         self._stores: dict[str, dict[str, Raw]] = {resource: {} for resource in FED_RESOURCES}
         self._feed = ClusterFeed(self, self)
-        self._config: Config | None = None
         self._api: AgentApi | None = None
         self._requests: Counter[tuple[int, str]] = Counter()
 
@@ -156,8 +150,8 @@ class Authority:
         if isinstance(message, Event):
             self._event(message)
             return None
-        if not isinstance(message, Event | SetConfig | Unreserve):
-            self._flush_now = True  # a call: its effect goes out before its answer
+        if isinstance(message, _CALLS):
+            self._flush_now = True  # its effect goes out before its answer
         if isinstance(message, Reserve):
             state = self._started()
             return state.reserve(message.key, message.uid, message.node, message.amount, message.vm)
@@ -168,15 +162,12 @@ class Authority:
         if isinstance(message, Dump):
             return None if self.state is None else self.state.dump()
         if isinstance(message, SetConfig):
-            self._config = message.config
             self._feed.set_config(message.config)
             return None
         if isinstance(message, Start):
             state = self._feed.start(message.config)
             if self._api is None:
-                self._api = AgentApi(
-                    state, lambda: state.config.migration_enabled, threading.Lock()
-                )
+                self._api = AgentApi(state, lambda: state.config.migration_enabled)
             state.dirty.update(state.nodes)  # the daemon's mirror starts empty
             return True
         raise TypeError(f"unknown message {type(message).__name__}")

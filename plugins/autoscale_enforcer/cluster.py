@@ -108,19 +108,26 @@ def _status(raw: Raw) -> Raw:
     return raw.get("status") or {}
 
 
-def pod_waiting_for(vm: Raw, pods: Callable[[str], Raw | None]) -> Raw | None:
-    """The pending pod a newly seen VM runs (``status.podName``, labelled
-    with the VM), if any: Filter may have turned it away for want of the VM,
-    and a VM event is no cluster event for the queue."""
+def vm_pod(vm: Raw, pods: Callable[[str], Raw | None]) -> Raw | None:
+    """The pod the VM runs, if any: the one its ``status.podName`` names,
+    labelled with the VM."""
     metadata = _metadata(vm)
     pod_name = _status(vm).get("podName")
     if not pod_name:
         return None
     raw_pod = pods(f"{metadata.get('namespace')}/{pod_name}")
-    if raw_pod is None or _spec(raw_pod).get("nodeName"):
+    if raw_pod is None:
         return None
     labels = _metadata(raw_pod).get("labels") or {}
     return raw_pod if labels.get(LABEL_VM) == metadata.get("name") else None
+
+
+def pod_waiting_for(vm: Raw, pods: Callable[[str], Raw | None]) -> Raw | None:
+    """The pending pod a newly seen VM runs, if any: Filter may have turned
+    it away for want of the VM, and a VM event is no cluster event for the
+    queue."""
+    raw_pod = vm_pod(vm, pods)
+    return None if raw_pod is None or _spec(raw_pod).get("nodeName") else raw_pod
 
 
 class ConfigWatch:
@@ -219,10 +226,6 @@ class ClusterFeed:
         """Build the state from the stores (once; later calls return it)."""
         if self._state is None:
             self._state = self._rebuild(config)
-            log.info(
-                "AutoscaleEnforcer state rebuilt",
-                extra={"nodes": len(self._state.nodes), "pods": len(self._state.pods)},
-            )
         return self._state
 
     def set_config(self, config: Config) -> None:
@@ -301,10 +304,8 @@ class ClusterFeed:
         if state.pod_of_vm(f"{info.namespace}/{info.name}") is not None:
             state.observe_vm(info)
             return
-        pod_name = (new.get("status") or {}).get("podName")
-        raw_pod = self._stores.get(PODS, f"{info.namespace}/{pod_name}") if pod_name else None
-        labels = {} if raw_pod is None else (raw_pod.get("metadata") or {}).get("labels") or {}
-        if raw_pod is None or labels.get(LABEL_VM) != info.name:
+        raw_pod = vm_pod(new, lambda key: self._stores.get(PODS, key))
+        if raw_pod is None:
             return
         pod = parse_pod(raw_pod)
         if pod.node_name:

@@ -163,7 +163,6 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
     def __init__(
         self, args: AutoscaleEnforcerArgs, handle: Handle, rng: random.Random | None = None
     ) -> None:
-        self._args = args
         self._handle = handle
         self._rng = rng if rng is not None else handle.rng_for(NAME)
         self._mirror: State | None = None  # from Start on
@@ -224,10 +223,6 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         reason = await self._authority.wait_lost()
         raise RuntimeError(f"{NAME}: the agent API's process is gone ({reason})")
 
-    @property
-    def _state(self) -> State | None:
-        return self._mirror
-
     # ---------------------------------------------------- to the authority
     def _forwarder(self, resource: str) -> Callable[[Raw | None, Raw | None], None]:
         send = self._authority.send
@@ -270,10 +265,10 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         mirror = self._mirror
         if mirror is None or not message.changed:
             return
-        freed = False
-        for name, changed in message.changed:
-            if changed is not None and _has_more_room(mirror.nodes.get(name), changed):
-                freed = True
+        freed = any(
+            changed is not None and _has_more_room(mirror.nodes.get(name), changed)
+            for name, changed in message.changed
+        )
         with self._scrape_lock:
             mirror.apply_nodes(message.changed)
         if freed and self._waiting_for_room:

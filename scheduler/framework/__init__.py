@@ -70,6 +70,7 @@ from scheduler.framework.objects import (
     Toleration,
     node_images,
     normalized_image_name,
+    object_key,
     parse_node,
     parse_pod,
 )
@@ -207,6 +208,7 @@ __all__ = [
     "is_success",
     "node_images",
     "normalized_image_name",
+    "object_key",
     "parse_node",
     "parse_pod",
     "parse_preferred_terms",

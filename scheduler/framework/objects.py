@@ -33,6 +33,16 @@ from scheduler.framework.resource import ZERO, Resource, pod_requests
 from scheduler.framework.validation import node_problems, pod_problems
 
 Raw = Mapping[str, Any]
+
+
+def object_key(obj: Raw) -> str:
+    """``namespace/name``, or ``name`` for a cluster-scoped object."""
+    metadata = obj.get("metadata") or {}
+    name = metadata.get("name") or ""
+    namespace = metadata.get("namespace")
+    return f"{namespace}/{name}" if namespace else name
+
+
 _EMPTY: Mapping[str, Any] = {}
 _NO_IMAGES: Mapping[str, int] = MappingProxyType({})
 

@@ -13,6 +13,7 @@ only through ``source.ListWatchClient`` and the pure ``scheduler.kube.errors``
 and ``scheduler.kube.resources`` modules.
 """
 
+from scheduler.framework.objects import object_key
 from scheduler.informers.factory import FactoryInformerAccess, InformerFactory
 from scheduler.informers.informer import (
     Informer,
@@ -21,7 +22,7 @@ from scheduler.informers.informer import (
     ResourceNotServed,
 )
 from scheduler.informers.source import ListWatchClient
-from scheduler.informers.store import Diff, Store, object_key
+from scheduler.informers.store import Diff, Store
 
 __all__ = [
     "Diff",

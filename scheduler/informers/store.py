@@ -17,14 +17,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from scheduler.framework.objects import object_key
+
 Raw = dict[str, Any]
-
-
-def object_key(obj: Mapping[str, Any]) -> str:
-    metadata = obj.get("metadata") or {}
-    name = metadata.get("name") or ""
-    namespace = metadata.get("namespace")
-    return f"{namespace}/{name}" if namespace else name
 
 
 def uid_of(obj: Mapping[str, Any]) -> str:

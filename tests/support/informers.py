@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from scheduler.informers.store import object_key
+from scheduler.framework import object_key
 
 RawObject = Mapping[str, Any]
 

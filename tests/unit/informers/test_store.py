@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from scheduler.informers.store import Store, object_key
+from scheduler.framework import object_key
+from scheduler.informers.store import Store
 from tests.support.builders import make_node, make_pod
 
 
