@@ -30,6 +30,7 @@ COLOURS = {
     "upstream": "tab:orange",
     "upstream-default": "tab:green",
     "ceiling": "tab:gray",
+    "ceiling-events": "tab:brown",
 }
 
 

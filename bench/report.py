@@ -100,6 +100,8 @@ RATIO_PAIRS = (
     (SchedulerKind.OURS, SchedulerKind.UPSTREAM),
     (SchedulerKind.OURS, SchedulerKind.CEILING),
     (SchedulerKind.UPSTREAM, SchedulerKind.CEILING),
+    (SchedulerKind.OURS, SchedulerKind.CEILING_EVENTS),
+    (SchedulerKind.UPSTREAM, SchedulerKind.CEILING_EVENTS),
     (SchedulerKind.OURS, SchedulerKind.UPSTREAM_DEFAULT),
 )
 

@@ -3,7 +3,8 @@
 Each scheduler runs on a fresh control plane of its own with the same nodes and
 pods (see ``bench.runner``), in each mode the workload has (or ``--mode``):
 ours, upstream with our plugins (the headline), upstream with its full
-default profile, and the bare ceiling binder. Each mode's results (min /
+default profile, the bare ceiling binder, and the ceiling binder that also
+writes the "Scheduled" event per pod (``ceiling-events``). Each mode's results (min /
 median / max over ``--repeat`` rounds, ratios) are printed and written to
 ``--results-dir`` as ``<preset>-<mode>.json``, ``.md`` and ``.png`` (preset
 ``custom`` when sizes are overridden). Exit status: 0 when every run bound

@@ -10,7 +10,10 @@ serving /readyz and /metrics on loopback.
 - ``upstream-default``: the same binary with its full default profile
   ``default-scheduler``, for reference;
 - ``ceiling``: ``python -m bench.ceiling``, the bare round-robin binder
-  through our client stack (``bench.ceiling``), name ``bench-ceiling``.
+  through our client stack (``bench.ceiling``), name ``bench-ceiling``;
+- ``ceiling-events``: the same binder with ``--events``, which also writes the
+  "Scheduled" event per bound pod that both schedulers write, name
+  ``bench-ceiling-events``.
 
 Upstream's ``--secure-port=0`` is overridden by a later ``--secure-port=P``
 with ``/metrics`` added to the always-allowed paths, so it serves the same
@@ -50,6 +53,7 @@ class SchedulerKind(StrEnum):
     UPSTREAM = "upstream"
     UPSTREAM_DEFAULT = "upstream-default"
     CEILING = "ceiling"
+    CEILING_EVENTS = "ceiling-events"
 
 
 PROFILE_NAMES = {
@@ -57,7 +61,9 @@ PROFILE_NAMES = {
     SchedulerKind.UPSTREAM: "upstream-same",
     SchedulerKind.UPSTREAM_DEFAULT: "default-scheduler",
     SchedulerKind.CEILING: "bench-ceiling",
+    SchedulerKind.CEILING_EVENTS: "bench-ceiling-events",
 }
+CEILING_KINDS = frozenset({SchedulerKind.CEILING, SchedulerKind.CEILING_EVENTS})
 UPSTREAM_KINDS = frozenset({SchedulerKind.UPSTREAM, SchedulerKind.UPSTREAM_DEFAULT})
 
 
@@ -108,7 +114,7 @@ def start(kind: SchedulerKind, plane: ControlPlane, workdir: Path) -> RunningSch
     config = workdir / f"{kind}-scheduler.yaml"
     config.write_text(config_document(kind, plane.kubeconfig))
     port = free_port()
-    if kind is SchedulerKind.CEILING:
+    if kind in CEILING_KINDS:
         argv = [
             sys.executable,
             "-m",
@@ -118,8 +124,9 @@ def start(kind: SchedulerKind, plane: ControlPlane, workdir: Path) -> RunningSch
             f"--qps={CLIENT_QPS}",
             f"--port={port}",
             f"--bind-address={LOOPBACK}",
+            *(["--events"] if kind is SchedulerKind.CEILING_EVENTS else []),
         ]
-        process = ComponentProcess("ceiling", argv, plane.layout.logs / "ceiling.log")
+        process = ComponentProcess(str(kind), argv, plane.layout.logs / f"{kind}.log")
         process.start()
         return RunningScheduler(kind, process, f"http://{LOOPBACK}:{port}")
     if kind is SchedulerKind.OURS:

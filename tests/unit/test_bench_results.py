@@ -149,6 +149,7 @@ def _doc() -> dict[str, Any]:
             ("ours", 100.0, 0.5),
             ("upstream", 101.0, 0.2),
             ("ceiling", 300.0, 0.1),
+            ("ceiling-events", 250.0, 0.15),
         ]
     ]
     context = {
@@ -177,7 +178,16 @@ def test_document_gives_spreads_and_ratios_with_verdicts() -> None:
     assert doc["summary"]["ours"]["cpu_ms_per_pod"]["median"] == pytest.approx(5.0)
     assert doc["ratios"]["ours/upstream"]["pods_per_second"]["verdict"] == NO_DIFFERENCE
     assert doc["ratios"]["ours/ceiling"]["pods_per_second"]["verdict"] == "different"
-    assert set(doc["ratios"]) == {"ours/upstream", "ours/ceiling", "upstream/ceiling"}
+    assert doc["ratios"]["ours/ceiling-events"]["pods_per_second"]["ratio"] == pytest.approx(
+        101.0 / 251.0
+    )
+    assert set(doc["ratios"]) == {
+        "ours/upstream",
+        "ours/ceiling",
+        "upstream/ceiling",
+        "ours/ceiling-events",
+        "upstream/ceiling-events",
+    }
     assert doc["summary"]["ours"]["attempt_p50_ms"] is None
     assert doc["all_correct"] is True
 
