@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import random
 import signal
 import sys
 from collections.abc import Sequence
@@ -95,7 +96,14 @@ async def _run(config: SchedulerConfiguration, args: argparse.Namespace) -> int:
     try:
         authn = await delegate(args.authentication_kubeconfig)
         authz = await delegate(args.authorization_kubeconfig)
-        app = SchedulerApp(config, client, options, authn_client=authn, authz_client=authz)
+        app = SchedulerApp(
+            config,
+            client,
+            options,
+            rng=None if args.seed is None else random.Random(args.seed),
+            authn_client=authn,
+            authz_client=authz,
+        )
     except BaseException:
         for each in (client, *extra):
             await each.close()

@@ -5,7 +5,7 @@
 ``--authorization-kubeconfig``, ``--authorization-always-allow-paths``,
 ``--tls-cert-file``, ``--tls-private-key-file``, ``-v``/``--v``,
 ``--logging-format``, ``--leader-elect*``, ``--feature-gates``) plus our
-``--bind-grace-seconds``. Go's flag syntax is accepted where it differs from
+``--bind-grace-seconds`` and ``--seed``. Go's flag syntax is accepted where it differs from
 argparse's: ``-v=4``, ``--leader-elect=false``, ``--flag value``.
 
 ``apply_flags`` merges the flags that override the configuration file into it
@@ -151,6 +151,14 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
         type=float,
         default=30.0,
         help="on SIGTERM, how long in-flight binds may take before they are rolled back",
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        metavar="N",
+        help="seed the scheduling loop's and the plugins' random draws (ties among equal "
+        "scores, sampling), as simulate --seed, to replay a decision; default: unseeded",
     )
     return parser
 

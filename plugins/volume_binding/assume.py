@@ -22,21 +22,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from scheduler.framework import ObjectStore
-from scheduler.framework.volumes import meta, resource_version
+from scheduler.framework import ObjectStore, object_key
+from scheduler.framework.volumes import resource_version
 
 Raw = Mapping[str, Any]
 
 
 class AssumeError(Exception):
     """The object to assume is missing from the store or out of sync with it."""
-
-
-def key_of(obj: Raw) -> str:
-    metadata = meta(obj)
-    namespace = metadata.get("namespace") or ""
-    name = str(metadata.get("name") or "")
-    return f"{namespace}/{name}" if namespace else name
 
 
 class AssumeCache:
@@ -62,7 +55,7 @@ class AssumeCache:
 
     def list(self) -> Iterator[Raw]:
         for stored in self._store.list():
-            yield self._current(key_of(stored), stored)
+            yield self._current(object_key(stored), stored)
 
     def _current(self, key: str, stored: Raw) -> Raw:
         assumed = self._assumed.get(key)
@@ -74,7 +67,7 @@ class AssumeCache:
         return stored
 
     def assume(self, obj: Raw) -> None:
-        key = key_of(obj)
+        key = object_key(obj)
         stored = self._store.get(key)
         if stored is None:
             raise AssumeError(self.not_found(key))
@@ -86,7 +79,7 @@ class AssumeCache:
         self._assumed[key] = obj
 
     def restore(self, obj: Raw) -> None:
-        key = key_of(obj)
+        key = object_key(obj)
         assumed = self._assumed.get(key)
         if assumed is not None and resource_version(assumed) == resource_version(obj):
             del self._assumed[key]

@@ -230,12 +230,6 @@ def claim_volume(claim: str) -> Obj:
     return {"persistentVolumeClaim": {"claimName": claim}}
 
 
-def object_key(obj: Mapping[str, Any]) -> str:
-    metadata = obj["metadata"]
-    namespace = metadata.get("namespace")
-    return f"{namespace}/{metadata['name']}" if namespace else str(metadata["name"])
-
-
 class FakeInformers:
     """``InformerAccess`` over FakeStores, one per resource, made on demand."""
 

@@ -9,13 +9,10 @@ from typing import Any
 import pytest
 
 from scheduler.app import build_registry, resolve
-from scheduler.cache.snapshot import Snapshot
 from scheduler.config import ConfigError, parse_config
 from scheduler.features import FeatureGateError, parse_feature_gates
 from scheduler.flags import DEFAULT_ALWAYS_ALLOW_PATHS, apply_flags, log_level, parse_args
-from scheduler.handle import ProfileHandle
-from scheduler.runtime.waiting import WaitingPods
-from tests.support.clock import FakeClock
+from tests.support.handles import bare_profile_handle
 from tests.unit.config.builders import make_config
 
 
@@ -62,6 +59,8 @@ from tests.unit.config.builders import make_config
             "b",
             id="delegation kubeconfigs",
         ),
+        pytest.param([], "seed", None, id="unseeded by default"),
+        pytest.param(["--seed=7"], "seed", 7, id="--seed"),
     ],
 )
 def test_flags_parse(argv: list[str], attribute: str, expected: Any) -> None:
@@ -238,16 +237,7 @@ def test_a_gate_is_honoured_not_just_accepted(gates: str, included: bool) -> Non
 
 def test_plugins_read_the_gates_in_force_from_their_handle() -> None:
     gates = parse_feature_gates("NodeDeclaredFeatures=false")
-    handle = ProfileHandle(
-        profile_name="p",
-        clock=FakeClock(),
-        snapshot=Snapshot(),
-        informers=None,  # type: ignore[arg-type]
-        events=None,  # type: ignore[arg-type]
-        api=None,  # type: ignore[arg-type]
-        waiting_pods=WaitingPods(),
-        feature_gates=gates,
-    )
+    handle = bare_profile_handle(feature_gates=gates)
 
     assert handle.feature_gates.enabled("NodeDeclaredFeatures") is False
     with pytest.raises(KeyError, match="unknown feature gate"):

@@ -26,10 +26,9 @@ from scheduler.framework import (
     Status,
 )
 from scheduler.handle import ProfileHandle
-from scheduler.runtime.waiting import WaitingPods
 from scheduler.simulate.clock import SimClock
 from scheduler.simulate.memory import MemoryCluster
-from tests.support.clock import FakeClock
+from tests.support.handles import bare_profile_handle
 from tests.unit.config.builders import make_config, make_profile
 from tests.unit.engine.harness import harness
 from tests.unit.engine.objects import pod
@@ -106,16 +105,7 @@ def test_split_is_deterministic_and_gives_each_purpose_its_own_sequence() -> Non
 
 # ------------------------------------------------------------ plugins' own
 def profile_handle(profile: str, randomness: PluginRandomness) -> ProfileHandle:
-    return ProfileHandle(
-        profile_name=profile,
-        clock=FakeClock(),
-        snapshot=Snapshot(),
-        informers=None,  # type: ignore[arg-type]
-        events=None,  # type: ignore[arg-type]
-        api=None,  # type: ignore[arg-type]
-        waiting_pods=WaitingPods(),
-        randomness=randomness,
-    )
+    return bare_profile_handle(profile, randomness=randomness)
 
 
 def first_draws(generator: random.Random, count: int = 4) -> list[float]:

@@ -22,7 +22,15 @@ from plugins.autoscale_enforcer.metrics import AutoscaleMetrics
 from plugins.autoscale_enforcer.migration import MigrationController
 from plugins.autoscale_enforcer.plugin import AGENT_LISTENER, MIGRATION_WORKER, STATE_DUMP_PATH
 from scheduler.clock import RealClock
-from scheduler.framework import Code, CycleState, Handle, HttpRequest, HttpResponse, NodeScore
+from scheduler.framework import (
+    Code,
+    CycleState,
+    Handle,
+    HttpRequest,
+    HttpResponse,
+    NodeScore,
+    object_key,
+)
 from scheduler.listenerprocess import ProcessListener
 from scheduler.pluginservices import DaemonPluginServices
 from tests.support.builders import make_config_map, make_node, make_pod, make_vm
@@ -32,15 +40,6 @@ from tests.unit.plugins.support import node_info, pod
 
 Raw = Mapping[str, Any]
 Handler = Callable[[Raw | None, Raw | None], None]
-
-
-def key_of(raw: Raw) -> str:
-    metadata = raw["metadata"]
-    return (
-        f"{metadata['namespace']}/{metadata['name']}"
-        if "namespace" in metadata
-        else metadata["name"]
-    )
 
 
 class FakeInformers:
@@ -58,13 +57,13 @@ class FakeInformers:
 
     def put(self, resource: str, raw: Raw) -> None:
         store = self.stores[resource]
-        old = store.objects.get(key_of(raw))
-        store.objects[key_of(raw)] = raw
+        old = store.objects.get(object_key(raw))
+        store.objects[object_key(raw)] = raw
         for handler in self.handlers[resource]:
             handler(old, raw)
 
     def delete(self, resource: str, raw: Raw) -> None:
-        old = self.stores[resource].objects.pop(key_of(raw))
+        old = self.stores[resource].objects.pop(object_key(raw))
         for handler in self.handlers[resource]:
             handler(old, None)
 

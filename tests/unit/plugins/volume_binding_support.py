@@ -10,11 +10,11 @@ from plugins.volume_binding.assume import AssumeCache
 from plugins.volume_binding.binder import VolumeBinder
 from plugins.volume_binding.plugin import VolumeBinding
 from plugins.volume_binding.prebind import VolumeBindingWriter
-from scheduler.framework import Pod
+from scheduler.framework import Pod, object_key
 from scheduler.framework.volumes import StorageLister
 from tests.support.builders import make_pod
 from tests.support.clock import FakeClock
-from tests.support.storage import FakeInformers, claim_volume, object_key
+from tests.support.storage import FakeInformers, claim_volume
 from tests.unit.plugins.support import Obj
 
 ZONE = "topology.kubernetes.io/zone"

@@ -9,18 +9,12 @@ from collections.abc import Callable
 from typing import Any
 
 from plugins.dynamicresources import SPEC, DynamicResources
-from scheduler.framework import Handle
+from scheduler.framework import Handle, object_key
 from tests.support.clock import FakeClock
 from tests.support.informers import FakeStore
 
 Raw = dict[str, Any]
 Handler = Callable[[Raw | None, Raw | None], None]
-
-
-def key_of(obj: Raw) -> str:
-    metadata = obj["metadata"]
-    namespace = metadata.get("namespace")
-    return f"{namespace}/{metadata['name']}" if namespace else metadata["name"]
 
 
 class FakeInformers:
@@ -37,14 +31,14 @@ class FakeInformers:
     def put(self, resource: str, obj: Raw) -> None:
         """Deliver an add or update, as the informer would."""
         store = self.store(resource)
-        old = store.objects.get(key_of(obj))
-        store.objects[key_of(obj)] = copy.deepcopy(obj)
+        old = store.objects.get(object_key(obj))
+        store.objects[object_key(obj)] = copy.deepcopy(obj)
         for handler in self.handlers.get(resource, ()):
-            handler(old, store.objects[key_of(obj)])
+            handler(old, store.objects[object_key(obj)])
 
     def delete(self, resource: str, obj: Raw) -> None:
         store = self.store(resource)
-        old = store.objects.pop(key_of(obj), None)
+        old = store.objects.pop(object_key(obj), None)
         for handler in self.handlers.get(resource, ()):
             handler(old, None)
 

@@ -10,9 +10,9 @@ import pytest
 
 from plugins.dynamicresources.args import DynamicResourcesArgs
 from plugins.dynamicresources.state import ClaimTracker
+from scheduler.framework import object_key
 from tests.support.drabuilders import make_claim
 from tests.support.informers import FakeStore
-from tests.unit.plugins.dynamicresources.fakes import key_of
 
 DEVICE = ("drv", "pool", "dev-0")
 
@@ -38,12 +38,12 @@ class Feed:
         self.tracker = ClaimTracker(self.store)
 
     def put(self, obj: dict[str, Any]) -> None:
-        old = self.store.objects.get(key_of(obj))
-        self.store.objects[key_of(obj)] = obj
+        old = self.store.objects.get(object_key(obj))
+        self.store.objects[object_key(obj)] = obj
         self.tracker.claim_changed(old, obj)
 
     def delete(self, obj: dict[str, Any]) -> None:
-        old = self.store.objects.pop(key_of(obj))
+        old = self.store.objects.pop(object_key(obj))
         self.tracker.claim_changed(old, None)
 
 
