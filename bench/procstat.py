@@ -9,11 +9,14 @@
 
 Both must be read while the process is alive: its ``/proc`` entry goes when
 it exits, so the harness samples just before stopping a scheduler.
+``wait_until_idle`` (the settling after the clock) only reads and sleeps.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -75,3 +78,38 @@ def children_cpu_seconds(pid: int) -> float:
         except (FileNotFoundError, ProcessLookupError):
             continue
     return total
+
+
+SETTLE_INTERVAL = 0.1
+SETTLE_IDLE_SHARE = 0.1
+SETTLE_QUIET_INTERVALS = 2
+SETTLE_LIMIT = 10.0
+
+
+async def wait_until_idle(
+    read_cpu: Callable[[], float],
+    *,
+    interval: float = SETTLE_INTERVAL,
+    idle_share: float = SETTLE_IDLE_SHARE,
+    quiet_intervals: int = SETTLE_QUIET_INTERVALS,
+    limit: float = SETTLE_LIMIT,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> float:
+    """Wait until a process has finished the work it still had queued: until
+    its CPU has been at most ``idle_share`` of each of ``quiet_intervals``
+    intervals in a row (a write waiting for its answer costs no CPU, so one
+    quiet interval is not proof enough), or for ``limit`` seconds at most.
+    Returns the seconds waited (a multiple of ``interval``). The benchmark
+    waits so after the clock stops: a scheduler that writes its last events
+    after its last bind is charged for them."""
+    last = read_cpu()
+    quiet = 0
+    steps = max(1, round(limit / interval))
+    for step in range(1, steps + 1):
+        await sleep(interval)
+        now = read_cpu()
+        quiet = quiet + 1 if now - last <= idle_share * interval else 0
+        if quiet >= quiet_intervals:
+            return step * interval
+        last = now
+    return steps * interval

@@ -71,6 +71,12 @@ METRICS = (
     Metric("startup_seconds", "start to first bind (backlog)", "s", lambda r: r.startup_seconds),
     Metric("cpu_seconds", "scheduler CPU, whole run", "s", lambda r: r.cpu_seconds, 2),
     Metric(
+        "settle_seconds",
+        "settling after the clock (CPU and writes counted)",
+        "s",
+        lambda r: r.settle_seconds,
+    ),
+    Metric(
         "scheduler_writes_per_pod",
         "API writes by the scheduler per pod",
         "",

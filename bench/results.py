@@ -24,9 +24,14 @@ class RunResult:
 
     CPU seconds are the process's user + system time: ``cpu_seconds`` over its
     whole life (read just before it was stopped), ``cpu_seconds_measured``
-    over the clock only; ``cpu_ms_per_pod`` is the latter per bound measured
-    pod, and ``control_plane_cpu_ms_per_pod`` the same for etcd and
-    kube-apiserver together. Attempt and algorithm durations are quantiles of
+    over the clock and then until the scheduler settled (``settle_seconds``:
+    until its CPU stayed under 10% for two 0.1 s intervals, so the events and
+    status writes it still had queued at the last bind are counted; in
+    streaming mode it also settles before the clock, after the init pods);
+    ``cpu_ms_per_pod`` is the
+    latter per bound measured pod, and ``control_plane_cpu_ms_per_pod`` the
+    same for etcd and kube-apiserver together (the same window); the API
+    requests too. Attempt and algorithm durations are quantiles of
     ``scheduler_scheduling_attempt_duration_seconds{result="scheduled"}`` and
     ``scheduler_scheduling_algorithm_duration_seconds`` over the measured
     pods, in milliseconds (None for the ceiling, which has neither). With
@@ -72,6 +77,7 @@ class RunResult:
     profile_cumulative: tuple[tuple[str, float], ...] = ()
     progress: tuple[tuple[float, int], ...] = ()
     phase_seconds: dict[str, float] = field(default_factory=dict)
+    settle_seconds: float | None = None
 
     @property
     def correct(self) -> bool:

@@ -55,7 +55,7 @@ from bench.histogram import (
     histogram,
 )
 from bench.podwatch import PODS_PATH, PodWatch
-from bench.procstat import ProcessUsage, read_usage
+from bench.procstat import ProcessUsage, read_usage, wait_until_idle
 from bench.results import RunResult, progress_points
 from bench.schedulers import RunningScheduler, SchedulerKind
 from bench.throughput import ThroughputSampler, summarize
@@ -382,6 +382,8 @@ class _Run:
     async def _streaming(self, io: _Io, scheduler: RunningScheduler, round_index: int) -> RunResult:
         count, timeout = self.workload.pods, self.options.timeout_seconds
         pid = scheduler.alive_pid()
+        # The init pods' last events are theirs, not the measured pods'.
+        await wait_until_idle(lambda: read_usage(pid).cpu_seconds)
         before = _Before(
             await schedulers.scrape_metrics(io.http, scheduler),
             request_counts(await io.api.get_text(METRICS_PATH)),
@@ -429,9 +431,13 @@ class _Run:
         samples: Sequence[float],
         startup: float | None = None,
     ) -> RunResult:
-        """Read everything at the end of the clock, then check the cluster."""
+        """Read everything at the end of the clock (the CPU figures once the
+        scheduler has settled: its last events and status writes are its
+        measured pods' too), then check the cluster."""
         now = time.monotonic()
-        usage_measured = read_usage(scheduler.alive_pid())
+        pid = scheduler.alive_pid()
+        settle = await wait_until_idle(lambda: read_usage(pid).cpu_seconds)
+        usage_measured = read_usage(pid)
         plane_cpu = self._control_plane_cpu() - before.plane_cpu
         bench_cpu = time.process_time() - before.bench_cpu
         profile = None if before.profiler is None else await before.profiler.stop()
@@ -470,6 +476,7 @@ class _Run:
             peak_rss_bytes=usage_exit.peak_rss_bytes,
             control_plane_cpu_seconds_measured=plane_cpu,
             bench_cpu_seconds_measured=bench_cpu,
+            settle_seconds=settle,
             scheduler_writes_per_pod=scheduler_writes(requests) / bound if bound else None,
             apiserver_requests_measured=requests,
             attempt_p50_ms=attempts[0],

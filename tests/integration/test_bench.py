@@ -418,8 +418,9 @@ def test_tiny_benchmark_binds_every_pod_with_every_scheduler(
     assert runs["ceiling"]["attempt_p99_ms"] is None
     assert runs["ceiling"]["scheduler_writes_per_pod"] == 1.0  # binds only
     assert runs["ceiling-events"]["attempt_p99_ms"] is None
-    # a bind and an event per pod; the last events may land after the clock stops
-    assert 1.0 < runs["ceiling-events"]["scheduler_writes_per_pod"] <= 2.0
+    # a bind and an event per pod, the last events counted once the binder
+    # settles (a heuristic on its CPU: allow one event of twelve to land late)
+    assert 1.9 <= runs["ceiling-events"]["scheduler_writes_per_pod"] <= 2.0
     metric_keys = {metric.key for metric in METRICS}
     assert all(set(spreads) == metric_keys for spreads in report["summary"].values())
     assert set(report["ratios"]) == {

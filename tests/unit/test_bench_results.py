@@ -12,6 +12,7 @@ import pytest
 
 from bench.cpuprofile import parse_collapsed, parse_pprof_top
 from bench.podwatch import BoundPods
+from bench.procstat import wait_until_idle
 from bench.profiles import (
     UPSTREAM_PLUGINS,
     enabled_plugins,
@@ -271,3 +272,28 @@ def test_pprof_top_gives_totals_and_flat_rows() -> None:
 
 def test_no_samples_under_the_focus_reads_as_zero() -> None:
     assert parse_pprof_top("Showing nodes accounting for 0, 0% of 470ms total\n")[0] == 0.0
+
+
+@pytest.mark.parametrize(
+    ("cpu_readings", "waited"),
+    [
+        pytest.param([1.0, 1.0, 1.0], 0.2, id="idle at once: two quiet intervals"),
+        pytest.param([1.0, 1.005, 1.01], 0.2, id="a tick within the idle share"),
+        pytest.param([1.0, 1.0, 1.08, 1.08, 1.08], 0.4, id="quiet, busy, then quiet twice"),
+        pytest.param([1.0, 1.08, 1.16, 1.165, 1.165], 0.4, id="busy twice, then quiet twice"),
+        pytest.param([float(i) for i in range(200)], 1.0, id="never idle: up to the limit"),
+    ],
+)
+async def test_settling_waits_until_the_process_is_idle(
+    cpu_readings: list[float], waited: float
+) -> None:
+    readings = iter(cpu_readings)
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    result = await wait_until_idle(lambda: next(readings), limit=1.0, sleep=sleep)
+
+    assert result == pytest.approx(waited)
+    assert sum(slept) == pytest.approx(waited)
