@@ -520,20 +520,20 @@ async def test_only_the_leader_answers_agents_and_a_follower_takes_over(
         def url(app: SchedulerApp) -> str:
             return f"http://127.0.0.1:{app.server.listener_port(AGENT_LISTENER)}/"
 
-        assert await post(session, url(first), probe) == (404, "pod not found")
+        async def answers(app: SchedulerApp, expected: tuple[int, str]) -> tuple[int, str]:
+            # The agent process learns readiness and leadership from the
+            # daemon's gate, pushed every 20 ms: wait for the push.
+            async def answer() -> tuple[int, str] | None:
+                got = await post(session, url(app), probe)
+                return got if got == expected else None
 
-        async def follower_answer() -> tuple[int, str] | None:
-            # the agent process learns "ready" from the daemon's next gate push
-            answer = await post(session, url(second), probe)
-            return None if answer[1].startswith("not ready") else answer
+            return await eventually(answer, what=f"agent answer {expected}")
 
-        assert await eventually(follower_answer, what="follower's answer") == (
-            503,
-            "not the leader: ask the leading scheduler",
-        )
+        await answers(first, (404, "pod not found"))
+        await answers(second, (503, "not the leader: ask the leading scheduler"))
         first.stop()  # releases the lease
         await eventually(lambda: _leading(second), what="second scheduler takes over")
-        assert await post(session, url(second), probe) == (404, "pod not found")
+        await answers(second, (404, "pod not found"))
 
 
 async def _leading(app: SchedulerApp) -> bool:
