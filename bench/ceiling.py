@@ -33,6 +33,7 @@ from aiohttp import web
 from prometheus_client import REGISTRY, Counter, generate_latest
 
 from scheduler.clock import RealClock
+from scheduler.cycle.reporting import ACTION_BINDING, EVENT_SCHEDULED, TYPE_NORMAL, scheduled_note
 from scheduler.informers.factory import InformerFactory
 from scheduler.kube.client import KubeClient
 from scheduler.kube.errors import ApiError, TransportError
@@ -116,10 +117,10 @@ class Ceiling:
             if self._recorder is not None:
                 self._recorder.event(
                     pod,
-                    "Normal",
-                    "Scheduled",
-                    "Binding",
-                    f"Successfully assigned {metadata['namespace']}/{metadata['name']} to {node}",
+                    TYPE_NORMAL,
+                    EVENT_SCHEDULED,
+                    ACTION_BINDING,
+                    scheduled_note(metadata["namespace"], metadata["name"], node),
                 )
         except (ApiError, TransportError) as error:
             BINDS.labels("error").inc()

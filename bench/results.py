@@ -28,10 +28,10 @@ class RunResult:
     until its CPU stayed under 10% for two 0.1 s intervals, so the events and
     status writes it still had queued at the last bind are counted; in
     streaming mode it also settles before the clock, after the init pods);
-    ``cpu_ms_per_pod`` is the
-    latter per bound measured pod, and ``control_plane_cpu_ms_per_pod`` the
-    same for etcd and kube-apiserver together (the same window); the API
-    requests too. Attempt and algorithm durations are quantiles of
+    ``cpu_ms_per_pod`` is the latter per bound measured pod, and
+    ``control_plane_cpu_ms_per_pod`` the same for etcd and kube-apiserver
+    together (the same window, as the API request counts). Attempt and
+    algorithm durations are quantiles of
     ``scheduler_scheduling_attempt_duration_seconds{result="scheduled"}`` and
     ``scheduler_scheduling_algorithm_duration_seconds`` over the measured
     pods, in milliseconds (None for the ceiling, which has neither). With

@@ -4,8 +4,9 @@ Each scheduler runs on a fresh control plane of its own with the same nodes and
 pods (see ``bench.runner``), in each mode the workload has (or ``--mode``):
 ours, upstream with our plugins (the headline), upstream with its full
 default profile, the bare ceiling binder, and the ceiling binder that also
-writes the "Scheduled" event per pod (``ceiling-events``). Each mode's results (min /
-median / max over ``--repeat`` rounds, ratios) are printed and written to
+writes the "Scheduled" event per pod (``ceiling-events``). Each mode's
+results (min / median / max over ``--repeat`` rounds, ratios) are printed
+and written to
 ``--results-dir`` as ``<preset>-<mode>.json``, ``.md`` and ``.png`` (preset
 ``custom`` when sizes are overridden). Exit status: 0 when every run bound
 every pod without overcommitting a node, 1 otherwise or when a run failed, 2

@@ -5,8 +5,8 @@
 ``--authorization-kubeconfig``, ``--authorization-always-allow-paths``,
 ``--tls-cert-file``, ``--tls-private-key-file``, ``-v``/``--v``,
 ``--logging-format``, ``--leader-elect*``, ``--feature-gates``) plus our
-``--bind-grace-seconds`` and ``--seed``. Go's flag syntax is accepted where it differs from
-argparse's: ``-v=4``, ``--leader-elect=false``, ``--flag value``.
+``--bind-grace-seconds`` and ``--seed``. Go's flag syntax is accepted where it
+differs from argparse's: ``-v=4``, ``--leader-elect=false``, ``--flag value``.
 
 ``apply_flags`` merges the flags that override the configuration file into it
 as upstream does (``ApplyLeaderElectionTo``: a ``--leader-elect*`` flag given

@@ -26,6 +26,7 @@ from scheduler.cycle.reporting import (
     EVENT_SCHEDULED,
     TYPE_NORMAL,
     StatusWriter,
+    scheduled_note,
 )
 from scheduler.framework.events import ASSIGNED_POD_DELETE
 from scheduler.framework.handle import EventRecorder
@@ -181,7 +182,7 @@ class BindingCycles:
                 TYPE_NORMAL,
                 EVENT_SCHEDULED,
                 ACTION_BINDING,
-                f"Successfully assigned {pod.namespace}/{pod.name} to {host}",
+                scheduled_note(pod.namespace, pod.name, host),
             )
         framework.run_post_bind(binding.state, binding.assumed, host)
         self._loop.activate(binding.state)

@@ -46,6 +46,13 @@ POD_SCHEDULED = "PodScheduled"
 
 NODE_SAMPLE = 8
 REASONS_KEPT = 16
+
+
+def scheduled_note(namespace: str, name: str, host: str) -> str:
+    """The note of the "Scheduled" event, as upstream words it."""
+    return f"Successfully assigned {namespace}/{name} to {host}"
+
+
 REASONS_PER_NODE = 4
 TEXT_LIMIT = 256
 MESSAGE_LIMIT = 1024
