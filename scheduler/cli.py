@@ -23,7 +23,12 @@ import sys
 from collections.abc import Sequence
 
 from scheduler.app import AppOptions, SchedulerApp, build_registry, resolve
-from scheduler.config import ConfigError, SchedulerConfiguration, load_config
+from scheduler.config import (
+    PROTOBUF_CONTENT_TYPE,
+    ConfigError,
+    SchedulerConfiguration,
+    load_config,
+)
 from scheduler.flags import apply_flags, log_level, parse_args
 from scheduler.informers import ResourceNotServed
 from scheduler.kube.client import KubeClient
@@ -67,6 +72,7 @@ async def _run(config: SchedulerConfiguration, args: argparse.Namespace) -> int:
         qps=connection.qps,
         burst=connection.burst,
         user_agent=USER_AGENT,
+        protobuf_writes=connection.content_type == PROTOBUF_CONTENT_TYPE,
     )
     options = AppOptions(
         bind_address=args.bind_address,

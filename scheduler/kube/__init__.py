@@ -5,6 +5,8 @@ Modules:
 - ``errors``: ``ApiError``, ``TransportError``, ``WatchTimeout``. Pure.
 - ``wire``: sans-I/O request and response handling (watch-line splitting and
   parsing, query strings, Status bodies, request bodies). Pure.
+- ``protobuf``: sans-I/O Kubernetes protobuf for bindings, events.k8s.io
+  Events and error ``Status`` answers, hand-written from the proto field numbers. Pure.
 - ``ratelimit``: the client-side priority token bucket (pure core, thin async waiter).
 - ``client``: ``KubeClient``, the async client over aiohttp. Only this module
   (and ``connection``) imports ``kubernetes_asyncio`` or ``aiohttp``.

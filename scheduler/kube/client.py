@@ -46,7 +46,13 @@ from aiohttp.tracing import Trace
 
 from scheduler.clock import Clock, RealClock
 from scheduler.kube.connection import Connection, load_connection
-from scheduler.kube.errors import TransportError, WatchTimeout
+from scheduler.kube.errors import (
+    HTTP_UNSUPPORTED_MEDIA_TYPE,
+    ApiError,
+    TransportError,
+    WatchTimeout,
+)
+from scheduler.kube.protobuf import PROTOBUF, Unencodable, encode_binding, encode_event
 from scheduler.kube.ratelimit import Priority, RateLimiter
 from scheduler.kube.resources import EVENTS, PODS, ResourceType
 from scheduler.kube.wire import (
@@ -65,6 +71,8 @@ from scheduler.kube.wire import (
 
 log = logging.getLogger(__name__)
 
+# Answers whose body is not needed: protobuf is cheaper for the server to encode.
+ACCEPT_PROTOBUF = f"{PROTOBUF}, {JSON}"
 DEFAULT_REQUEST_TIMEOUT = 30.0
 DEFAULT_CONNECT_TIMEOUT = 10.0
 DEFAULT_WATCH_MARGIN = 30.0
@@ -141,8 +149,10 @@ class KubeClient:
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         watch_margin: float = DEFAULT_WATCH_MARGIN,
+        protobuf_writes: bool = True,
     ) -> None:
         self._connection = connection
+        self._protobuf_writes = protobuf_writes
         self._session = session
         self._limiter = limiter
         self._user_agent = user_agent
@@ -172,9 +182,11 @@ class KubeClient:
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         watch_margin: float = DEFAULT_WATCH_MARGIN,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        protobuf_writes: bool = True,
     ) -> KubeClient:
         """From the kubeconfig at ``kubeconfig``, else the in-cluster service account.
-        ``qps``/``burst`` are the clientConnection settings (``qps <= 0``: unlimited)."""
+        ``qps``/``burst`` are the clientConnection settings (``qps <= 0``: unlimited);
+        ``protobuf_writes`` sends bindings and events as protobuf (contentType)."""
         return cls.open(
             await load_connection(kubeconfig, context),
             qps=qps,
@@ -185,6 +197,7 @@ class KubeClient:
             connect_timeout=connect_timeout,
             watch_margin=watch_margin,
             max_connections=max_connections,
+            protobuf_writes=protobuf_writes,
         )
 
     @classmethod
@@ -200,6 +213,7 @@ class KubeClient:
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         watch_margin: float = DEFAULT_WATCH_MARGIN,
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        protobuf_writes: bool = True,
     ) -> KubeClient:
         """For an already resolved ``Connection``; must run inside the event loop."""
         opened = _ConnectionCounter()
@@ -223,6 +237,7 @@ class KubeClient:
             request_timeout=request_timeout,
             connect_timeout=connect_timeout,
             watch_margin=watch_margin,
+            protobuf_writes=protobuf_writes,
         )
         client._opened = opened
         return client
@@ -360,9 +375,14 @@ class KubeClient:
     async def bind(self, pod_namespace: str, pod_name: str, pod_uid: str, node_name: str) -> None:
         """POST pods/binding. Returns on any 2xx; raises ``ApiError`` otherwise
         (409 if the pod is already bound or its uid changed)."""
+        path = PODS.object_path(pod_name, pod_namespace, "binding")
+        if self._protobuf_writes:
+            body = encode_binding(pod_namespace, pod_name, pod_uid, node_name)
+            if await self._protobuf_call(path, body, Priority.CRITICAL):
+                return
         await self._call(
             "POST",
-            PODS.object_path(pod_name, pod_namespace, "binding"),
+            path,
             body=binding_body(pod_namespace, pod_name, pod_uid, node_name),
             priority=Priority.CRITICAL,
         )
@@ -382,9 +402,16 @@ class KubeClient:
 
     async def create_event(self, namespace: str, event: Mapping[str, Any]) -> None:
         """POST an events.k8s.io/v1 Event."""
-        await self._call(
-            "POST", EVENTS.collection_path(namespace), body=event, priority=Priority.LOW
-        )
+        path = EVENTS.collection_path(namespace)
+        if self._protobuf_writes:
+            try:
+                body = encode_event(event)
+            except Unencodable as err:
+                log.debug("event sent as JSON: protobuf cannot carry field %s", err)
+            else:
+                if await self._protobuf_call(path, body, Priority.LOW):
+                    return
+        await self._call("POST", path, body=event, priority=Priority.LOW)
 
     async def patch_event(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
         """Merge-patch an events.k8s.io/v1 Event (series count and lastObservedTime)."""
@@ -434,6 +461,22 @@ class KubeClient:
         )
 
     # --------------------------------------------------------------- plumbing
+    async def _protobuf_call(self, path: str, body: bytes, priority: Priority) -> bool:
+        """POST a protobuf body whose success answer is not needed. False when
+        the server refuses the media type (415): protobuf writes are then off
+        for the client's life and the caller sends JSON."""
+        try:
+            await self._call(
+                "POST", path, body=body, content_type=PROTOBUF, priority=priority, reply=False
+            )
+        except ApiError as err:
+            if err.status != HTTP_UNSUPPORTED_MEDIA_TYPE:
+                raise
+            log.warning("protobuf refused (%s); writing JSON from now on", err)
+            self._protobuf_writes = False
+            return False
+        return True
+
     async def _call(
         self,
         method: str,
@@ -443,7 +486,11 @@ class KubeClient:
         body: Any = None,
         content_type: str | None = None,
         priority: Priority | None = None,
+        reply: bool = True,
     ) -> Any:
+        """One request. With ``reply=False`` a success answer's body is not
+        decoded (None is returned) and protobuf is accepted for it, which the
+        server encodes more cheaply than JSON; an error answer is read either way."""
         if priority is not None:
             waited = time.perf_counter()
             await self._limiter.acquire(priority)
@@ -451,7 +498,7 @@ class KubeClient:
         data = encode_json(body) if body is not None else None
         if data is not None and content_type is None:
             content_type = JSON
-        headers = await self._headers(content_type)
+        headers = await self._headers(content_type, JSON if reply else ACCEPT_PROTOBUF)
         started = time.perf_counter()
         try:
             async with self._session.request(
@@ -472,7 +519,7 @@ class KubeClient:
         self._metrics.rest_request(method, self._host, str(status), time.perf_counter() - started)
         if not 200 <= status < 300:
             raise error_from_response(status, payload)
-        return decode_json(payload)
+        return decode_json(payload) if reply else None
 
     async def _read_body(self, response: aiohttp.ClientResponse, path: str) -> bytes:
         try:
@@ -484,8 +531,8 @@ class KubeClient:
     def _url(self, path: str) -> str:
         return f"{self._connection.host}{path}"
 
-    async def _headers(self, content_type: str | None) -> dict[str, str]:
-        headers = {"Accept": JSON, "User-Agent": self._user_agent}
+    async def _headers(self, content_type: str | None, accept: str = JSON) -> dict[str, str]:
+        headers = {"Accept": accept, "User-Agent": self._user_agent}
         authorization = await self._connection.authorization()
         if authorization:
             headers["Authorization"] = authorization

@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 
 from scheduler.kube.errors import ApiError, TransportError
+from scheduler.kube.protobuf import decode_status
 
 JSON = "application/json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -102,7 +103,7 @@ def encode_json(body: Any) -> bytes:
 def error_from_response(http_status: int, body: bytes) -> ApiError:
     """An ``ApiError`` from a failed response, using its ``Status`` body when there is one."""
     try:
-        decoded = orjson.loads(body) if body else None
+        decoded = decode_status(body) or (orjson.loads(body) if body else None)
     except orjson.JSONDecodeError:
         decoded = None
     if isinstance(decoded, dict) and decoded.get("kind") == "Status":

@@ -14,7 +14,8 @@ import pytest
 from scheduler.clock import RealClock
 from scheduler.kube.client import KubeClient
 from scheduler.kube.errors import ApiError
-from scheduler.kube.events import EventSink, EventType
+from scheduler.kube.events import EventSink, EventType, object_reference
+from scheduler.kube.protobuf import PROTOBUF, encode_event
 from scheduler.kube.resources import EVENTS, NODES, PODS
 from tests.integration.conftest import Cluster
 from tests.support.builders import make_node, make_pod
@@ -76,7 +77,9 @@ async def test_bind_conflict_raises_409(
         await kube_client.bind(namespace, "p", pod["metadata"]["uid"], node)
     with pytest.raises(ApiError) as caught:
         await kube_client.bind(namespace, "p", uid_of(pod), node)
-    assert caught.value.status == 409
+    # The answer is a protobuf Status (the client accepts protobuf for binds).
+    assert (caught.value.status, caught.value.reason) == (409, "Conflict")
+    assert '"p"' in caught.value.message
 
 
 async def test_patch_pod_status_writes_the_pod_scheduled_condition(
@@ -118,6 +121,41 @@ async def test_create_event_shows_up_in_events_list(
     )
     assert event["note"] == "x" * 1020 + " ..."
     assert event["series"]["count"] == 2
+
+
+async def test_an_event_sent_as_protobuf_is_stored_as_the_same_event_sent_as_json(
+    kube_client: KubeClient, namespace: str
+) -> None:
+    pod = await create_pod(kube_client, namespace, "p")
+    event = {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "eventTime": "2026-12-01T10:20:30.123456Z",
+        "series": {"count": 3, "lastObservedTime": "2026-12-01T10:21:00.654321Z"},
+        "reportingController": "pyscheduler",
+        "reportingInstance": "pyscheduler-host",
+        "action": "Binding",
+        "reason": "Scheduled",
+        "type": "Normal",
+        "note": "Successfully assigned ä/p to node-1",
+        "regarding": object_reference(pod),
+    }
+    path = EVENTS.collection_path(namespace)
+    as_json = {**event, "metadata": {"name": "as-json"}}
+    as_protobuf = encode_event({**event, "metadata": {"name": "as-protobuf"}})
+    await kube_client.request("POST", path, as_json)
+    await kube_client.request("POST", path, as_protobuf, PROTOBUF)
+
+    def stored(name: str) -> dict[str, Any]:
+        [item] = [e for e in listed["items"] if e["metadata"]["name"] == name]
+        return {k: v for k, v in item.items() if k != "metadata"}
+
+    listed = await kube_client.list(EVENTS, namespace=namespace)
+    assert stored("as-json")["series"] == {
+        "count": 3,
+        "lastObservedTime": "2026-12-01T10:21:00.654321Z",
+    }
+    assert stored("as-protobuf") == stored("as-json")
 
 
 async def test_rate_limiter_lets_binds_through_ahead_of_queued_events(

@@ -99,5 +99,5 @@ async def test_ops_port_authenticates_and_authorizes_through_the_cluster(
         shown = orjson.loads(text)["componentconfig"]
         assert shown["profiles"][0]["schedulerName"] == name
         assert shown["leaderElection"]["leaseDuration"] == "15s"
-        assert shown["clientConnection"]["contentType"] == "application/json"
+        assert shown["clientConnection"]["contentType"] == "application/vnd.kubernetes.protobuf"
         assert "parallelism" not in shown

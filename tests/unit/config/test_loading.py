@@ -37,7 +37,11 @@ def _parse(builder: ConfigBuilder) -> SchedulerConfiguration:
         pytest.param("client_connection.kubeconfig", "", id="in-cluster kubeconfig"),
         pytest.param("client_connection.qps", 50.0, id="qps 50"),
         pytest.param("client_connection.burst", 100, id="burst 100"),
-        pytest.param("client_connection.content_type", "application/json", id="JSON content type"),
+        pytest.param(
+            "client_connection.content_type",
+            "application/vnd.kubernetes.protobuf",
+            id="protobuf content type (bindings and events)",
+        ),
         pytest.param("client_connection.accept_content_types", "", id="accept content types"),
         pytest.param("leader_election.leader_elect", True, id="leader election on"),
         pytest.param("leader_election.lease_duration", 15.0, id="lease 15s"),
@@ -108,8 +112,8 @@ def test_default_profile_is_ours() -> None:
         pytest.param(
             make_config().set("clientConnection.contentType", ""),
             "client_connection.content_type",
-            "application/json",
-            id="empty content type means the default",
+            "application/vnd.kubernetes.protobuf",
+            id="empty content type means the default, protobuf as upstream",
         ),
         pytest.param(
             make_config().set("clientConnection.qps", 12.5),
@@ -305,11 +309,9 @@ def test_json_is_accepted() -> None:
             id="delayCacheUntilActive refused",
         ),
         pytest.param(
-            make_config().set(
-                "clientConnection.contentType", "application/vnd.kubernetes.protobuf"
-            ),
-            "clientConnection.contentType: 'application/vnd.kubernetes.protobuf' is not supported",
-            id="protobuf refused",
+            make_config().set("clientConnection.contentType", "application/yaml"),
+            "clientConnection.contentType: 'application/yaml' is not supported",
+            id="a content type other than protobuf or JSON refused",
         ),
         pytest.param(
             make_config().set(

@@ -16,6 +16,7 @@ from aiohttp import web
 from scheduler.kube.client import KubeClient
 from scheduler.kube.connection import Connection
 from scheduler.kube.errors import ApiError, TransportError, WatchTimeout
+from scheduler.kube.protobuf import PROTOBUF, encode_binding
 from scheduler.kube.resources import PODS
 from scheduler.kube.wire import STRATEGIC_MERGE_PATCH
 
@@ -41,6 +42,7 @@ class FakeApiServer:
     chunks: list[bytes] = field(default_factory=list)
     hang: bool = False
     watch_status: int = 200
+    refuse_protobuf: bool = False
     requests: list[dict[str, Any]] = field(default_factory=list)
     port: int = 0
 
@@ -64,6 +66,8 @@ class FakeApiServer:
     async def binding(self, request: web.Request) -> web.Response:
         body = await request.read()
         self._record(request, body)
+        if self.refuse_protobuf and request.content_type == PROTOBUF:
+            return status(415, "UnsupportedMediaType", "the body is not JSON")
         if request.match_info["name"] == "taken":
             return status(409, "Conflict", "pod taken is already assigned to node n0")
         # The real API server answers a binding with a Status, not a Binding.
@@ -85,7 +89,7 @@ class FakeApiServer:
                 "path": request.path,
                 "query": dict(request.query),
                 "headers": dict(request.headers),
-                "body": orjson.loads(body) if body else None,
+                "body": body if request.content_type == PROTOBUF else orjson.loads(body or b"null"),
             }
         )
 
@@ -135,11 +139,22 @@ async def test_bind_returns_on_201_status_reply_and_sends_the_binding(
     await client.bind("ns", "p1", "uid-1", "n1")
     [request] = server.requests
     assert request["path"] == "/api/v1/namespaces/ns/pods/p1/binding"
-    assert request["body"]["metadata"] == {"name": "p1", "namespace": "ns", "uid": "uid-1"}
-    assert request["body"]["target"]["name"] == "n1"
+    assert request["body"] == encode_binding("ns", "p1", "uid-1", "n1")
     assert request["headers"]["Authorization"] == TOKEN
     assert request["headers"]["User-Agent"] == "test-agent"
-    assert request["headers"]["Content-Type"] == "application/json"
+    assert request["headers"]["Content-Type"] == PROTOBUF
+    assert request["headers"]["Accept"].startswith(PROTOBUF)
+
+
+async def test_a_server_refusing_protobuf_gets_json_from_then_on(
+    server: FakeApiServer, client: KubeClient
+) -> None:
+    server.refuse_protobuf = True
+    await client.bind("ns", "p1", "uid-1", "n1")
+    await client.bind("ns", "p2", "uid-2", "n1")
+    sent = [(r["headers"]["Content-Type"], r["path"].split("/")[-2]) for r in server.requests]
+    assert sent == [(PROTOBUF, "p1"), ("application/json", "p1"), ("application/json", "p2")]
+    assert server.requests[1]["body"]["target"]["name"] == "n1"
 
 
 async def test_bind_conflict_raises_api_error_from_status(client: KubeClient) -> None:
