@@ -182,8 +182,11 @@ def _read_varint(data: bytes, at: int) -> tuple[int, int]:
         shift += 7
 
 
-def _fields(data: bytes) -> dict[int, int | bytes]:
-    """The last value of each field number (enough for the scalars read here)."""
+def read_fields(data: bytes) -> dict[int, int | bytes]:
+    """One message's fields: the last value of each field number, a varint as
+    an int and a length-delimited field as its bytes (enough for the scalars
+    read here; nested messages are read by calling this again on the bytes).
+    Raises ``ValueError`` on a malformed message."""
     fields: dict[int, int | bytes] = {}
     at = 0
     while at < len(data):
@@ -219,14 +222,14 @@ def decode_status(body: bytes) -> dict[str, Any] | None:
     if not body.startswith(MAGIC):
         return None
     try:
-        unknown = _fields(body[len(MAGIC) :])
+        unknown = read_fields(body[len(MAGIC) :])
         type_meta = unknown.get(1, b"")
         raw = unknown.get(2, b"")
         if not isinstance(type_meta, bytes) or not isinstance(raw, bytes):
             return None
-        if _text(_fields(type_meta), 2) != "Status":
+        if _text(read_fields(type_meta), 2) != "Status":
             return None
-        status = _fields(raw)
+        status = read_fields(raw)
     except ValueError:
         return None
     code = status.get(6, 0)

@@ -39,9 +39,24 @@ import orjson
 import yaml
 from aiohttp import web
 
+from scheduler.kube.protobuf import MAGIC, read_fields
+from scheduler.kube.wire import binding_body
+
 _BINDING = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)/binding$")
 _POD_STATUS = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)/status$")
 _HOP_HEADERS = {"content-type", "accept", "user-agent", "content-encoding"}
+
+
+def _bound_node(body: bytes) -> str:
+    """The node a binding request names, sent as protobuf or as JSON."""
+    if body.startswith(MAGIC):
+        raw = read_fields(body[len(MAGIC) :])[2]
+        assert isinstance(raw, bytes)
+        target = read_fields(raw).get(2, b"")
+        assert isinstance(target, bytes)
+        name = read_fields(target).get(3, b"")
+        return name.decode() if isinstance(name, bytes) else ""
+    return str((orjson.loads(body).get("target") or {}).get("name", ""))
 
 
 class Kind(StrEnum):
@@ -200,7 +215,7 @@ class FaultProxy:
         match = _BINDING.match(request.path)
         assert match is not None
         pod = f"{match.group(1)}/{match.group(2)}"
-        node = (orjson.loads(body).get("target") or {}).get("name", "")
+        node = _bound_node(body)
         self.binds_in_flight.add(pod)
         try:
             if self.delay.get(Kind.BIND):
@@ -224,9 +239,7 @@ class FaultProxy:
         match = _BINDING.match(path)
         assert match is not None
         pod = f"{match.group(1)}/{match.group(2)}"
-        binding = orjson.loads(body)
-        binding["target"] = {"kind": "Node", "apiVersion": "v1", "name": node}
-        binding.get("metadata", {}).pop("uid", None)
+        binding = binding_body(match.group(1), match.group(2), "", node)
         status, _, _ = await self._forward("POST", path, orjson.dumps(binding), None)
         self.binds.append(BindRecord(pod, node, status))
         if status == 201:
