@@ -50,12 +50,12 @@ _HOP_HEADERS = {"content-type", "accept", "user-agent", "content-encoding"}
 def _bound_node(body: bytes) -> str:
     """The node a binding request names, sent as protobuf or as JSON."""
     if body.startswith(MAGIC):
-        raw = read_fields(body[len(MAGIC) :])[2]
-        assert isinstance(raw, bytes)
-        target = read_fields(raw).get(2, b"")
-        assert isinstance(target, bytes)
-        name = read_fields(target).get(3, b"")
-        return name.decode() if isinstance(name, bytes) else ""
+        data = body[len(MAGIC) :]
+        for number in (2, 2, 3):  # Unknown.raw, then Binding.target, then its name
+            value = read_fields(data).get(number, b"")
+            assert isinstance(value, bytes)
+            data = value
+        return data.decode()
     return str((orjson.loads(body).get("target") or {}).get("name", ""))
 
 

@@ -141,15 +141,8 @@ EVENT_TIME = {"seconds": 1796120430, "nanos": 123456000}
         pytest.param(
             EVENT,
             {
-                "metadata": {"name": "p.187a", "namespace": "ns"},
+                **{k: v for k, v in EVENT.items() if k not in ("apiVersion", "kind")},
                 "eventTime": EVENT_TIME,
-                "reportingController": "pyscheduler",
-                "reportingInstance": "pyscheduler-host",
-                "action": "Binding",
-                "reason": "Scheduled",
-                "type": "Normal",
-                "note": "Successfully assigned ns/p to node-1 ✓",
-                "regarding": EVENT["regarding"],
             },
             id="the Scheduled event, every field",
         ),
