@@ -354,7 +354,7 @@ class SchedulerApp:
         if self.elector is None:
             await self.scheduler.run()
             return
-        await self.elector.run(self.scheduler.run)
+        await self.elector.run(self.scheduler.lead, on_stopped_leading=self.scheduler.fence)
 
     async def _shutdown_scheduling(
         self, scheduling: asyncio.Task[None], flushers: asyncio.Task[None]

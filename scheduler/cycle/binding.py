@@ -50,6 +50,7 @@ class BindingCycles:
         clock: Clock,
         metrics: AttemptMetrics,
         loop: SchedulingLoop,
+        max_bind_requests: int = 0,
     ) -> None:
         self._queue = queue
         self._recorders = recorders
@@ -58,8 +59,33 @@ class BindingCycles:
         self._metrics = metrics
         self._loop = loop
         self._tasks: dict[asyncio.Task[None], Binding] = {}
+        # Bounds concurrent Bind calls only (0: unbounded, as upstream); a
+        # cycle waiting at Permit or in PreBind holds nothing.
+        self._bind_requests = (
+            asyncio.Semaphore(max_bind_requests) if max_bind_requests > 0 else None
+        )
+        self._fenced = False
+
+    def fence(self) -> None:
+        """Leadership is gone: from now on no binding cycle sends PreBind or
+        Bind; those in flight are cancelled (each rolls back), new ones are
+        rolled back at once. Synchronous and idempotent."""
+        if self._fenced:
+            return
+        self._fenced = True
+        if self._tasks:
+            log.warning("fenced: cancelling %d binding cycles", len(self._tasks))
+        for task in self._tasks:
+            task.cancel()
+
+    @property
+    def fenced(self) -> bool:
+        return self._fenced
 
     def start(self, binding: Binding) -> None:
+        if self._fenced:
+            self._roll_back(binding, requeue=False)
+            return
         task = asyncio.get_running_loop().create_task(
             self._binding_cycle(binding), name=f"bind {binding.assumed.key}"
         )
@@ -121,6 +147,7 @@ class BindingCycles:
             self._binding_failed(binding, single_node_fit_error(pod, host, status), status)
             return
         self._queue.done(pod.uid)
+        self._check_fence()
         status = await framework.run_pre_bind(state, assumed, host)
         if status is not None:
             self._binding_failed(binding, single_node_fit_error(pod, host, status), status)
@@ -128,13 +155,24 @@ class BindingCycles:
         # No status patch of this pod may land after the bind: a pending one
         # is dropped, one in flight is waited for.
         await self._status.settle(pod.namespace, pod.name)
-        bound = await framework.run_bind(state, assumed, host)
+        if self._bind_requests is None:
+            self._check_fence()
+            bound = await framework.run_bind(state, assumed, host)
+        else:
+            async with self._bind_requests:
+                self._check_fence()
+                bound = await framework.run_bind(state, assumed, host)
         if not bound.is_success():
             if bound.is_skip():
                 bound = Status.as_error("no bind plugin bound the pod")
             self._binding_failed(binding, None, bound)
             return
         self._bound(binding)
+
+    def _check_fence(self) -> None:
+        """Right before a write only the leader may send (PreBind, Bind)."""
+        if self._fenced:
+            raise asyncio.CancelledError("fenced: leadership lost")
 
     def _nominate(self, pod: Pod, host: str) -> None:
         if pod.nominated_node_name != host:

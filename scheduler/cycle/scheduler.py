@@ -3,8 +3,10 @@ an asynchronous binding cycle per pod.
 
 ``schedule_one`` is synchronous from pop to Permit (no await: the snapshot
 and CycleState are private to the cycle, the cache and queue are touched only
-between awaits). Binding runs as a task, at most ``max_binding`` at once; the
-loop waits for a free slot before it pops the next pod.
+between awaits). Binding runs as a task per pod, unbounded as upstream's binding
+goroutines; ``max_binding`` (0: none) bounds only concurrent Bind requests,
+so pods waiting at Permit or in PreBind never hold up the loop. ``fence``
+(leadership lost) stops every PreBind and Bind write at once.
 
 Invariants:
 - Every popped pod ends in exactly one of: bound (and confirmed later by the
@@ -21,7 +23,6 @@ Invariants:
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import logging
 from collections.abc import Callable, Mapping
@@ -120,7 +121,6 @@ class Scheduler:
             randomness.tie_break, percentage_of_nodes_to_score, nominated=queue
         )
         self._snapshot = snapshot if snapshot is not None else Snapshot()
-        self._slots = asyncio.Semaphore(max_binding)
         self._binding = BindingCycles(
             queue=queue,
             recorders=recorders,
@@ -128,6 +128,7 @@ class Scheduler:
             clock=clock,
             metrics=metrics,
             loop=self,
+            max_bind_requests=max_binding,
         )
         # The cycle in progress, so that a crash can undo its assume and Reserve.
         self._current: Binding | None = None
@@ -138,24 +139,18 @@ class Scheduler:
         """Pop and schedule until the queue closes or ``stop_popping``."""
         next_yield = 0.0
         while not self._stopping:
-            await self._slots.acquire()
             pinfo = await self._queue.pop()
             if pinfo is None or self._stopping:
-                self._slots.release()
                 if pinfo is not None:
                     self._queue.done(pinfo.pod.uid)
                 return
-            spawned = False
             popped = self._clock.now()
             try:
-                spawned = self.schedule_one(pinfo)
+                self.schedule_one(pinfo)
             except Exception as error:  # a bug must cost one attempt, not the daemon or the pod
                 log.exception("scheduling cycle for %s crashed", pinfo.pod.key)
                 self._recover(pinfo, error, popped)
-            finally:
-                if not spawned:
-                    self._slots.release()
-            # Awaiting a free slot or a queued pod does not suspend when one is
+            # Awaiting a queued pod does not suspend when one is
             # available, so without this a burst would run cycle after cycle
             # without letting binds, informers and event writes make progress.
             # Yield at least every YIELD_INTERVAL_SECONDS of scheduling.
@@ -202,6 +197,17 @@ class Scheduler:
                 self._tell_user(framework, pinfo.pod, REASON_SCHEDULER_ERROR, message, None)
             except Exception:
                 log.exception("cannot tell %s that its cycle crashed", pinfo.pod.key)
+
+    async def lead(self) -> None:
+        """``run`` as a leader's work: however it ends (the loop returns, or it
+        is cancelled on leadership loss or a fatal error elsewhere), binding
+        cycles are fenced and have finished rolling back when it returns, so
+        before the elector releases the lease."""
+        try:
+            await self.run()
+        finally:
+            self.fence()
+            await self._binding.drain(0.0)
 
     def stop_popping(self) -> None:
         self._stopping = True
@@ -356,7 +362,13 @@ class Scheduler:
         return True
 
     def binding_done(self) -> None:
-        self._slots.release()
+        pass
+
+    def fence(self) -> None:
+        """Leadership lost: stop popping, no PreBind/Bind from now on, binding
+        cycles in flight cancelled (see ``BindingCycles.fence``)."""
+        self._stopping = True
+        self._binding.fence()
 
     def activate(self, state: CycleState) -> None:
         if state.pods_to_activate:

@@ -38,6 +38,7 @@ class LeaderElector:
         self._clock = clock
         self._rand = rand
         self._state = ElectionState(config)
+        self._on_stopped: Callable[[], None] | None = None
 
     @property
     def config(self) -> LeaderElectionConfig:
@@ -55,13 +56,22 @@ class LeaderElector:
     def healthy(self) -> tuple[bool, str]:
         return self._state.healthy(self._clock.now())
 
-    async def run(self, on_started_leading: Callable[[], Awaitable[None]]) -> None:
+    async def run(
+        self,
+        on_started_leading: Callable[[], Awaitable[None]],
+        on_stopped_leading: Callable[[], None] | None = None,
+    ) -> None:
         """Block until elected, then run ``on_started_leading`` while renewing.
 
         Returns when the work returns; raises what the work raises, or
         ``LeadershipLost`` (after cancelling the work). The lease is released
-        (best effort) whenever we stop, including when ``run`` is cancelled.
+        (best effort) whenever we stop, including when ``run`` is cancelled,
+        and only after the work has finished its cancellation.
+        ``on_stopped_leading`` (synchronous, idempotent) is called the moment
+        the loss is detected, before any other task runs, and again when we
+        stop for any other reason: the fence for writes only a leader may send.
         """
+        self._on_stopped = on_stopped_leading
         log.info("attempting to acquire lease %s", self._config.description)
         await self._acquire()
         log.info("acquired lease %s as %s", self._config.description, self._config.identity)
@@ -75,6 +85,7 @@ class LeaderElector:
         try:
             await asyncio.wait({working, renewing}, return_when=asyncio.FIRST_COMPLETED)
         finally:
+            self._stopped_leading()
             working.cancel()
             renewing.cancel()
             await asyncio.gather(working, renewing, return_exceptions=True)
@@ -109,7 +120,12 @@ class LeaderElector:
         reason = self._state.loss(self._clock.now())
         if reason is not None:
             log.warning("leadership lost: %s", reason)
+            self._stopped_leading()
             raise LeadershipLost(reason)
+
+    def _stopped_leading(self) -> None:
+        if self._on_stopped is not None:
+            self._on_stopped()
 
     async def _attempt(self) -> bool:
         """One try to acquire or renew, bounded by what is left of our

@@ -198,6 +198,7 @@ def harness(
     nodes: Iterable[str] = ("n1",),
     lister: Callable[[str], Pod | None] | None = None,
     randomness: CycleRandomness | None = None,
+    max_binding: int = 64,
 ) -> Harness:
     cache = Cache()
     for name in nodes:
@@ -220,5 +221,6 @@ def harness(
         metrics=metrics,
         attempts=attempts,
         randomness=randomness or CycleRandomness.split(random.Random(0)),
+        max_binding=max_binding,
     )
     return Harness(scheduler, cache, queue, recorder, status, metrics, attempts, clock, informer)
