@@ -78,6 +78,7 @@ async def _run(config: SchedulerConfiguration, args: argparse.Namespace) -> int:
         bind_address=args.bind_address,
         port=args.secure_port,
         bind_grace_seconds=args.bind_grace_seconds,
+        max_binding=args.max_concurrent_binds,
         feature_gates=args.feature_gates,
         tls_cert_file=args.tls_cert_file,
         tls_private_key_file=args.tls_private_key_file,

@@ -5,8 +5,9 @@
 ``--authorization-kubeconfig``, ``--authorization-always-allow-paths``,
 ``--tls-cert-file``, ``--tls-private-key-file``, ``-v``/``--v``,
 ``--logging-format``, ``--leader-elect*``, ``--feature-gates``) plus our
-``--bind-grace-seconds`` and ``--seed``. Go's flag syntax is accepted where it
-differs from argparse's: ``-v=4``, ``--leader-elect=false``, ``--flag value``.
+``--bind-grace-seconds``, ``--max-concurrent-binds`` and ``--seed``. Go's
+flag syntax is accepted where it differs from argparse's: ``-v=4``,
+``--leader-elect=false``, ``--flag value``.
 
 ``apply_flags`` merges the flags that override the configuration file into it
 as upstream does (``ApplyLeaderElectionTo``: a ``--leader-elect*`` flag given
@@ -153,6 +154,14 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
         help="on SIGTERM, how long in-flight binds may take before they are rolled back",
     )
     parser.add_argument(
+        "--max-concurrent-binds",
+        type=_non_negative_int,
+        default=64,
+        metavar="N",
+        help="at most N Bind requests in flight at once (0: no limit); pods waiting at Permit "
+        "or in PreBind never count, so the limit cannot hold up scheduling",
+    )
+    parser.add_argument(
         "--seed",
         type=int,
         default=None,
@@ -196,3 +205,10 @@ def apply_flags(config: SchedulerConfiguration, args: argparse.Namespace) -> Sch
         return SchedulerConfiguration.model_validate(data)
     except ValidationError as error:
         raise ConfigError(list(problems_from(error)), "the command-line flags") from None
+
+
+def _non_negative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value

@@ -65,6 +65,9 @@ log = logging.getLogger(__name__)
 
 CONFIGZ_KEY = "componentconfig"
 GATE_SECONDS = 0.02  # how soon a process listener follows the gate
+# How long stop() lets ops requests in flight finish (aiohttp's default is
+# 60 s): the exit, leadership loss included, must not wait on a client.
+SHUTDOWN_GRACE_SECONDS = 2.0
 _TEXT = "text/plain; charset=utf-8"
 
 
@@ -187,7 +190,12 @@ class OpsServer:
     async def start(self) -> None:
         if self._runner is not None:
             raise RuntimeError("OpsServer already started")
-        runner = web.AppRunner(self.app(), access_log=None, handle_signals=False)
+        runner = web.AppRunner(
+            self.app(),
+            access_log=None,
+            handle_signals=False,
+            shutdown_timeout=SHUTDOWN_GRACE_SECONDS,
+        )
         await runner.setup()
         try:
             await web.TCPSite(runner, self._host, self._port, ssl_context=self._ssl_context).start()

@@ -13,12 +13,15 @@ faults on and off while the scheduler runs:
 - ``conflict_every = n``: before forwarding every n-th bind, bind the pod
   itself (someone else won the race), alternately to the node the scheduler
   chose and to ``conflict_node`` (if set); the scheduler's bind then gets 409;
+- ``fail_lease_writes``: answer every Lease write (acquire, renew, release)
+  with a 500, so a leader loses its lease while everything else works;
 - ``block_reads()`` / ``unblock_reads()``: end every watch stream and answer
   lists and watches with 503 until unblocked, so the scheduler's informers
   lose their watches while writes still get through.
 
 It records what the test needs to judge the outcome: every bind with its
-answer (``binds``), binds in flight now (``binds_in_flight``), and the number
+answer (``binds``), when each bind request arrived (``bind_arrivals``, wall
+time and pod), binds in flight now (``binds_in_flight``), and the number
 of faults injected per kind (``injected``). A request that cannot reach the
 API server (restarting) is answered 503, as a load balancer would.
 """
@@ -29,6 +32,7 @@ import asyncio
 import contextlib
 import re
 import ssl
+import time
 from collections import Counter
 from dataclasses import dataclass
 from enum import StrEnum
@@ -44,6 +48,7 @@ from scheduler.kube.wire import binding_body
 
 _BINDING = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)/binding$")
 _POD_STATUS = re.compile(r"^/api/v1/namespaces/([^/]+)/pods/([^/]+)/status$")
+_LEASE = re.compile(r"^/apis/coordination\.k8s\.io/v1/namespaces/[^/]+/leases(/[^/]+)?$")
 _HOP_HEADERS = {"content-type", "accept", "user-agent", "content-encoding"}
 
 
@@ -121,6 +126,8 @@ class FaultProxy:
         self.fail_every: dict[Kind, int] = {}
         self.conflict_every = 0
         self.conflict_node: str | None = None
+        self.fail_lease_writes = False
+        self.bind_arrivals: list[tuple[float, str]] = []
         self.seen: Counter[Kind] = Counter()
         self.injected: Counter[str] = Counter()
         self.binds: list[BindRecord] = []
@@ -198,6 +205,9 @@ class FaultProxy:
             self.injected["reads blocked"] += 1
             return _status(503, "ServiceUnavailable", "reads blocked by the fault proxy")
         body = await request.read()
+        if self.fail_lease_writes and request.method != "GET" and _LEASE.match(request.path):
+            self.injected["lease write 500"] += 1
+            return _status(500, "InternalError", "lease write failed by the fault proxy")
         if kind is Kind.BIND:
             return await self._bind(request, body)
         if self.delay.get(kind):
@@ -216,6 +226,7 @@ class FaultProxy:
         assert match is not None
         pod = f"{match.group(1)}/{match.group(2)}"
         node = _bound_node(body)
+        self.bind_arrivals.append((time.time(), pod))
         self.binds_in_flight.add(pod)
         try:
             if self.delay.get(Kind.BIND):
