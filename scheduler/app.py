@@ -19,6 +19,14 @@ starts them in one TaskGroup, each named, and stops them in this order when
 4. flush pod status patches and events (bounded), then close the client:
    last, as everything above may still talk to the API server.
 
+On leadership loss (or a fatal error in any task, which cancels the rest)
+the bind fence comes first: the elector calls ``Scheduler.fence`` the moment
+it detects the loss, so no PreBind or Bind leaves after it; the binding
+cycles are cancelled and have rolled back before the lease is released
+(``Scheduler.lead``); then the steps above run with no binds left to drain.
+The ops server gives requests in flight at most
+``server.SHUTDOWN_GRACE_SECONDS``, so no exit waits on an ops client.
+
 Threads: plugin listeners (``PluginHttp.listen``) are served from their own
 threads, owned by the ops server. While any is configured, ``run`` lowers the
 interpreter's switch interval (``scheduler.listener.LISTENER_SWITCH_INTERVAL``,
