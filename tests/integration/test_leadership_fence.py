@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import secrets
 from pathlib import Path
@@ -17,6 +18,7 @@ from scheduler.config import parse_config
 from scheduler.kube.client import KubeClient
 from scheduler.leaderelection import LeadershipLost
 from tests.integration.conftest import Cluster, NodePool
+from tests.integration.test_app_lifecycle import spy
 from tests.support.builders import make_node, make_pod
 from tests.support.faultproxy import FaultProxy, Kind
 from tests.support.kubeapi import create_all, list_pods
@@ -86,6 +88,16 @@ async def test_a_leader_whose_renewals_fail_sends_no_bind_after_the_loss_and_the
             leader_client,
             AppOptions(bind_address="127.0.0.1", port=0, bind_grace_seconds=10.0),
         )
+        order: list[str] = []
+        spy(order, leader.scheduler, "fence", "fence")
+        server_stop = leader.server.stop
+
+        async def stop_server() -> None:
+            order.append(f"stop server, binds in flight: {leader.scheduler.binding_in_flight()}")
+            await server_stop()
+
+        leader.server.stop = stop_server  # type: ignore[method-assign]
+        spy(order, leader_client, "close", "close client")
         leading = asyncio.create_task(leader.run(), name="fence-leader")
 
         async def leads() -> bool:
@@ -127,4 +139,7 @@ async def test_a_leader_whose_renewals_fail_sends_no_bind_after_the_loss_and_the
     assert in_flight_at_fault > 1
     assert proxy.injected["lease write 500"] > 0
     assert late == [], "binds sent by the leader after it detected the loss"
+    # The fence first; serving stops with every binding cycle rolled back.
+    shutdown = [step for step, _ in itertools.groupby(order)]
+    assert shutdown == ["fence", "stop server, binds in flight: 0", "close client"]
     assert proxy.double_bound() == {}
