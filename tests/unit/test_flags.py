@@ -61,6 +61,8 @@ from tests.unit.config.builders import make_config
         ),
         pytest.param([], "seed", None, id="unseeded by default"),
         pytest.param(["--seed=7"], "seed", 7, id="--seed"),
+        pytest.param([], "max_concurrent_binds", 64, id="64 bind requests at once by default"),
+        pytest.param(["--max-concurrent-binds=0"], "max_concurrent_binds", 0, id="no bind cap"),
     ],
 )
 def test_flags_parse(argv: list[str], attribute: str, expected: Any) -> None:
@@ -75,6 +77,7 @@ def test_flags_parse(argv: list[str], attribute: str, expected: Any) -> None:
         pytest.param(["--secure-port=70000"], "must be in 0..65535", id="port out of range"),
         pytest.param(["--logging-format=xml"], "invalid choice: 'xml'", id="unknown log format"),
         pytest.param(["--leader-elect=maybe"], "invalid boolean 'maybe'", id="bad boolean"),
+        pytest.param(["--max-concurrent-binds=-1"], "must be 0 or more", id="negative bind cap"),
         pytest.param(
             ["--authorization-always-allow-paths=healthz"],
             "must start with '/'",
