@@ -24,6 +24,11 @@ The protocol, deliberately small (the clients are programs: autoscaler-agents
 over Go's net/http, tests, the bench):
 - request line ``METHOD target HTTP/1.x`` and headers, at most 8 KiB (else
   431 and close); a malformed head answers 400 and closes; other versions 505;
+  strict ASCII grammar: method and header names are RFC 9110 tokens, the
+  target visible ASCII, values without control characters, ``Content-Length``
+  1 to 18 ASCII digits (Unicode digits such as ``²`` and huge lengths: 400);
+- an unexpected error while handling a connection is logged and closes that
+  connection only, never the loop;
 - bodies framed by ``Content-Length`` only: ``Transfer-Encoding`` answers 411
   and closes (Go's client sets a length for in-memory bodies);
 - keep-alive (HTTP/1.1 unless ``Connection: close``; HTTP/1.0 only with
@@ -40,6 +45,7 @@ import contextlib
 import http
 import logging
 import math
+import re
 import selectors
 import socket
 import sys
@@ -66,6 +72,14 @@ IDLE_SECONDS = 75.0
 SWEEP_SECONDS = 1.0  # how often idle connections are looked for
 BACKLOG = 1024
 _TEXT = "text/plain"
+# Strict ASCII grammar (RFC 9110/9112): ``str.isdigit``/``isalpha`` accept
+# Unicode (``"²".isdigit()`` is true and ``int("²")`` raises), so each field is
+# matched against its ASCII production instead.
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+", re.ASCII)
+_TARGET = re.compile(r"[\x21-\x7e]+", re.ASCII)
+_FIELD_VALUE = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
+MAX_LENGTH_DIGITS = 18  # a Content-Length beyond 10**18 - 1 is refused (400)
+_LENGTH = re.compile(f"[0-9]{{1,{MAX_LENGTH_DIGITS}}}", re.ASCII)
 
 # Why a listener refuses now (None: serve), given its ``leader_only``.
 Gate = Callable[[], str | None]
@@ -130,7 +144,7 @@ class _Head:
             raise _BadRequest(400, "bad request") from None
         lines = text.split("\r\n")
         parts = lines[0].split(" ")
-        if len(parts) != 3 or not parts[0].isalpha() or not parts[1]:
+        if len(parts) != 3 or not _TOKEN.fullmatch(parts[0]) or not _TARGET.fullmatch(parts[1]):
             raise _BadRequest(400, "bad request line")
         method, target, version = parts
         if not version.startswith("HTTP/"):
@@ -144,11 +158,11 @@ class _Head:
         self.expect_continue = False
         for line in lines[1:]:
             name, colon, value = line.partition(":")
-            if not colon or not name or name != name.strip():
+            if not colon or not _TOKEN.fullmatch(name) or not _FIELD_VALUE.fullmatch(value):
                 raise _BadRequest(400, "bad header line")
-            name, value = name.lower(), value.strip()
+            name, value = name.lower(), value.strip(" \t")
             if name == "content-length":
-                if not value.isdigit() or (length is not None and int(value) != length):
+                if not _LENGTH.fullmatch(value) or (length is not None and int(value) != length):
                     raise _BadRequest(400, "bad Content-Length")
                 length = int(value)
             elif name == "transfer-encoding":
@@ -196,6 +210,10 @@ class _Connection:
     @property
     def closed(self) -> bool:
         return self.sock.fileno() < 0
+
+    @property
+    def remote(self) -> str:
+        return self._remote
 
     @property
     def closing(self) -> bool:
@@ -373,10 +391,14 @@ class HttpCore:
         """Handle one ready key if it is ours (the server or a connection)."""
         data = key.data
         if isinstance(data, _Connection):
-            if mask & selectors.EVENT_WRITE:
-                data.flush()
-            if mask & selectors.EVENT_READ and not data.closed:
-                data.readable()
+            try:
+                if mask & selectors.EVENT_WRITE:
+                    data.flush()
+                if mask & selectors.EVENT_READ and not data.closed:
+                    data.readable()
+            except Exception:  # contained to this connection, never the loop's end
+                log.exception("plugin endpoint %s: connection %s failed", self.name, data.remote)
+                data.abort()
             return True
         if data is self:
             self._accept()

@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
+import scheduler.listener as listener_module
 from scheduler.diagnostics import AttemptLog
 from scheduler.framework import HttpRequest, HttpResponse
 from scheduler.health import HealthChecks
@@ -305,6 +306,22 @@ async def test_connection_close_and_http10_close_after_the_answer() -> None:
         (b"POST / HTTP/1.1\r\n folded\r\n\r\n", b"400"),
         (b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", b"411"),
         (b"POST / HTTP/1.1\r\nX: " + b"a" * 9000 + b"\r\n\r\n", b"431"),
+        pytest.param(
+            b"POST / HTTP/1.1\r\nContent-Length: \xb2\r\n\r\n", b"400", id="unicode-digit-length"
+        ),
+        pytest.param(
+            b"POST / HTTP/1.1\r\nContent-Length: " + b"9" * 5000 + b"\r\n\r\n",
+            b"400",
+            id="5000-digit-length",
+        ),
+        pytest.param(
+            b"POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: \xb2\r\n\r\n",
+            b"400",
+            id="unicode-digit-repeated-length",
+        ),
+        pytest.param(b"P\xc9ST / HTTP/1.1\r\n\r\n", b"400", id="non-ascii-method"),
+        pytest.param(b"POST / HTTP/1.1\r\nX\x00: y\r\n\r\n", b"400", id="control-in-name"),
+        pytest.param(b"POST / HTTP/1.1\r\nX: a\x00b\r\n\r\n", b"400", id="control-in-value"),
     ],
 )
 async def test_malformed_requests_are_refused_and_the_connection_closed(
@@ -314,6 +331,34 @@ async def test_malformed_requests_are_refused_and_the_connection_closed(
         answer = await exchange(port, request_bytes)
     assert answer.startswith(b"HTTP/1.1 " + status)
     assert b"Connection: close" in answer
+
+
+async def test_a_bad_length_is_refused_per_connection_and_the_listener_keeps_serving() -> None:
+    async with raw_listener() as port:
+        refused = await exchange(port, b"POST / HTTP/1.1\r\nContent-Length: \xb2\r\n\r\n")
+        served = await exchange(port, post("/after", b"ok", "Connection: close"))
+    assert refused.startswith(b"HTTP/1.1 400")
+    assert b"POST /after 2:ok" in served
+
+
+async def test_an_unexpected_error_in_a_connection_closes_only_that_connection(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real_head = listener_module._Head
+    calls = []
+
+    def failing_once(raw: bytes) -> object:
+        calls.append(raw)
+        if len(calls) == 1:
+            raise RuntimeError("unexpected")
+        return real_head(raw)
+
+    monkeypatch.setattr(listener_module, "_Head", failing_once)
+    async with raw_listener() as port:
+        broken = await exchange(port, post("/broken", b""))
+        served = await exchange(port, post("/after", b"ok", "Connection: close"))
+    assert broken == b""
+    assert b"POST /after 2:ok" in served
 
 
 async def test_expect_100_continue_is_honoured() -> None:
