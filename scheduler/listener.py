@@ -24,11 +24,22 @@ The protocol, deliberately small (the clients are programs: autoscaler-agents
 over Go's net/http, tests, the bench):
 - request line ``METHOD target HTTP/1.x`` and headers, at most 8 KiB (else
   431 and close); a malformed head answers 400 and closes; other versions 505;
+  strict ASCII grammar: method and header names are RFC 9110 tokens, the
+  target visible ASCII, values without control characters, ``Content-Length``
+  1 to 18 ASCII digits (Unicode digits such as ``²`` and huge lengths: 400);
+- an unexpected error while handling a connection is logged and closes that
+  connection only, never the loop;
 - bodies framed by ``Content-Length`` only: ``Transfer-Encoding`` answers 411
   and closes (Go's client sets a length for in-memory bodies);
 - keep-alive (HTTP/1.1 unless ``Connection: close``; HTTP/1.0 only with
   ``Connection: keep-alive``), pipelined requests answered in order,
-  ``Expect: 100-continue`` honoured; idle connections closed after 75 s;
+  ``Expect: 100-continue`` honoured; idle connections closed after 75 s, a
+  request whose head and body take longer than 30 s from its first byte too;
+- back-pressure: above ``HIGH_WATER_BYTES`` of answers the client has not
+  taken, the connection is not read and its buffered requests wait;
+- at most ``max_connections`` connections (more are closed when accepted);
+  an accept error (e.g. EMFILE) pauses accepting for a second, and such
+  warnings are logged at most once per ``LOG_EVERY_SECONDS``;
 - the handler sees the path without the query string, undecoded.
 """
 
@@ -40,6 +51,7 @@ import contextlib
 import http
 import logging
 import math
+import re
 import selectors
 import socket
 import sys
@@ -63,9 +75,26 @@ SWITCH_INTERVAL_ENV = "PYSCHEDULER_LISTENER_SWITCH_INTERVAL"
 
 MAX_HEAD_BYTES = 8192
 IDLE_SECONDS = 75.0
+# A request's head and body must arrive within this long of its first byte
+# (kube's and Go's servers close slow heads after about 30 s).
+REQUEST_SECONDS = 30.0
+# Back-pressure: above this many answer bytes not yet taken by the client, the
+# connection is not read (nor its buffered requests answered) until it drains.
+HIGH_WATER_BYTES = 256 << 10
+MAX_CONNECTIONS = 1024  # per listener; beyond it new connections are closed at once
+ACCEPT_BACKOFF_SECONDS = 1.0  # after an accept error (e.g. EMFILE) stop accepting this long
+LOG_EVERY_SECONDS = 10.0  # accept errors and refused connections: one warning per period
 SWEEP_SECONDS = 1.0  # how often idle connections are looked for
 BACKLOG = 1024
 _TEXT = "text/plain"
+# Strict ASCII grammar (RFC 9110/9112): ``str.isdigit``/``isalpha`` accept
+# Unicode (``"²".isdigit()`` is true and ``int("²")`` raises), so each field is
+# matched against its ASCII production instead.
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+", re.ASCII)
+_TARGET = re.compile(r"[\x21-\x7e]+", re.ASCII)
+_FIELD_VALUE = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
+MAX_LENGTH_DIGITS = 18  # a Content-Length beyond 10**18 - 1 is refused (400)
+_LENGTH = re.compile(f"[0-9]{{1,{MAX_LENGTH_DIGITS}}}", re.ASCII)
 
 # Why a listener refuses now (None: serve), given its ``leader_only``.
 Gate = Callable[[], str | None]
@@ -130,7 +159,7 @@ class _Head:
             raise _BadRequest(400, "bad request") from None
         lines = text.split("\r\n")
         parts = lines[0].split(" ")
-        if len(parts) != 3 or not parts[0].isalpha() or not parts[1]:
+        if len(parts) != 3 or not _TOKEN.fullmatch(parts[0]) or not _TARGET.fullmatch(parts[1]):
             raise _BadRequest(400, "bad request line")
         method, target, version = parts
         if not version.startswith("HTTP/"):
@@ -144,11 +173,11 @@ class _Head:
         self.expect_continue = False
         for line in lines[1:]:
             name, colon, value = line.partition(":")
-            if not colon or not name or name != name.strip():
+            if not colon or not _TOKEN.fullmatch(name) or not _FIELD_VALUE.fullmatch(value):
                 raise _BadRequest(400, "bad header line")
-            name, value = name.lower(), value.strip()
+            name, value = name.lower(), value.strip(" \t")
             if name == "content-length":
-                if not value.isdigit() or (length is not None and int(value) != length):
+                if not _LENGTH.fullmatch(value) or (length is not None and int(value) != length):
                     raise _BadRequest(400, "bad Content-Length")
                 length = int(value)
             elif name == "transfer-encoding":
@@ -178,6 +207,7 @@ class _Connection:
         "_listener",
         "_out",
         "_remote",
+        "_started",
         "last_active",
         "sock",
     )
@@ -192,10 +222,15 @@ class _Connection:
         self._remote = remote
         self._closing = False
         self.last_active = time.monotonic()
+        self._started: float | None = None  # first byte of the request being read
 
     @property
     def closed(self) -> bool:
         return self.sock.fileno() < 0
+
+    @property
+    def remote(self) -> str:
+        return self._remote
 
     @property
     def closing(self) -> bool:
@@ -204,6 +239,24 @@ class _Connection:
     @property
     def wants_write(self) -> bool:
         return bool(self._out)
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes held for this connection: requests read, answers not sent."""
+        return len(self._buffer) + len(self._out)
+
+    @property
+    def paused(self) -> bool:
+        """Too many answers not taken by the client: read nothing more for now."""
+        return len(self._out) > HIGH_WATER_BYTES
+
+    def overdue(self, now: float) -> bool:
+        """Idle too long, or a request's head/body too slow to arrive."""
+        if now - self.last_active > IDLE_SECONDS:
+            return True
+        return (
+            self._started is not None and not self.paused and now - self._started > REQUEST_SECONDS
+        )
 
     def close(self) -> None:
         """Close once what is written is flushed (at once if nothing is pending)."""
@@ -251,11 +304,13 @@ class _Connection:
             self.abort()
             return
         del self._out[:sent]
-        if not self._out:
-            if self._closing:
-                self._listener.forget(self)
-            else:
-                self._listener.watch(self)
+        if not self._out and self._closing:
+            self._listener.forget(self)
+            return
+        if not self.paused and self._buffer and not self._closing:
+            self._process()  # requests held back while paused
+        if not self.closed:
+            self._listener.watch(self)
 
     def readable(self) -> None:
         try:
@@ -272,13 +327,21 @@ class _Connection:
         self.data_received(data)
 
     def data_received(self, data: bytes) -> None:
-        self.last_active = time.monotonic()
+        self.last_active = now = time.monotonic()
         if self._discard:
             skipped = min(self._discard, len(data))
             self._discard -= skipped
             data = data[skipped:]
+        if data and self._started is None:
+            self._started = now
         self._buffer += data
+        self._process()
+
+    def _process(self) -> None:
         while not self._closing:
+            if self.paused:  # the client does not read: stop reading it too
+                self._listener.watch(self)
+                return
             if not self._step():
                 return
 
@@ -313,6 +376,7 @@ class _Connection:
         del buffer[: wanted + skipped]
         self._discard = rest - skipped
         self._head = None
+        self._started = time.monotonic() if buffer or self._discard else None
         status, content_type, payload = self._listener.answer(
             head.method, head.path, body, self._remote
         )
@@ -359,9 +423,14 @@ class HttpCore:
         selector: selectors.BaseSelector,
         server: socket.socket,
         run_after: Callable[[Callable[[], None]], None] | None = None,
+        max_connections: int = MAX_CONNECTIONS,
     ) -> None:
         self.name = name
         self.max_body_bytes = max(max_body_bytes, 0)
+        self.max_connections = max(max_connections, 1)
+        self._accept_resume: float | None = None  # not accepting until then
+        self._warned_at = -math.inf
+        self._unlogged = 0  # accept errors and refusals since the last warning
         self._handler, self._gate = handler, gate
         self._selector, self._server = selector, server
         self._run_after = run_after
@@ -373,10 +442,14 @@ class HttpCore:
         """Handle one ready key if it is ours (the server or a connection)."""
         data = key.data
         if isinstance(data, _Connection):
-            if mask & selectors.EVENT_WRITE:
-                data.flush()
-            if mask & selectors.EVENT_READ and not data.closed:
-                data.readable()
+            try:
+                if mask & selectors.EVENT_WRITE:
+                    data.flush()
+                if mask & selectors.EVENT_READ and not data.closed:
+                    data.readable()
+            except Exception:  # contained to this connection, never the loop's end
+                log.exception("plugin endpoint %s: connection %s failed", self.name, data.remote)
+                data.abort()
             return True
         if data is self:
             self._accept()
@@ -384,9 +457,27 @@ class HttpCore:
         return False
 
     def sweep(self, now: float) -> None:
-        """Close connections idle for longer than ``IDLE_SECONDS``."""
-        for connection in [c for c in self.connections if now - c.last_active > IDLE_SECONDS]:
+        """Close idle or too slow connections; accept again after a back-off."""
+        for connection in [c for c in self.connections if c.overdue(now)]:
             connection.abort()
+        if self._accept_resume is not None and now >= self._accept_resume:
+            self._accept_resume = None
+            with contextlib.suppress(KeyError, ValueError, OSError):
+                self._selector.register(self._server, selectors.EVENT_READ, self)
+
+    def _warn(self, message: str, *args: object) -> None:
+        """At most one warning per ``LOG_EVERY_SECONDS``, counting the rest."""
+        now = time.monotonic()
+        if now - self._warned_at < LOG_EVERY_SECONDS:
+            self._unlogged += 1
+            return
+        suppressed, self._unlogged, self._warned_at = self._unlogged, 0, now
+        log.warning(
+            "plugin endpoint %s: " + message + " (%d more since the last warning)",
+            self.name,
+            *args,
+            suppressed,
+        )
 
     def close(self) -> None:
         """Send what is pending (briefly), close every connection and the server."""
@@ -402,9 +493,18 @@ class HttpCore:
                 sock, peer = self._server.accept()
             except (BlockingIOError, InterruptedError):
                 return
-            except OSError as error:  # e.g. out of file descriptors: try again later
-                log.warning("plugin endpoint %s: accept failed: %s", self.name, error)
+            except OSError as error:  # e.g. out of file descriptors: back off
+                self._warn(
+                    "accept failed: %s; not accepting for %.1f s", error, ACCEPT_BACKOFF_SECONDS
+                )
+                self._accept_resume = time.monotonic() + ACCEPT_BACKOFF_SECONDS
+                with contextlib.suppress(KeyError, ValueError):
+                    self._selector.unregister(self._server)
                 return
+            if len(self.connections) >= self.max_connections:
+                sock.close()
+                self._warn("%d connections open: connection refused", len(self.connections))
+                continue
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             remote = str(peer[0]) if isinstance(peer, tuple) and peer else ""
@@ -413,8 +513,11 @@ class HttpCore:
             self._selector.register(sock, selectors.EVENT_READ, connection)
 
     def watch(self, connection: _Connection) -> None:
-        """Wait for the socket to be writable too while output is pending."""
-        events = 0 if connection.closing else selectors.EVENT_READ
+        """Wait for the socket to be writable too while output is pending; not
+        readable while closing or paused (back-pressure)."""
+        if connection.closed:
+            return
+        events = 0 if connection.closing or connection.paused else selectors.EVENT_READ
         if connection.wants_write:
             events |= selectors.EVENT_WRITE
         self._selector.modify(connection.sock, events, connection)
@@ -457,9 +560,11 @@ class ListenerThread:
         port: int,
         max_body_bytes: int,
         gate: Gate,
+        max_connections: int = MAX_CONNECTIONS,
     ) -> None:
         self.name = name
         self.max_body_bytes = max(max_body_bytes, 0)
+        self.max_connections = max_connections
         self._handler, self._gate = handler, gate
         self._host, self._port = host, port
         self._bound: concurrent.futures.Future[int] = concurrent.futures.Future()
@@ -512,6 +617,7 @@ class ListenerThread:
             selector=selector,
             server=server,
             run_after=self._run_after,
+            max_connections=self.max_connections,
         )
         try:
             wake_receive.setblocking(False)

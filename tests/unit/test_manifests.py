@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
+from plugins.autoscale_enforcer.args import AGENT_PORT
 from scheduler.app import AppOptions, build_registry, resolve
 from scheduler.config import DEFAULT_SCHEDULER_NAME, SchedulerConfiguration, parse_config
 from scheduler.flags import parse_args
@@ -440,3 +441,34 @@ def test_dashboard_shows_cpu_memory_leader_and_client_errors_from_our_own_metric
     (no_leader,) = [r for r in _alert_rules() if r["alert"] == "PySchedulerNoLeader"]
     assert "leader_election_master_status" in no_leader["expr"]
     assert "kube_lease" not in no_leader["expr"]
+
+
+# ------------------------------------------------- the agent port's NetworkPolicy
+AUTOSCALE_ENFORCER = MANIFESTS / "autoscale-enforcer"
+
+
+def test_the_agent_port_admits_only_autoscaler_agents_and_the_ops_port_stays_open() -> None:
+    policy = find(resources(AUTOSCALE_ENFORCER), "NetworkPolicy")
+    assert policy["metadata"]["namespace"] == NAMESPACE
+    template_labels = DEPLOYMENT["spec"]["template"]["metadata"]["labels"]
+    selected = policy["spec"]["podSelector"]["matchLabels"]
+    assert selected.items() <= template_labels.items()
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    by_port = {
+        port["port"]: rule.get("from")
+        for rule in policy["spec"]["ingress"]
+        for port in rule["ports"]
+    }
+    ops_port = CONTAINER["ports"][0]["containerPort"]
+    assert by_port[ops_port] is None  # open to all, as before
+    (agents,) = by_port[AGENT_PORT]
+    assert agents["podSelector"]["matchLabels"] == {"name": "autoscaler-agent"}
+    assert agents["namespaceSelector"]["matchLabels"] == {
+        "kubernetes.io/metadata.name": "neonvm-system"
+    }
+
+
+def test_the_autoscale_enforcer_kustomization_lists_exactly_the_manifests_beside_it() -> None:
+    listed = set(kustomization(AUTOSCALE_ENFORCER)["resources"])
+    present = {p.name for p in AUTOSCALE_ENFORCER.glob("*.yaml")} - {KUSTOMIZATION}
+    assert listed == present

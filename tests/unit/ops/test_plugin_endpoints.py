@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
+import selectors
 import socket
 import sys
 import threading
@@ -22,12 +24,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
+import scheduler.listener as listener_module
 from scheduler.diagnostics import AttemptLog
 from scheduler.framework import HttpRequest, HttpResponse
 from scheduler.health import HealthChecks
 from scheduler.listener import (
+    ACCEPT_BACKOFF_SECONDS,
     LISTENER_SWITCH_INTERVAL,
     SWITCH_INTERVAL_ENV,
+    HttpCore,
     ListenerThread,
     listener_switch_interval,
     switch_interval,
@@ -305,6 +310,22 @@ async def test_connection_close_and_http10_close_after_the_answer() -> None:
         (b"POST / HTTP/1.1\r\n folded\r\n\r\n", b"400"),
         (b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", b"411"),
         (b"POST / HTTP/1.1\r\nX: " + b"a" * 9000 + b"\r\n\r\n", b"431"),
+        pytest.param(
+            b"POST / HTTP/1.1\r\nContent-Length: \xb2\r\n\r\n", b"400", id="unicode-digit-length"
+        ),
+        pytest.param(
+            b"POST / HTTP/1.1\r\nContent-Length: " + b"9" * 5000 + b"\r\n\r\n",
+            b"400",
+            id="5000-digit-length",
+        ),
+        pytest.param(
+            b"POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: \xb2\r\n\r\n",
+            b"400",
+            id="unicode-digit-repeated-length",
+        ),
+        pytest.param(b"P\xc9ST / HTTP/1.1\r\n\r\n", b"400", id="non-ascii-method"),
+        pytest.param(b"POST / HTTP/1.1\r\nX\x00: y\r\n\r\n", b"400", id="control-in-name"),
+        pytest.param(b"POST / HTTP/1.1\r\nX: a\x00b\r\n\r\n", b"400", id="control-in-value"),
     ],
 )
 async def test_malformed_requests_are_refused_and_the_connection_closed(
@@ -314,6 +335,131 @@ async def test_malformed_requests_are_refused_and_the_connection_closed(
         answer = await exchange(port, request_bytes)
     assert answer.startswith(b"HTTP/1.1 " + status)
     assert b"Connection: close" in answer
+
+
+async def test_a_bad_length_is_refused_per_connection_and_the_listener_keeps_serving() -> None:
+    async with raw_listener() as port:
+        refused = await exchange(port, b"POST / HTTP/1.1\r\nContent-Length: \xb2\r\n\r\n")
+        served = await exchange(port, post("/after", b"ok", "Connection: close"))
+    assert refused.startswith(b"HTTP/1.1 400")
+    assert b"POST /after 2:ok" in served
+
+
+async def test_an_unexpected_error_in_a_connection_closes_only_that_connection(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real_head = listener_module._Head
+    calls = []
+
+    def failing_once(raw: bytes) -> object:
+        calls.append(raw)
+        if len(calls) == 1:
+            raise RuntimeError("unexpected")
+        return real_head(raw)
+
+    monkeypatch.setattr(listener_module, "_Head", failing_once)
+    async with raw_listener() as port:
+        broken = await exchange(port, post("/broken", b""))
+        served = await exchange(port, post("/after", b"ok", "Connection: close"))
+    assert broken == b""
+    assert b"POST /after 2:ok" in served
+
+
+async def test_a_client_that_never_reads_its_answers_is_not_read_either() -> None:
+    """Back-pressure: pipelined requests whose answers are not read stop being
+    read, so what the listener holds for the connection stays bounded (it grew
+    with what was sent before)."""
+    total, bound = 16 << 20, 1 << 20
+    listener = ListenerThread(
+        "pipelined", echo, host="127.0.0.1", port=0, max_body_bytes=8, gate=lambda: None
+    )
+    await listener.start()
+    try:
+        client = socket.create_connection(("127.0.0.1", listener.port))
+        client.setblocking(False)
+        chunk = post("/p", b"12345678") * 4096
+        sent, held, stalled_since = 0, 0, time.monotonic()
+        while sent < total and time.monotonic() - stalled_since < 3:
+            held = max([held] + [c.buffered_bytes for c in list(listener.connections)])
+            if held > bound:
+                break
+            try:
+                sent += client.send(chunk)
+                stalled_since = time.monotonic()
+            except BlockingIOError:
+                await asyncio.sleep(0.01)
+        client.close()
+    finally:
+        await listener.stop()
+    assert held <= bound
+
+
+async def test_connections_beyond_the_cap_are_closed_at_once() -> None:
+    listener = ListenerThread(
+        "capped",
+        echo,
+        host="127.0.0.1",
+        port=0,
+        max_body_bytes=8,
+        gate=lambda: None,
+        max_connections=2,
+    )
+    await listener.start()
+    try:
+        held = [await asyncio.open_connection("127.0.0.1", listener.port) for _ in range(2)]
+        for reader, writer in held:  # both accepted and served
+            writer.write(post("/held", b""))
+            await asyncio.wait_for(reader.readuntil(b"POST /held 0:"), 5)
+        reader, writer = await asyncio.open_connection("127.0.0.1", listener.port)
+        writer.write(post("/third", b""))
+        with contextlib.suppress(ConnectionError):
+            refused = await asyncio.wait_for(reader.read(), 10)
+            assert refused == b""
+        writer.close()
+        for _, held_writer in held:
+            held_writer.close()
+    finally:
+        await listener.stop()
+
+
+async def test_a_request_head_too_slow_to_arrive_is_closed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(listener_module, "REQUEST_SECONDS", 0.2)
+    async with raw_listener() as port:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(b"POST / HTTP/1.1\r\nHost: x\r\n")
+        closed = await asyncio.wait_for(reader.read(), 10)  # idle closes only after 75 s
+        writer.close()
+    assert closed == b""
+
+
+class _OutOfDescriptors(socket.socket):
+    def accept(self) -> tuple[socket.socket, object]:
+        raise OSError(errno.EMFILE, "Too many open files")
+
+
+def test_accept_errors_back_off_and_are_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    server = _OutOfDescriptors(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    pending = socket.create_connection(server.getsockname())  # keeps the server readable
+    selector = selectors.DefaultSelector()
+    core = HttpCore(
+        "emfile", echo, max_body_bytes=8, gate=lambda: None, selector=selector, server=server
+    )
+    try:
+        for _ in range(200):  # the loop, as ListenerThread runs it
+            for key, mask in selector.select(0):
+                core.dispatch(key, mask)
+        warnings = [r for r in caplog.records if "accept failed" in r.getMessage()]
+        assert len(warnings) == 1
+        core.sweep(time.monotonic() + ACCEPT_BACKOFF_SECONDS)  # accepting again
+        assert [key.data for key, _ in selector.select(1)] == [core]
+    finally:
+        pending.close()
+        core.close()
+        selector.close()
 
 
 async def test_expect_100_continue_is_honoured() -> None:
