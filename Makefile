@@ -7,7 +7,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | sha256sum | cut -c1-12)
 
-.PHONY: test unit integration chaos differential lint format controlplane demo bench bench-simulate bench-autoscale venv clean
+.PHONY: node test unit integration chaos differential lint format controlplane demo bench bench-simulate bench-autoscale venv clean
 
 venv: $(STAMP)
 
@@ -19,6 +19,11 @@ $(STAMP): pyproject.toml constraints.txt
 
 controlplane:
 	@hack/build-controlplane.sh >/dev/null
+
+# kubelet + kube-proxy for the end-to-end suite only (issue 26); never needed by
+# `make test`. Cached like the control plane, in ~/.cache/pyscheduler/node.
+node:
+	@nice -n 10 hack/build-node.sh >/dev/null
 
 test: venv controlplane
 	$(BIN)/pytest
