@@ -14,6 +14,11 @@ def test_a_fault_with_nothing_in_flight_is_too_late() -> None:
         in_flight(pending=0, binds=0)
 
 
+def test_a_bind_fault_with_only_queued_pods_is_too_late() -> None:
+    with pytest.raises(AssertionError, match="no bind in flight"):
+        in_flight(pending=5, binds=0, need_binds=True)
+
+
 @pytest.mark.parametrize(("pending", "binds"), [(3, 0), (0, 2), (5, 7)])
 def test_a_fault_with_work_in_flight_is_described(pending: int, binds: int) -> None:
     assert in_flight(pending, binds) == f"{pending} pending, {binds} binds in flight"
@@ -21,7 +26,11 @@ def test_a_fault_with_work_in_flight_is_described(pending: int, binds: int) -> N
 
 def test_summary_table_lines_up() -> None:
     row = Outcome("apiserver_restart", 505, ["apiserver restart"], 0, 0, 0, 0, "3 pending")
+    row.observed = ["pods relists +1"]
     header, rule, line = table([row])
+    assert header.rstrip().endswith("fault observed   oracle independent")
+    assert line.rstrip().endswith("yes")
+    assert header.index("fault observed") == line.index("pods relists +1")
     assert set(rule.replace(" ", "")) == {"-"}
     assert header.split()[:2] == ["scenario", "pods"]
     assert line.split()[:4] == ["apiserver_restart", "505", "apiserver", "restart"]

@@ -23,7 +23,12 @@ import pytest
 from kubernetes_asyncio import client
 
 from tests.integration.chaos.conftest import Scene
-from tests.integration.chaos.harness import Burst, assert_in_flight, verdict
+from tests.integration.chaos.harness import (
+    Burst,
+    assert_in_flight,
+    observed_counters,
+    verdict,
+)
 from tests.support.builders import make_node
 from tests.support.daemon import Daemon, pyscheduler
 from tests.support.faultproxy import Kind
@@ -48,6 +53,24 @@ async def _compact_etcd(port: int) -> int:
     return revision
 
 
+def _informer_stats(app: Any) -> dict[str, tuple[int, int]]:
+    """Resource -> (lists, errors) of the app's informers: a relist or a
+    watch error proves an API fault reached the scheduler."""
+    return {
+        informer.resource.plural: (informer.stats.lists, informer.stats.errors)
+        for informer in app.informer_factory.informers()
+    }
+
+
+def _relisted(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> list[str]:
+    return [
+        f"{name} relists +{lists - before.get(name, (0, 0))[0]}, "
+        f"errors +{errors - before.get(name, (0, 0))[1]}"
+        for name, (lists, errors) in sorted(after.items())
+        if name in ("pods", "nodes") and (lists, errors) != before.get(name, (0, 0))
+    ]
+
+
 async def _daemon_cache(daemon: Daemon) -> dict[str, Any]:
     status, body = await daemon.get("/debug/cache")
     assert status == 200, body
@@ -65,9 +88,11 @@ async def test_apiserver_restarted_mid_burst(scene: Scene) -> None:
         await burst.until_bound(burst.size.pods // 5)
         outcome.note = await assert_in_flight(burst, proxy, app.scheduler.binding_in_flight())
         outcome.faults.append("apiserver restart")
+        before = _informer_stats(app)
         await asyncio.to_thread(plane.restart_apiserver)
         await creating
         proxy.delay.clear()
+        outcome.observed = _relisted(before, _informer_stats(app))
         await verdict(
             burst,
             outcome,
@@ -113,6 +138,7 @@ async def test_watches_lost_etcd_compacted_and_pods_deleted_during_the_gap(scene
             return pods.stats.gone > 0
 
         await eventually(came_back_gone, timeout=60, what="the pod watch answered 410 Gone")
+        outcome.observed = ["pod watch 410 Gone", *observed_counters(proxy)]
         await creating
         proxy.delay.clear()
         await verdict(
@@ -143,10 +169,12 @@ async def test_sigterm_with_binds_held_then_a_second_instance_takes_over(scene: 
         code, _ = await daemon.terminate()
         assert code == 0, daemon.report(f"exit code {code}")
         assert "were rolled back" in daemon.process.tail(200), daemon.report("no roll-back")
+        outcome.observed = ["exit 0", "roll-back logged"]
     proxy.delay.clear()
     async with running_scheduler(scene.via_proxy, burst.name) as second:
         await creating
         outcome.faults.append("second instance")
+        outcome.observed.append("second instance started")
         await verdict(
             burst,
             outcome,
@@ -216,6 +244,8 @@ async def test_leader_sigkilled_mid_burst_follower_finishes(scene: Scene) -> Non
         first.signal(signal.SIGKILL)
         outcome.faults.append("leader SIGKILLed")
         await follower.until(lambda: _leads(follower), "the follower took over")
+        assert not first.process.running()
+        outcome.observed = ["leader process gone", "follower leads"]
         await creating
         proxy.delay.clear()
         await verdict(
@@ -251,6 +281,7 @@ async def test_pods_deleted_and_resized_while_their_bind_is_in_flight(scene: Sce
         assert hit["deleted"], f"fault too late: {hit}"
         assert hit["resized"], f"fault too late: {hit}"
         outcome.faults += [f"{count} {what} in bind" for what, count in hit.items()]
+        outcome.observed = [f"{count} {what} while held" for what, count in hit.items()]
         pods = {pod["metadata"]["name"]: pod for pod in await burst.pods()}
         for name in resized:
             requests = pods[name]["spec"]["containers"][0]["resources"]["requests"]
@@ -290,10 +321,14 @@ async def test_nodes_deleted_and_added_mid_burst(scene: Scene) -> None:
         outcome.note = await assert_in_flight(burst, proxy, app.scheduler.binding_in_flight())
         for name in list(nodes.names[:churn]):
             await nodes.delete(name)
+            burst.deleted_nodes[name] = len(proxy.binds)
         await burst.create_nodes(nodes, count=churn, prefix="added")
         outcome.faults += [f"{churn} nodes deleted", f"{churn} added"]
+        outcome.observed = [f"{churn} nodes gone from the API"]
         await creating
         proxy.delay.clear()
+        added = [b for b in proxy.binds if b.status == 201 and b.node.startswith("added")]
+        outcome.observed.append(f"{len(added)} binds on added nodes")
         await verdict(
             burst,
             outcome,
@@ -322,6 +357,10 @@ async def test_bind_conflicts_and_5xx_for_binds_status_and_events(scene: Scene) 
         proxy.fail_every = {}
         proxy.conflict_every = 0
         outcome.faults += [f"{count} {kind}" for kind, count in sorted(proxy.injected.items())]
+        outcome.observed = observed_counters(proxy)
+        assert all(proxy.injected[f"{kind} 500"] for kind in ("bind", "status", "event")), (
+            f"a 5xx kind never fired: {proxy.injected}"
+        )
         await verdict(
             burst,
             outcome,
