@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.integration.chaos.harness import Outcome, in_flight, table
+from tests.unit.fuzz.strategies import EXAMPLES_ENV, examples
 
 
 def test_a_fault_with_nothing_in_flight_is_too_late() -> None:
@@ -35,3 +36,18 @@ def test_summary_table_lines_up() -> None:
     assert header.split()[:2] == ["scenario", "pods"]
     assert line.split()[:4] == ["apiserver_restart", "505", "apiserver", "restart"]
     assert header.index("pods") == line.index("505")
+
+
+@pytest.mark.parametrize(
+    ("env", "default", "expected"),
+    [
+        pytest.param("", 100, 100, id="default-run-keeps-the-default"),
+        pytest.param("2000", 100, 2000, id="make-chaos-is-20x-a-100-example-test"),
+        pytest.param("2000", 12, 240, id="make-chaos-is-20x-a-12-example-test"),
+    ],
+)
+def test_make_chaos_runs_every_fuzzer_at_20x(
+    monkeypatch: pytest.MonkeyPatch, env: str, default: int, expected: int
+) -> None:
+    monkeypatch.setenv(EXAMPLES_ENV, env)
+    assert examples(default) == expected
