@@ -74,6 +74,18 @@ def _relisted(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, in
     ]
 
 
+async def _seen_deleted(app: Any, proxy: FaultProxy, name: str) -> int:
+    """Once the scheduler's cache has dropped node ``name``: the proxy's bind
+    count, after which a bind to that node is the scheduler's fault."""
+
+    async def dropped() -> bool:
+        info = app.cache.node_info(name)
+        return info is None or info.node is None
+
+    await eventually(dropped, timeout=30, what=f"the scheduler saw {name} deleted")
+    return int(proxy.seen[Kind.BIND])
+
+
 async def _daemon_cache(daemon: Daemon) -> dict[str, Any]:
     status, body = await daemon.get("/debug/cache")
     assert status == 200, body
@@ -330,7 +342,7 @@ async def test_nodes_deleted_and_added_mid_burst(scene: Scene) -> None:
         outcome.note = await assert_in_flight(burst, proxy, app.scheduler.binding_in_flight())
         for name in list(nodes.names[:churn]):
             await nodes.delete(name)
-            burst.deleted_nodes[name] = proxy.seen[Kind.BIND]
+            burst.deleted_nodes[name] = await _seen_deleted(app, proxy, name)
         await burst.create_nodes(nodes, count=churn, prefix="added")
         outcome.faults += [f"{churn} nodes deleted", f"{churn} added"]
         outcome.observed = [f"{churn} nodes gone from the API"]
@@ -440,7 +452,7 @@ async def test_a_bind_to_a_deleted_node_counts_as_lost(scene: Scene) -> None:
         )
         for name in doomed:
             await nodes.delete(name)
-            burst.deleted_nodes[name] = proxy.seen[Kind.BIND]
+            burst.deleted_nodes[name] = await _seen_deleted(app, proxy, name)
         outcome.faults.append(f"{len(doomed)} nodes deleted under held binds")
         await creating
         proxy.delay.clear()
