@@ -70,12 +70,15 @@ class Kind(StrEnum):
     EVENT = "event"
     WATCH = "watch"
     LIST = "list"
+    LEASE = "lease"
     OTHER = "other"
 
 
 def classify(method: str, path: str, query: dict[str, str]) -> Kind:
     if method == "POST" and _BINDING.match(path):
         return Kind.BIND
+    if "/apis/coordination.k8s.io/" in path and "/leases" in path and method != "GET":
+        return Kind.LEASE
     if method in ("PATCH", "PUT") and _POD_STATUS.match(path):
         return Kind.STATUS
     if method in ("POST", "PATCH", "PUT") and "/events" in path:
@@ -94,6 +97,8 @@ class BindRecord:
     node: str
     status: int
     injected: bool = False  # answered by the proxy, never reached the API
+    arrived: int = 0  # the proxy's bind count when the request arrived
+    finished: float = 0.0  # time.monotonic() when the answer came
 
 
 def _status(code: int, reason: str, message: str) -> web.Response:
@@ -228,20 +233,27 @@ class FaultProxy:
         node = _bound_node(body)
         self.bind_arrivals.append((time.time(), pod))
         self.binds_in_flight.add(pod)
+        arrived = self.seen[Kind.BIND]
         try:
             if self.delay.get(Kind.BIND):
                 await asyncio.sleep(self.delay[Kind.BIND])
+                if request.transport is None or request.transport.is_closing():
+                    # The client gave up during the hold (as a fenced leader
+                    # cancelling its binds does): the request never arrives.
+                    self.injected["bind abandoned"] += 1
+                    self.binds.append(BindRecord(pod, node, 499, True, arrived, time.monotonic()))
+                    return _status(499, "ClientClosed", "the client closed the connection")
             number = self.seen[Kind.BIND]
             every = self.fail_every.get(Kind.BIND, 0)
             if every and number % every == 0:
                 self.injected["bind 500"] += 1
-                self.binds.append(BindRecord(pod, node, 500, injected=True))
+                self.binds.append(BindRecord(pod, node, 500, True, arrived, time.monotonic()))
                 return _status(500, "InternalError", "bind failed by the fault proxy")
             if self.conflict_every and number % self.conflict_every == 0:
                 elsewhere = (number // self.conflict_every) % 2 == 0 and self.conflict_node
                 await self._bind_first(request.path, body, elsewhere or node)
             status, headers, data = await self._forward("POST", request.path_qs, body, request)
-            self.binds.append(BindRecord(pod, node, status))
+            self.binds.append(BindRecord(pod, node, status, False, arrived, time.monotonic()))
             return web.Response(status=status, body=data, headers=headers)
         finally:
             self.binds_in_flight.discard(pod)

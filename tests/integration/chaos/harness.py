@@ -19,11 +19,11 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
-from bench.checks import overcommitted_nodes
 from tests.integration.conftest import NodePool
 from tests.support.builders import make_node, make_pod
 from tests.support.faultproxy import FaultProxy
 from tests.support.kubeapi import condition, list_pods, read_json
+from tests.support.podrequests import overcommitted
 from tests.support.wait import ConditionTimeout, eventually
 
 FULL_ENV = "PYSCHEDULER_CHAOS_FULL"
@@ -66,6 +66,12 @@ class Outcome:
     overcommitted: int = -1
     differences: int = -1
     note: str = ""
+    # What proves the fault did something (proxy counters, metrics, restarts);
+    # empty means not observed and fails ``verdict``.
+    observed: list[str] = field(default_factory=list)
+    # The overcommit check and the Scheduled checks read only the API's
+    # objects (tests/support/podrequests.py), never the scheduler's parsing.
+    independent: bool = True
 
     def row(self) -> tuple[str, ...]:
         return (
@@ -77,6 +83,8 @@ class Outcome:
             str(self.overcommitted),
             str(self.differences),
             self.note or "-",
+            ", ".join(self.observed) or "no",
+            "yes" if self.independent else "no",
         )
 
 
@@ -89,6 +97,8 @@ HEADER = (
     "overcommitted",
     "comparer diffs",
     "at the fault",
+    "fault observed",
+    "oracle independent",
 )
 
 
@@ -115,6 +125,11 @@ class Burst:
         self.fitting = [f"p{i:04d}" for i in range(shape.pods)]
         self.too_big = [f"big{i:02d}" for i in range(shape.too_big)]
         self.deleted: set[str] = set()
+        # node name -> the proxy's bind count (``Kind.BIND`` seen) once it was deleted
+        self.deleted_nodes: dict[str, int] = {}
+        # bound by a process killed before it could flush its events: no
+        # Scheduled event is required of them (upstream loses those too)
+        self.no_event_expected: set[str] = set()
 
     async def create_nodes(
         self, pool: NodePool, count: int | None = None, prefix: str = "c"
@@ -194,24 +209,46 @@ async def _retrying(call: Callable[[], Awaitable[Any]], attempts: int = 120) -> 
 
 
 # ------------------------------------------------------- the moment of the fault
-def in_flight(pending: int, binds: int) -> str:
-    """Fails the scenario unless work was in flight when the fault hit."""
+def in_flight(pending: int, binds: int, *, need_binds: bool = False) -> str:
+    """Fails the scenario unless work was in flight when the fault hit (and,
+    with ``need_binds``, unless binds were)."""
     if pending == 0 and binds == 0:
         raise AssertionError("fault too late: no pod pending and no bind in flight at the fault")
+    if need_binds and binds == 0:
+        raise AssertionError("fault too late: no bind in flight at the fault")
     return f"{pending} pending, {binds} binds in flight"
 
 
-async def assert_in_flight(burst: Burst, proxy: FaultProxy | None = None, binds: int = 0) -> str:
-    """Right before a fault: pods of the burst still unbound (or not yet
-    created), or binds in flight (held by the proxy, or counted by the app:
-    ``binds``, whichever is more)."""
+async def assert_in_flight(
+    burst: Burst, proxy: FaultProxy | None = None, binds: int = 0, *, need_binds: bool = False
+) -> str:
+    """Right before a fault: pods of the burst that exist in the API and are
+    still unbound (queued, or binding), or binds in flight (held by the proxy,
+    or counted by the app: ``binds``, whichever is more). Pods not yet created
+    do not count: the fault cannot have hit them."""
     binds = max(binds, len(proxy.binds_in_flight) if proxy is not None else 0)
     pods = await burst.pods()
-    created = len(pods)
-    unbound = sum(1 for pod in pods if not pod["spec"].get("nodeName"))
-    expected = burst.size.pods + burst.size.too_big
-    pending = unbound + (expected - created) - burst.size.too_big
-    return in_flight(max(pending, 0), binds)
+    big = set(burst.too_big)
+    pending = sum(
+        1 for pod in pods if not pod["spec"].get("nodeName") and pod["metadata"]["name"] not in big
+    )
+    return in_flight(pending, binds, need_binds=need_binds)
+
+
+def bound_after_deletion(burst: Burst, proxy: FaultProxy | None) -> list[str]:
+    """Binds sent after the test deleted their node that landed: a failure,
+    as the pod can never run (a bind already in flight at the deletion is
+    not the scheduler's to stop, and is not counted)."""
+    if proxy is None:
+        return []
+    found = []
+    for node, mark in burst.deleted_nodes.items():
+        found += [
+            f"{record.pod}: bound to {node} after its deletion"
+            for record in proxy.binds
+            if record.node == node and record.status == 201 and record.arrived > mark
+        ]
+    return found
 
 
 # ------------------------------------------------------------------ the verdict
@@ -258,14 +295,16 @@ async def verdict(
         await eventually(settled, timeout=burst.size.settle_timeout, what="the burst settled")
     pods = await burst.pods()
     lost = problems(pods)
-    outcome.lost = len(lost)
     outcome.double_bound = len(proxy.double_bound()) if proxy is not None else 0
 
     listed = await read_json(await core.list_node(_preload_content=False))
     names = set(node_names())
     nodes = [node for node in listed["items"] if node["metadata"]["name"] in names]
-    over = overcommitted_nodes(nodes, pods)
+    over = overcommitted(nodes, pods)
     outcome.overcommitted = len(over)
+    lost += bound_after_deletion(burst, proxy)
+    lost += await unscheduled_evidence(core, burst.namespace, pods, burst.no_event_expected)
+    outcome.lost = len(lost)
 
     last: dict[str, Any] = {}
 
@@ -278,7 +317,48 @@ async def verdict(
         await eventually(clean, timeout=30, what="cache comparer clean")
     outcome.differences = len(last.get("differences", ())) + (1 if last.get("assumed") else 0)
 
+    assert outcome.observed, "the fault was not observed (no counter or metric moved)"
     assert not lost, f"lost pods: {lost[:10]}"
     assert outcome.double_bound == 0, f"double-bound: {proxy.double_bound() if proxy else {}}"
     assert not over, f"overcommitted: {over}"
     assert outcome.differences == 0, f"cache comparer: {last}"
+
+
+async def unscheduled_evidence(
+    core: client.CoreV1Api,
+    namespace: str,
+    pods: list[dict[str, Any]],
+    exempt: Iterable[str] = (),
+) -> list[str]:
+    """Bound pods without ``PodScheduled=True`` or without a ``Scheduled``
+    event naming them (events take a moment: waited for)."""
+    bound = {pod["metadata"]["name"]: pod for pod in pods if pod["spec"].get("nodeName")}
+    found = [
+        f"{name}: bound without PodScheduled=True"
+        for name, pod in sorted(bound.items())
+        if (condition(pod, "PodScheduled") or {}).get("status") != "True"
+    ]
+    missing: set[str] = set()
+
+    async def events_written() -> bool:
+        nonlocal missing
+        listed = await _retrying(
+            lambda: core.list_namespaced_event(namespace, _preload_content=False)
+        )
+        events = await read_json(listed)
+        seen = {
+            event["involvedObject"].get("name")
+            for event in events.get("items", ())
+            if event.get("reason") == "Scheduled"
+        }
+        missing = set(bound) - seen - set(exempt)
+        return not missing
+
+    with contextlib.suppress(ConditionTimeout):
+        await eventually(events_written, timeout=30, what="a Scheduled event for each bound pod")
+    return found + [f"{name}: no Scheduled event" for name in sorted(missing)]
+
+
+def observed_counters(proxy: FaultProxy) -> list[str]:
+    """The proxy's injected faults, per kind, as evidence for the table."""
+    return [f"{kind} x{count}" for kind, count in sorted(proxy.injected.items()) if count]

@@ -23,10 +23,15 @@ import pytest
 from kubernetes_asyncio import client
 
 from tests.integration.chaos.conftest import Scene
-from tests.integration.chaos.harness import Burst, assert_in_flight, verdict
+from tests.integration.chaos.harness import (
+    Burst,
+    assert_in_flight,
+    observed_counters,
+    verdict,
+)
 from tests.support.builders import make_node
 from tests.support.daemon import Daemon, pyscheduler
-from tests.support.faultproxy import Kind
+from tests.support.faultproxy import FaultProxy, Kind
 from tests.support.scheduler import running_scheduler
 from tests.support.wait import eventually
 
@@ -48,6 +53,39 @@ async def _compact_etcd(port: int) -> int:
     return revision
 
 
+def _informer_stats(app: Any) -> dict[str, tuple[int, int]]:
+    """Resource -> (lists, errors) of the app's informers: a relist or a
+    watch error proves an API fault reached the scheduler."""
+    return {
+        informer.resource.plural: (
+            informer.stats.lists + informer.stats.watches,
+            informer.stats.errors,
+        )
+        for informer in app.informer_factory.informers()
+    }
+
+
+def _relisted(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, int]]) -> list[str]:
+    return [
+        f"{name} lists/watches +{lists - before.get(name, (0, 0))[0]}, "
+        f"errors +{errors - before.get(name, (0, 0))[1]}"
+        for name, (lists, errors) in sorted(after.items())
+        if name in ("pods", "nodes") and (lists, errors) != before.get(name, (0, 0))
+    ]
+
+
+async def _seen_deleted(app: Any, proxy: FaultProxy, name: str) -> int:
+    """Once the scheduler's cache has dropped node ``name``: the proxy's bind
+    count, after which a bind to that node is the scheduler's fault."""
+
+    async def dropped() -> bool:
+        info = app.cache.node_info(name)
+        return info is None or info.node is None
+
+    await eventually(dropped, timeout=30, what=f"the scheduler saw {name} deleted")
+    return int(proxy.seen[Kind.BIND])
+
+
 async def _daemon_cache(daemon: Daemon) -> dict[str, Any]:
     status, body = await daemon.get("/debug/cache")
     assert status == 200, body
@@ -65,9 +103,16 @@ async def test_apiserver_restarted_mid_burst(scene: Scene) -> None:
         await burst.until_bound(burst.size.pods // 5)
         outcome.note = await assert_in_flight(burst, proxy, app.scheduler.binding_in_flight())
         outcome.faults.append("apiserver restart")
+        before = _informer_stats(app)
         await asyncio.to_thread(plane.restart_apiserver)
+
+        async def seen() -> list[str] | None:
+            return _relisted(before, _informer_stats(app)) or None
+
+        await eventually(seen, timeout=60, what="the informers saw the restart")
         await creating
         proxy.delay.clear()
+        outcome.observed = _relisted(before, _informer_stats(app))
         await verdict(
             burst,
             outcome,
@@ -113,6 +158,7 @@ async def test_watches_lost_etcd_compacted_and_pods_deleted_during_the_gap(scene
             return pods.stats.gone > 0
 
         await eventually(came_back_gone, timeout=60, what="the pod watch answered 410 Gone")
+        outcome.observed = ["pod watch 410 Gone", *observed_counters(proxy)]
         await creating
         proxy.delay.clear()
         await verdict(
@@ -143,10 +189,12 @@ async def test_sigterm_with_binds_held_then_a_second_instance_takes_over(scene: 
         code, _ = await daemon.terminate()
         assert code == 0, daemon.report(f"exit code {code}")
         assert "were rolled back" in daemon.process.tail(200), daemon.report("no roll-back")
+        outcome.observed = ["exit 0", "roll-back logged"]
     proxy.delay.clear()
     async with running_scheduler(scene.via_proxy, burst.name) as second:
         await creating
         outcome.faults.append("second instance")
+        outcome.observed.append("second instance started")
         await verdict(
             burst,
             outcome,
@@ -214,8 +262,11 @@ async def test_leader_sigkilled_mid_burst_follower_finishes(scene: Scene) -> Non
         await burst.until_bound(burst.size.pods // 5)
         outcome.note = await assert_in_flight(burst, proxy)
         first.signal(signal.SIGKILL)
+        burst.no_event_expected |= {b.pod.split("/")[1] for b in proxy.binds if b.status == 201}
+        burst.no_event_expected |= {pod.split("/")[1] for pod in proxy.binds_in_flight}
         outcome.faults.append("leader SIGKILLed")
         await follower.until(lambda: _leads(follower), "the follower took over")
+        outcome.observed = ["leader process gone", "follower leads"]
         await creating
         proxy.delay.clear()
         await verdict(
@@ -251,6 +302,7 @@ async def test_pods_deleted_and_resized_while_their_bind_is_in_flight(scene: Sce
         assert hit["deleted"], f"fault too late: {hit}"
         assert hit["resized"], f"fault too late: {hit}"
         outcome.faults += [f"{count} {what} in bind" for what, count in hit.items()]
+        outcome.observed = [f"{count} {what} while held" for what, count in hit.items()]
         pods = {pod["metadata"]["name"]: pod for pod in await burst.pods()}
         for name in resized:
             requests = pods[name]["spec"]["containers"][0]["resources"]["requests"]
@@ -290,10 +342,14 @@ async def test_nodes_deleted_and_added_mid_burst(scene: Scene) -> None:
         outcome.note = await assert_in_flight(burst, proxy, app.scheduler.binding_in_flight())
         for name in list(nodes.names[:churn]):
             await nodes.delete(name)
+            burst.deleted_nodes[name] = await _seen_deleted(app, proxy, name)
         await burst.create_nodes(nodes, count=churn, prefix="added")
         outcome.faults += [f"{churn} nodes deleted", f"{churn} added"]
+        outcome.observed = [f"{churn} nodes gone from the API"]
         await creating
         proxy.delay.clear()
+        added = [b for b in proxy.binds if b.status == 201 and b.node.startswith("added")]
+        outcome.observed.append(f"{len(added)} binds on added nodes")
         await verdict(
             burst,
             outcome,
@@ -322,6 +378,10 @@ async def test_bind_conflicts_and_5xx_for_binds_status_and_events(scene: Scene) 
         proxy.fail_every = {}
         proxy.conflict_every = 0
         outcome.faults += [f"{count} {kind}" for kind, count in sorted(proxy.injected.items())]
+        outcome.observed = observed_counters(proxy)
+        assert all(proxy.injected[f"{kind} 500"] for kind in ("bind", "status", "event")), (
+            f"a 5xx kind never fired: {proxy.injected}"
+        )
         await verdict(
             burst,
             outcome,
@@ -329,3 +389,133 @@ async def test_bind_conflicts_and_5xx_for_binds_status_and_events(scene: Scene) 
             comparer=app.cache_debugger.report_json,
             proxy=proxy,
         )
+
+
+async def test_pods_resized_up_while_their_bind_is_in_flight(scene: Scene) -> None:
+    """An in-place resize *increase* lands while the pod's bind is held: the
+    node's accounting must follow the larger request (no overcommit)."""
+    burst, nodes, proxy, outcome = scene.burst, scene.nodes, scene.proxy, scene.outcome
+    await burst.create_nodes(nodes)
+    proxy.delay[Kind.BIND] = 3.0
+    async with running_scheduler(scene.via_proxy, burst.name) as app:
+        creating = burst.start()
+
+        async def held() -> list[str] | None:
+            names = sorted(pod.split("/")[1] for pod in proxy.binds_in_flight)
+            return names if len(names) >= 5 else None
+
+        grown = (await eventually(held, timeout=60, what="binds held in flight"))[:5]
+        outcome.note = await assert_in_flight(
+            burst, proxy, app.scheduler.binding_in_flight(), need_binds=True
+        )
+        hit = 0
+        for name in grown:
+            hit += f"{burst.namespace}/{name}" in proxy.binds_in_flight
+            await _resize(scene.kube, burst, name, cpu="600m")
+        assert hit, "fault too late: no resize while its bind was held"
+        outcome.faults.append(f"{hit} resized 300m -> 600m in bind")
+        pods = {pod["metadata"]["name"]: pod for pod in await burst.pods()}
+        grew = [
+            name
+            for name in grown
+            if pods[name]["spec"]["containers"][0]["resources"]["requests"]["cpu"] == "600m"
+        ]
+        outcome.observed = [f"{len(grew)} pods at 600m in the API", f"{hit} while held"]
+        await creating
+        proxy.delay.clear()
+        await verdict(
+            burst,
+            outcome,
+            node_names=lambda: nodes.names,
+            comparer=app.cache_debugger.report_json,
+            proxy=proxy,
+        )
+
+
+async def test_a_bind_to_a_deleted_node_counts_as_lost(scene: Scene) -> None:
+    """Nodes are deleted while binds to them are held: binds already sent may
+    land (upstream's race too), but one sent after the deletion is a pod that
+    can never run and counts as lost; the rest re-schedule elsewhere."""
+    burst, nodes, proxy, outcome = scene.burst, scene.nodes, scene.proxy, scene.outcome
+    await burst.create_nodes(nodes)
+    proxy.delay[Kind.BIND] = 2.0
+    async with running_scheduler(scene.via_proxy, burst.name) as app:
+        creating = burst.start()
+
+        async def targets() -> list[str] | None:
+            held = {b.pod for b in proxy.binds} | proxy.binds_in_flight
+            return sorted(nodes.names[:2]) if len(held) >= 10 else None
+
+        doomed = await eventually(targets, timeout=60, what="binds held in flight")
+        outcome.note = await assert_in_flight(
+            burst, proxy, app.scheduler.binding_in_flight(), need_binds=True
+        )
+        for name in doomed:
+            await nodes.delete(name)
+            burst.deleted_nodes[name] = await _seen_deleted(app, proxy, name)
+        outcome.faults.append(f"{len(doomed)} nodes deleted under held binds")
+        await creating
+        proxy.delay.clear()
+        late = [b for b in proxy.binds if b.node in doomed and b.status == 201]
+        outcome.observed = [f"{len(late)} binds to deleted nodes landed (sent before)"]
+        await verdict(
+            burst,
+            outcome,
+            node_names=lambda: nodes.names,
+            comparer=app.cache_debugger.report_json,
+            proxy=proxy,
+        )
+
+
+async def test_lease_renewals_fail_and_the_fenced_leaders_binds_never_land(
+    scene: Scene,
+) -> None:
+    """R1 (issue 20, defect 1): the leader's lease renewals fail while its
+    binds are held longer than the lease; the follower takes over. No bind of
+    the fenced leader may land once the follower has bound a pod."""
+    burst, nodes, proxy, outcome = scene.burst, scene.nodes, scene.proxy, scene.outcome
+    await burst.create_nodes(nodes)
+    config = _elected_config(burst.name, burst.namespace)
+    async with FaultProxy(scene.cluster.kubeconfig) as leader_proxy:
+        via_leader = leader_proxy.write_kubeconfig(scene.workdir / "leader.kubeconfig")
+        leader_proxy.delay[Kind.BIND] = 8.0  # longer than the 4 s lease
+        async with pyscheduler(
+            via_leader, burst.name, scene.workdir, config_text=config, label="-a"
+        ) as a:
+            await a.until(lambda: _leads(a), "the first replica leads")
+            async with pyscheduler(
+                scene.via_proxy, burst.name, scene.workdir, config_text=config, label="-b"
+            ) as b:
+                await b.ready()
+                creating = burst.start()
+
+                async def held() -> int | None:
+                    count = len(leader_proxy.binds_in_flight)
+                    return count if count >= 5 else None
+
+                await a.until(held, "the leader's binds held")
+                outcome.note = await assert_in_flight(burst, leader_proxy, need_binds=True)
+                leader_proxy.fail_every[Kind.LEASE] = 1
+                outcome.faults.append("leader's lease renewals fail (500)")
+                await b.until(lambda: _leads(b), "the follower took over")
+                await creating
+                await burst.until_bound(1)
+                outcome.observed = [
+                    f"lease 500 x{leader_proxy.injected['lease 500']}",
+                    "follower leads",
+                ]
+                await verdict(
+                    burst,
+                    outcome,
+                    node_names=lambda: nodes.names,
+                    comparer=lambda: _daemon_cache(b),
+                    proxy=proxy,
+                )
+        follower_start = min(
+            (r.finished for r in proxy.binds if r.status == 201), default=float("inf")
+        )
+        landed_late = [
+            r.pod for r in leader_proxy.binds if r.status == 201 and r.finished > follower_start
+        ]
+        outcome.double_bound += len(landed_late)
+        assert not landed_late, f"the fenced leader's binds landed: {landed_late}"

@@ -112,7 +112,7 @@ def _settled(api: FakeApi, raw: Raw) -> bool:
 
 
 @settings(
-    max_examples=max(1, examples(1200) // 100),
+    max_examples=examples(12),
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow],
