@@ -14,8 +14,11 @@ Invariants:
 - ``run()`` is the only writer: events are written one at a time, in order,
   through ``EventWriter`` (``KubeClient`` implements it; its rate limiter
   gives events the lowest priority). Repeats become a series (``eventseries``).
-- A failed write is retried a few times when retriable (no answer, 429, 5xx),
-  then dropped and counted in ``failed``: events are best-effort.
+- A failed write is retried when retriable (no answer, 429, 5xx) up to 12
+  tries, as upstream's broadcaster (``maxTriesPerEvent``), with a delay that
+  doubles from ``retry_delay`` up to 10 s (upstream's sleep between tries), so
+  an API server restart of a minute loses no event; then it is dropped and
+  counted in ``failed``: events are best-effort.
 - When the API server refuses events.k8s.io (403: RBAC allows only core
   events; 404 for the collection: the group is not served), the sink falls back
   to core/v1 Events for the rest of its life, as upstream's broadcaster
@@ -49,6 +52,16 @@ from scheduler.kube.eventseries import (
 from scheduler.kube.resources import EVENTS
 
 log = logging.getLogger(__name__)
+
+MAX_TRIES = 12  # upstream's maxTriesPerEvent
+MAX_RETRY_WAIT = 10.0  # seconds; upstream's sleep between tries
+
+
+def retry_wait(first: float, attempt: int) -> float:
+    """The wait after failed try ``attempt`` (1-based): doubling from
+    ``first``, capped at ``MAX_RETRY_WAIT``."""
+    return min(MAX_RETRY_WAIT, first * 2 ** min(attempt - 1, 16))
+
 
 NOTE_LIMIT_BYTES = 1024
 _NOTE_ELLIPSIS = " ..."
@@ -194,7 +207,7 @@ class EventSink:
         capacity: int = 10000,
         series_window: float = DEFAULT_WINDOW,
         series_refresh: float = DEFAULT_REFRESH,
-        max_attempts: int = 3,
+        max_attempts: int = MAX_TRIES,
         retry_delay: float = 1.0,
         concurrency: int = 32,
     ) -> None:
@@ -334,7 +347,7 @@ class EventSink:
             except (ApiError, TransportError) as err:
                 retriable = isinstance(err, TransportError) or err.retriable
                 if retriable and attempt < self._max_attempts:
-                    await self.clock.sleep(self._retry_delay * attempt)
+                    await self.clock.sleep(retry_wait(self._retry_delay, attempt))
                     continue
                 self.failed += 1
                 log.warning("could not write event: %s", err)

@@ -131,6 +131,9 @@ class FaultProxy:
         self.fail_every: dict[Kind, int] = {}
         self.conflict_every = 0
         self.conflict_node: str | None = None
+        # Pods that the proxy itself bound before forwarding (conflict_every):
+        # "someone else" bound them, so the scheduler owes them no event.
+        self.bound_first: set[str] = set()
         self.fail_lease_writes = False
         self.bind_arrivals: list[tuple[float, str]] = []
         self.seen: Counter[Kind] = Counter()
@@ -267,6 +270,7 @@ class FaultProxy:
         self.binds.append(BindRecord(pod, node, status))
         if status == 201:
             self.injected["bind conflict"] += 1
+            self.bound_first.add(pod)
 
     async def _forward(
         self, method: str, path_qs: str, body: bytes, request: web.Request | None

@@ -12,7 +12,7 @@ import pytest
 
 from scheduler.framework.handle import EventRecorder
 from scheduler.kube.errors import ApiError, TransportError
-from scheduler.kube.events import EventSink, EventType, micro_time, truncate_note
+from scheduler.kube.events import EventSink, EventType, micro_time, retry_wait, truncate_note
 from scheduler.kube.eventseries import CreateEvent, EventKey, PatchSeries, SeriesCache
 from tests.support.builders import make_node, make_pod
 from tests.support.clock import FakeClock
@@ -234,6 +234,36 @@ async def test_write_retries_only_retriable_failures(
     sink.recorder("s").event(POD, EventType.NORMAL, "R", "A", "n")
     await sink.drain()
     assert (sink.written, sink.failed, len(writer.creates)) == (written, failed, creates)
+
+
+@pytest.mark.parametrize(
+    ("failures", "written", "failed"),
+    [
+        pytest.param(11, 1, 0, id="written after eleven 503s (an API server restart)"),
+        pytest.param(12, 0, 1, id="dropped after twelve tries, as upstream"),
+    ],
+)
+async def test_default_retry_budget_is_upstreams_twelve_tries(
+    failures: int, written: int, failed: int
+) -> None:
+    writer = FakeWriter(failures=[ApiError(503, "ServiceUnavailable", "")] * failures)
+    sink = make_sink(writer, FakeClock(now=100.0, wall=WALL0))
+    sink.recorder("s").event(POD, EventType.NORMAL, "R", "A", "n")
+    await sink.drain()
+    assert (sink.written, sink.failed) == (written, failed)
+
+
+@pytest.mark.parametrize(
+    ("attempt", "wait"),
+    [
+        pytest.param(1, 1.0, id="first retry after the first delay"),
+        pytest.param(3, 4.0, id="doubles"),
+        pytest.param(5, 10.0, id="capped at upstream's 10 s"),
+        pytest.param(10_000, 10.0, id="no overflow on a huge attempt"),
+    ],
+)
+def test_retry_wait(attempt: int, wait: float) -> None:
+    assert retry_wait(1.0, attempt) == wait
 
 
 async def test_series_of_an_expired_event_is_created_again() -> None:
