@@ -53,6 +53,7 @@ from scheduler.config import (
     points_of_classes,
     resolve_profiles,
 )
+from scheduler.connlimits import Limits
 from scheduler.delegation import DelegatedAuth
 from scheduler.engine import (
     Engine,
@@ -108,6 +109,7 @@ class AppOptions:
     tls_cert_file: str | None = None
     tls_private_key_file: str | None = None
     always_allow_paths: tuple[str, ...] = ("/healthz", "/readyz", "/livez")
+    ops_limits: Limits = field(default_factory=Limits)
 
 
 def build_registry() -> Registry:
@@ -254,6 +256,7 @@ class SchedulerApp:
                 self.clock,
                 self.options.always_allow_paths,
             ),
+            limits=self.options.ops_limits,
         )
 
     def _plugin_gate(self, leader_only: bool) -> str | None:
