@@ -61,6 +61,7 @@ from scheduler.config import (
     points_of_classes,
     resolve_profiles,
 )
+from scheduler.connlimits import Limits
 from scheduler.delegation import DelegatedAuth
 from scheduler.engine import (
     Engine,
@@ -95,6 +96,12 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 CACHE_METRICS_PERIOD_SECONDS = 1.0
+# The ops port's review client: upstream's delegating authn/authz client
+# (high limits, "since this will effectively limit API server requests to
+# auth") with a 10 s request timeout, separate from the scheduling client.
+REVIEW_QPS = 200.0
+REVIEW_BURST = 400
+REVIEW_TIMEOUT_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -110,6 +117,7 @@ class AppOptions:
     tls_cert_file: str | None = None
     tls_private_key_file: str | None = None
     always_allow_paths: tuple[str, ...] = ("/healthz", "/readyz", "/livez")
+    ops_limits: Limits = field(default_factory=Limits)
 
 
 def build_registry() -> Registry:
@@ -153,6 +161,7 @@ class SchedulerApp:
         self._shutting_down = False
         self._serving = False
         self._synced = False
+        self._review_client: KubeClient | None = None
 
         registry = registry or build_registry()
         self.engine = Engine(
@@ -219,8 +228,16 @@ class SchedulerApp:
         authn: KubeClient | None,
         authz: KubeClient | None,
     ) -> OpsServer:
-        """HTTPS with delegated authn/authz; reviews through ``client`` unless
-        separate clients are given (``--authentication/authorization-kubeconfig``)."""
+        """HTTPS with delegated authn/authz; reviews through the clients given
+        (``--authentication/authorization-kubeconfig``), else through a sibling
+        of ``client`` with its own pool and limiter (``REVIEW_QPS``/``REVIEW_BURST``,
+        upstream's delegating client settings), never ``client`` itself."""
+        if authn is None or authz is None:
+            own = client.sibling(
+                qps=REVIEW_QPS, burst=REVIEW_BURST, request_timeout=REVIEW_TIMEOUT_SECONDS
+            )
+            self._review_client = own
+            authn, authz = authn or own, authz or own
         health = scheduler_health(
             shutting_down=lambda: self._shutting_down,
             handlers_synced=lambda: self._synced,
@@ -242,11 +259,12 @@ class SchedulerApp:
                 self.options.tls_cert_file, self.options.tls_private_key_file, self.clock.wall()
             ),
             guard=DelegatedAuth(
-                Reviews(authn or client).token,
-                Reviews(authz or client).access,
+                Reviews(authn).token,
+                Reviews(authz).access,
                 self.clock,
                 self.options.always_allow_paths,
             ),
+            limits=self.options.ops_limits,
         )
 
     def _plugin_gate(self, leader_only: bool) -> str | None:
@@ -329,6 +347,8 @@ class SchedulerApp:
         finally:
             await self._stop_serving()  # already done unless start-up failed
             await self.client.close()
+            if self._review_client is not None:
+                await self._review_client.close()
             log.info("pyscheduler stopped")
 
     async def _stop_serving(self) -> None:

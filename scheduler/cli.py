@@ -29,6 +29,7 @@ from scheduler.config import (
     SchedulerConfiguration,
     load_config,
 )
+from scheduler.connlimits import Limits
 from scheduler.flags import apply_flags, log_level, parse_args
 from scheduler.informers import ResourceNotServed
 from scheduler.kube.client import KubeClient
@@ -83,8 +84,13 @@ async def _run(config: SchedulerConfiguration, args: argparse.Namespace) -> int:
         tls_cert_file=args.tls_cert_file,
         tls_private_key_file=args.tls_private_key_file,
         always_allow_paths=args.authorization_always_allow_paths,
+        ops_limits=Limits(
+            header_timeout=args.ops_header_timeout_seconds,
+            max_connections=args.ops_max_connections,
+        ),
     )
-    # Reviews go through the scheduler's own connection unless told otherwise.
+    # Reviews go through these, else through a client of the app's own
+    # (same credentials, separate pool and limiter; see SchedulerApp).
     extra: list[KubeClient] = []
 
     async def delegate(kubeconfig: str | None) -> KubeClient | None:

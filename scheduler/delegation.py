@@ -20,13 +20,23 @@ Answers are cached as upstream's delegating options do: token reviews for
 (API server unreachable) is not cached and answers 401/403 with the cause, as
 upstream does not fail open. Time comes from the injected clock; the reviews
 are callables (``scheduler.kube.reviews``), so this module does no I/O itself.
+
+Concurrent requests that miss the cache with the same key share one review
+(single flight), and at most ``max_reviews`` reviews are in flight at once
+(``MAX_REVIEWS_IN_FLIGHT``): a burst of anonymous requests costs one
+SubjectAccessReview per distinct path, not one per request, and the reviews
+themselves go through a client of their own (see ``scheduler.cli``), so they
+never wait in the scheduling path's rate limiter. Anonymous requests are
+still reviewed, as upstream's delegating authorizer reviews
+``system:anonymous`` for any path not always allowed.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
 from scheduler.clock import Clock
 
@@ -38,6 +48,7 @@ ANONYMOUS = "system:anonymous"
 UNAUTHENTICATED = "system:unauthenticated"
 _BEARER = "bearer "
 _MAX_CACHED = 4096
+MAX_REVIEWS_IN_FLIGHT = 16
 
 
 @dataclass(frozen=True)
@@ -106,9 +117,12 @@ class DelegatedAuth:
         review_access: AccessReviewer,
         clock: Clock,
         always_allow_paths: Iterable[str] = ("/healthz", "/readyz", "/livez"),
+        max_reviews: int = MAX_REVIEWS_IN_FLIGHT,
     ) -> None:
         self._review_token = review_token
         self._review_access = review_access
+        self._slots = asyncio.Semaphore(max_reviews)
+        self._flying: dict[object, asyncio.Future[object]] = {}
         paths = tuple(always_allow_paths)
         self._always = frozenset(p for p in paths if not p.endswith("*"))
         self._prefixes = tuple(p[:-1] for p in paths if p.endswith("*"))
@@ -128,7 +142,7 @@ class DelegatedAuth:
         cached = self._access.get(key)
         if cached is None:
             try:
-                cached = await self._review_access(user, path, verb)
+                cached = await self._once(key, lambda: self._review_access(user, path, verb))
             except ReviewError as error:
                 return Decision(403, f"authorization failed: {error}", user.username)
             self._access.put(key, cached, AUTHZ_ALLOW_TTL if cached[0] else AUTHZ_DENY_TTL)
@@ -142,6 +156,21 @@ class DelegatedAuth:
             user.username,
         )
 
+    async def _once(self, key: object, review: Callable[[], Awaitable[V]]) -> V:
+        """One review per key in flight, shared by every caller asking for it,
+        and at most ``max_reviews`` reviews at once."""
+        flying = self._flying.get(key)
+        if flying is None:
+            started: asyncio.Future[object] = asyncio.ensure_future(self._bounded(review))
+            self._flying[key] = flying = started
+            started.add_done_callback(lambda _: self._flying.pop(key, None))
+        # shield: a caller that goes away does not cancel the others' review
+        return cast(V, await asyncio.shield(flying))
+
+    async def _bounded(self, review: Callable[[], Awaitable[V]]) -> V:
+        async with self._slots:
+            return await review()
+
     async def _authenticate(self, authorization: str | None) -> UserInfo | Decision:
         if not authorization:
             return ANONYMOUS_USER
@@ -153,7 +182,7 @@ class DelegatedAuth:
         cached = self._tokens.get(token)
         if cached is None:
             try:
-                cached = (await self._review_token(token),)
+                cached = (await self._once(("token", token), lambda: self._review_token(token)),)
             except ReviewError as error:
                 return Decision(401, f"Unauthorized: token review failed: {error}")
             self._tokens.put(token, cached, AUTHN_CACHE_TTL)

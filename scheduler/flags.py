@@ -5,8 +5,9 @@
 ``--authorization-kubeconfig``, ``--authorization-always-allow-paths``,
 ``--tls-cert-file``, ``--tls-private-key-file``, ``-v``/``--v``,
 ``--logging-format``, ``--leader-elect*``, ``--feature-gates``) plus our
-``--bind-grace-seconds``, ``--max-concurrent-binds`` and ``--seed``. Go's
-flag syntax is accepted where it differs from argparse's: ``-v=4``,
+``--ops-header-timeout-seconds``, ``--ops-max-connections``,
+``--bind-grace-seconds``, ``--max-concurrent-binds`` and ``--seed``. Go's flag
+syntax is accepted where it differs from argparse's: ``-v=4``,
 ``--leader-elect=false``, ``--flag value``.
 
 ``apply_flags`` merges the flags that override the configuration file into it
@@ -30,6 +31,7 @@ from pydantic import ValidationError
 
 from scheduler.config import ConfigError, SchedulerConfiguration
 from scheduler.config.errors import problems_from
+from scheduler.connlimits import HEADER_TIMEOUT_SECONDS, MAX_CONNECTIONS
 from scheduler.features import FeatureGateError, FeatureGates, parse_feature_gates
 
 DEFAULT_SECURE_PORT = 10259
@@ -115,17 +117,29 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
     auth = parser.add_argument_group("authentication and authorization")
     auth.add_argument(
         "--authentication-kubeconfig",
-        help="kubeconfig for TokenReview (default: the scheduler's own connection)",
+        help="kubeconfig for TokenReview (default: own client, same credentials)",
     )
     auth.add_argument(
         "--authorization-kubeconfig",
-        help="kubeconfig for SubjectAccessReview (default: the scheduler's own connection)",
+        help="kubeconfig for SubjectAccessReview (default: own client, same credentials)",
     )
     auth.add_argument(
         "--authorization-always-allow-paths",
         type=_paths,
         default=DEFAULT_ALWAYS_ALLOW_PATHS,
         help="comma-separated paths served without authorization (exact match)",
+    )
+    auth.add_argument(
+        "--ops-header-timeout-seconds",
+        type=float,
+        default=HEADER_TIMEOUT_SECONDS,
+        help="close an ops-port connection whose request header is not read in time",
+    )
+    auth.add_argument(
+        "--ops-max-connections",
+        type=int,
+        default=MAX_CONNECTIONS,
+        help="open ops-port connections at most; more are closed at once",
     )
     logs = parser.add_argument_group("logging")
     logs.add_argument(

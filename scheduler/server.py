@@ -10,7 +10,9 @@ Served over HTTPS when given an ``ssl.SSLContext`` (``scheduler.tls``) and,
 when given a ``RequestGuard`` (``scheduler.delegation.DelegatedAuth``), every
 request is authenticated and authorized before its handler runs: 401 or 403
 with a JSON ``Status`` body otherwise, as kube-scheduler's secure serving.
-Without either (unit tests) the endpoints are plain and open.
+Without either (unit tests) the endpoints are plain and open. The listening
+socket has a header-read timeout, a TLS handshake timeout and a connection
+cap (``scheduler.connlimits.Limits``), which aiohttp itself lacks.
 
 Endpoints (upstream ``cmd/kube-scheduler/app/server.go``):
 - ``/metrics``: Prometheus text exposition of the registry;
@@ -54,6 +56,7 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from scheduler.connlimits import LimitedSite, Limits
 from scheduler.delegation import Decision
 from scheduler.framework.services import HttpHandler, HttpRequest, HttpResponse
 from scheduler.health import Endpoint, HealthChecks, HealthResponse, render, render_one
@@ -149,7 +152,10 @@ class OpsServer:
         cache_report: Callable[[], Awaitable[dict[str, Any]]] | None = None,
         ssl_context: ssl.SSLContext | None = None,
         guard: RequestGuard | None = None,
+        limits: Limits | None = None,
     ) -> None:
+        self._limits = limits or Limits()
+        self._site: LimitedSite | None = None
         self._listeners = tuple(listeners)
         self._debug_routes = dict(debug_routes or {})
         self._gate = gate or (lambda _leader_only: None)
@@ -198,7 +204,11 @@ class OpsServer:
         )
         await runner.setup()
         try:
-            await web.TCPSite(runner, self._host, self._port, ssl_context=self._ssl_context).start()
+            site = LimitedSite(
+                runner, self._host, self._port, ssl_context=self._ssl_context, limits=self._limits
+            )
+            await site.start()
+            self._site = site
         except BaseException:
             await runner.cleanup()
             raise
@@ -251,6 +261,11 @@ class OpsServer:
         runner, self._runner = self._runner, None
         if runner is not None:
             await runner.cleanup()
+
+    @property
+    def open_connections(self) -> int:
+        """Connections open on the ops port now (``scheduler.connlimits``)."""
+        return self._site.open_connections if self._site is not None else 0
 
     def listener_port(self, name: str) -> int:
         """The port a plugin listener actually listens on (useful with port 0)."""

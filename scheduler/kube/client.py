@@ -157,6 +157,7 @@ class KubeClient:
         self._limiter = limiter
         self._user_agent = user_agent
         self._timeout = aiohttp.ClientTimeout(total=request_timeout, sock_connect=connect_timeout)
+        self._connect_timeout = connect_timeout
         self._watch_timeout = aiohttp.ClientTimeout(
             total=None, connect=connect_timeout, sock_connect=connect_timeout
         )
@@ -241,6 +242,30 @@ class KubeClient:
         )
         client._opened = opened
         return client
+
+    def sibling(
+        self,
+        *,
+        qps: float,
+        burst: int,
+        request_timeout: float,
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+    ) -> KubeClient:
+        """A client to the same API server with the same credentials but its
+        own connection pool and rate limiter (the ops port's reviews: their
+        traffic must never wait in, or fill, this client's limiter or pool).
+        JSON writes; must run inside the event loop; close it separately."""
+        return KubeClient.open(
+            self._connection,
+            qps=qps,
+            burst=burst,
+            user_agent=self._user_agent,
+            clock=self._limiter.clock,
+            request_timeout=request_timeout,
+            connect_timeout=self._connect_timeout,
+            max_connections=max_connections,
+            protobuf_writes=False,
+        )
 
     @property
     def limiter(self) -> RateLimiter:

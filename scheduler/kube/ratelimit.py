@@ -133,6 +133,10 @@ class RateLimiter:
         self._core: PriorityLimiter[asyncio.Future[None]] = PriorityLimiter(qps, burst, clock.now())
         self._timer: asyncio.TimerHandle | None = None
 
+    @property
+    def clock(self) -> Clock:
+        return self._clock
+
     def queued(self, priority: Priority | None = None) -> int:
         return self._core.queued(priority)
 

@@ -2,20 +2,27 @@
 HTTPS; anonymous /metrics, /configz and /debug/... refused; a ServiceAccount
 bound to the manifests' scraper role reads /metrics (TokenReview +
 SubjectAccessReview through the API server), one without the role is refused;
-the probes stay open."""
+the probes stay open; hostile anonymous traffic does not slow the scheduling
+client (issue 20 #5)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import secrets
+import statistics
+import time
 from collections.abc import AsyncIterator
 
+import aiohttp
 import orjson
 from kubernetes_asyncio import client
 
+from scheduler.app import SchedulerApp
+from scheduler.kube.ratelimit import Priority
 from tests.integration.conftest import Cluster
 from tests.support.manifests import find, resources
-from tests.support.ops import kubeconfig_token, ops_get
+from tests.support.ops import kubeconfig_token, ops_get, ops_session
 from tests.support.scheduler import running_scheduler, unique_scheduler_name
 
 READER = find(resources(), "ClusterRole", "pyscheduler-metrics-reader")
@@ -101,3 +108,55 @@ async def test_ops_port_authenticates_and_authorizes_through_the_cluster(
         assert shown["leaderElection"]["leaseDuration"] == "15s"
         assert shown["clientConnection"]["contentType"] == "application/vnd.kubernetes.protobuf"
         assert "parallelism" not in shown
+
+
+HOSTILE_CLIENTS = 300
+PROBES = 15
+# Before the reviews had their own client, 300 anonymous requests queued 300
+# SubjectAccessReviews in the scheduling client's limiter (qps 50): a request
+# at the status updates' priority waited seconds, against milliseconds
+# without load (ratio > 100). Serving the load on the same two cores costs
+# CPU, never the limiter: the bound leaves a wide margin for that.
+MAX_SLOWDOWN = 25.0
+
+
+async def _probe_latency(app: SchedulerApp, namespace: str) -> float:
+    """Median seconds of a GET through the scheduling client at NORMAL priority
+    (the priority of pod status updates, and of the reviews before the fix)."""
+    took = []
+    for _ in range(PROBES):
+        start = time.perf_counter()
+        await app.client.request("GET", f"/api/v1/namespaces/{namespace}", priority=Priority.NORMAL)
+        took.append(time.perf_counter() - start)
+    return statistics.median(took)
+
+
+async def _hostile(base: str, stop: asyncio.Event, index: int) -> None:
+    """One anonymous client asking for a new path each time (no cache hit)."""
+    async with ops_session() as session:
+        round_ = 0
+        while not stop.is_set():
+            round_ += 1
+            with contextlib.suppress(aiohttp.ClientError):
+                async with session.get(f"{base}/hostile/{index}/{round_}") as response:
+                    await response.read()
+
+
+async def test_anonymous_ops_load_does_not_slow_the_scheduling_client(
+    control_plane: Cluster, namespace: str
+) -> None:
+    async with running_scheduler(control_plane.kubeconfig, unique_scheduler_name()) as app:
+        base = f"https://127.0.0.1:{app.server.bound_port}"
+        quiet = await _probe_latency(app, namespace)
+        stop = asyncio.Event()
+        load = [asyncio.create_task(_hostile(base, stop, i)) for i in range(HOSTILE_CLIENTS)]
+        try:
+            status, _ = await ops_get(base, "/hostile/first")  # the load is being reviewed
+            assert status == 403
+            loaded = await _probe_latency(app, namespace)
+            queued = app.client.limiter.queued()
+        finally:
+            stop.set()
+            await asyncio.gather(*load, return_exceptions=True)
+    assert queued == 0
+    assert loaded / max(quiet, 0.001) < MAX_SLOWDOWN, (quiet, loaded)

@@ -4,6 +4,7 @@ upstream's delegating options, and failures that never fail open."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 
 import pytest
@@ -163,3 +164,50 @@ async def test_a_failed_review_refuses_and_is_not_cached(header: str | None, sta
 
     api.down = False
     assert (await auth.check("Bearer t-prom", "/metrics", "GET")).status == 200
+
+
+@dataclass
+class GatedApi(FakeApi):
+    """Reviews that wait for ``release``, counting how many are in flight."""
+
+    release: asyncio.Event = field(default_factory=asyncio.Event)
+    in_flight: int = 0
+    most_in_flight: int = 0
+
+    async def access(self, user: UserInfo, path: str, verb: str) -> tuple[bool, str]:
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            await self.release.wait()
+            return await super().access(user, path, verb)
+        finally:
+            self.in_flight -= 1
+
+
+async def _settle(api: GatedApi, want: int) -> None:
+    for _ in range(1000):
+        if api.in_flight >= want:
+            return
+        await asyncio.sleep(0)
+    raise AssertionError(f"{api.in_flight} reviews in flight, wanted {want}")
+
+
+@pytest.mark.parametrize(
+    ("paths", "reviews", "most_at_once"),
+    [
+        pytest.param(["/metrics"] * 300, 1, 1, id="same path shares one review"),
+        pytest.param([f"/x{i}" for i in range(40)], 40, 4, id="distinct paths bounded"),
+    ],
+)
+async def test_concurrent_anonymous_requests_share_and_bound_reviews(
+    paths: list[str], reviews: int, most_at_once: int
+) -> None:
+    api = GatedApi(allowed={("system:anonymous", "/metrics", "get")})
+    auth = DelegatedAuth(api.token, api.access, FakeClock(), max_reviews=4)
+    checks = [asyncio.ensure_future(auth.check(None, path, "GET")) for path in paths]
+    await _settle(api, most_at_once)
+    api.release.set()
+    decisions = await asyncio.gather(*checks)
+    assert api.access_calls == reviews
+    assert api.most_in_flight == most_at_once
+    assert {d.status for d in decisions} == ({200} if reviews == 1 else {403})
