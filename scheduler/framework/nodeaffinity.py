@@ -89,7 +89,7 @@ def _max_len_error(length: int) -> str:
 _NAME_ERROR = _regex_error(_NAME_MESSAGE, _NAME_FORMAT, "MyName", "my.name", "123-abc")
 
 
-def _qualified_name_problem(key: str) -> str | None:
+def qualified_name_problem(key: str) -> str | None:
     """apimachinery ``IsQualifiedName``, its messages joined with "; "."""
     parts = key.split("/")
     if len(parts) > 2:
@@ -126,7 +126,7 @@ def _qualified_name_problem(key: str) -> str | None:
     return "; ".join(problems) or None
 
 
-def _label_value_problem(value: str) -> str | None:
+def label_value_problem(value: str) -> str | None:
     """apimachinery ``IsValidLabelValue``, its messages joined with "; "."""
     problems: list[str] = []
     if len(value) > 63:
@@ -145,7 +145,7 @@ def _label_value_problem(value: str) -> str | None:
     return "; ".join(problems) or None
 
 
-def _invalid(path: str, value: object, message: str) -> str:
+def invalid_value(path: str, value: object, message: str) -> str:
     """``field.Invalid``'s text: the value as JSON (a string quoted)."""
     shown = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
     return f"{path}: Invalid value: {shown}: {message}"
@@ -200,26 +200,26 @@ def _label_requirement(raw: Raw, path: str, errors: list[str]) -> LabelRequireme
             f'{path}.operator: Unsupported value: "{operator}": supported values: {supported}'
         )
         return None
-    problem = _qualified_name_problem(key)
+    problem = qualified_name_problem(key)
     if problem:
-        errors.append(_invalid(f"{path}.key", key, problem))
+        errors.append(invalid_value(f"{path}.key", key, problem))
     bound = 0
     if operator in (IN, NOT_IN) and not values:
         errors.append(
-            _invalid(
+            invalid_value(
                 f"{path}.values", values, "for 'in', 'notin' operators, values set can't be empty"
             )
         )
     elif operator in (EXISTS, DOES_NOT_EXIST) and values:
         errors.append(
-            _invalid(
+            invalid_value(
                 f"{path}.values", values, "values set must be empty for exists and does not exist"
             )
         )
     elif operator in (GT, LT):
         if len(values) != 1:
             errors.append(
-                _invalid(
+                invalid_value(
                     f"{path}.values",
                     values,
                     "for 'Gt', 'Lt' operators, exactly one value is required",
@@ -229,7 +229,7 @@ def _label_requirement(raw: Raw, path: str, errors: list[str]) -> LabelRequireme
             number = parse_go_int64(value)
             if number is None:
                 errors.append(
-                    _invalid(
+                    invalid_value(
                         f"{path}.values[{index}]",
                         value,
                         "for 'Gt', 'Lt' operators, the value must be an integer",
@@ -238,9 +238,9 @@ def _label_requirement(raw: Raw, path: str, errors: list[str]) -> LabelRequireme
             elif index == 0:
                 bound = number
     for index, value in enumerate(values):
-        problem = _label_value_problem(value)
+        problem = label_value_problem(value)
         if problem:
-            errors.append(_invalid(f"{path}.values[{index}]", value, problem))
+            errors.append(invalid_value(f"{path}.values[{index}]", value, problem))
     if len(errors) > found:
         return None
     return LabelRequirement(key, operator, frozenset(values), bound)
@@ -257,7 +257,7 @@ def _field_requirement(raw: Raw, path: str, errors: list[str]) -> FieldRequireme
         )
         return None
     if len(values) != 1:
-        errors.append(_invalid(f"{path}.values", values, "must have one element"))
+        errors.append(invalid_value(f"{path}.values", values, "must have one element"))
         return None
     return FieldRequirement(key, operator == IN, values[0])
 
