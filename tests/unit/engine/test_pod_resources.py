@@ -186,10 +186,8 @@ MI = 1024**2
             id="container hugepages stay when the pod level does not set them",
         ),
         pytest.param(
-            lambda b: (
-                b.requests(**{"example.com/gpu": "1"}).pod_requests(
-                    **{HUGE: "2Mi", "example.com/gpu": "3"}
-                )
+            lambda b: b.requests(**{"example.com/gpu": "1"}).pod_requests(
+                **{HUGE: "2Mi", "example.com/gpu": "3"}
             ),
             {HUGE: 2 * MI, "example.com/gpu": 1},
             id="an extended resource is not a pod-level resource",
