@@ -18,15 +18,18 @@ as ``k8s.io/dynamic-resource-allocation/cel`` does upstream:
   expression that is not a domain of the device is added as an empty map;
 - the result must be a bool: other compile-time types are a compile error,
   other runtime values a runtime error;
-- the cost limit: cel-cpp has no cost counter, so an evaluation that takes
-  longer than ``cost_limit_seconds`` (upstream's 1 000 000 cost units are
-  about 0.1 s) is reported as the runtime error upstream gives for an
-  exceeded budget. It cannot be interrupted; the result is cached, so a slow
-  expression costs once per device.
+- the cost limit: cel-cpp's comprehension iteration budget is enforced during
+  evaluation; exceeding it is upstream's runtime error for an exceeded cost
+  budget, deterministic and cached. cel-cpp has no cost counter beyond it, so
+  an evaluation that takes longer than ``cost_limit_seconds`` is reported
+  with the same error as a backstop, but NOT cached: it depends on the
+  moment (a GC pause), not on the expression and the device. Any other
+  exception of the library becomes a runtime ``SelectorError``.
 
 Invariants: each expression is compiled once (compile errors too) and kept;
 a selector's outcome on a device depends only on the expression and the
-device, so it is cached on the ``CelDevice``, which the allocator's device
+device (the wall-time backstop aside, which is never cached), so it is
+cached on the ``CelDevice``, which the allocator's device
 model keeps for as long as the ResourceSlice version that holds it.
 Synchronous and pure apart from those caches.
 """
@@ -52,7 +55,14 @@ COST_LIMIT_EXCEEDED = "operation cancelled: actual cost limit exceeded"
 _T = cel.Type
 _LITERAL = re.compile(r'"((?:[^"\\\n]|\\.)*)"|\'((?:[^\'\\\n]|\\.)*)\'')
 _STATUS_PREFIX = re.compile(r"^[A-Z_]+: ")
+# cel-cpp's comprehension iteration budget: deterministic, so upstream's
+# cost error and cached like any other result.
+_ITERATION_BUDGET = "Iteration budget exceeded"
 _NO_SUCH_KEY = re.compile(r'^Key not found in map : "?(.*?)"?$')
+
+
+class _Overrun(Exception):
+    """The evaluation took longer than the wall-time backstop."""
 
 
 class SelectorError(Exception):
@@ -165,11 +175,14 @@ class CompiledSelector:
         )
 
     def matches(self, device: CelDevice) -> bool:
-        """True/False, cached on the device; raises SelectorError (cached too)."""
+        """True/False, cached on the device; raises SelectorError (cached too,
+        except a wall-time overrun, which depends on the moment)."""
         cached = device.results.get(self.expression)
         if cached is None:
             try:
                 cached = self._evaluate(device)
+            except _Overrun as error:
+                raise SelectorError("runtime", COST_LIMIT_EXCEEDED) from error
             except SelectorError as error:
                 cached = error
             device.results[self.expression] = cached
@@ -187,9 +200,14 @@ class CompiledSelector:
             variables["attributes"] = {**attributes, **{key: {} for key in missing_a}}
             variables["capacity"] = {**capacity, **{key: {} for key in missing_c}}
         started = self._clock()
-        result = self._program.eval(data={"device": variables})
+        try:
+            result = self._program.eval(data={"device": variables})
+        except RuntimeError as error:
+            if _ITERATION_BUDGET in str(error):
+                raise SelectorError("runtime", COST_LIMIT_EXCEEDED) from None
+            raise SelectorError("runtime", _runtime_detail(str(error))) from None
         if self._clock() - started > self._cost_limit:
-            raise SelectorError("runtime", COST_LIMIT_EXCEEDED)
+            raise _Overrun
         kind = result.type()
         if kind == _T.BOOL:
             return bool(result.value())

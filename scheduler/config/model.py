@@ -15,6 +15,7 @@ names, extension points, plugin args) is checked by ``resolve_profiles``.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -36,7 +37,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from scheduler.config.errors import FieldProblems, Problem
-from scheduler.framework.durations import format_duration, parse_duration
+from scheduler.framework.durations import MAX_DURATION_SECONDS, format_duration, parse_duration
 from scheduler.framework.interfaces import EXTENSION_POINT_CLASSES, ExtensionPoint
 from scheduler.kube.protobuf import PROTOBUF
 
@@ -99,6 +100,16 @@ def _duration(value: Any) -> Any:
         raise ValueError(f"must be a duration string such as '15s', got {value!r}")
     return parse_duration(value)
 
+
+_FLOAT32_MAX = 3.4028234663852886e38
+_INT32_MAX = 2**31 - 1
+# Upstream multiplies the seconds by time.Second into a time.Duration (int64
+# nanoseconds); a larger value would wrap there, so it is refused here.
+_MAX_BACKOFF_SECONDS = int(MAX_DURATION_SECONDS)
+BackoffSeconds = Annotated[
+    StrictInt,
+    _check(lambda v: v <= _MAX_BACKOFF_SECONDS, f"must be at most {_MAX_BACKOFF_SECONDS}"),
+]
 
 Percentage = Annotated[
     StrictInt, _check(lambda v: 0 <= v <= 100, "must be in the range 0..100 (0 means adaptive)")
@@ -178,8 +189,17 @@ class ClientConnection(_Model):
     kubeconfig: StrictStr = ""
     accept_content_types: Annotated[StrictStr, AfterValidator(_json_accepted)] = ""
     content_type: Annotated[StrictStr, AfterValidator(_known_content_type)] = DEFAULT_CONTENT_TYPE
-    qps: Annotated[StrictFloat, _check(lambda v: v > 0, "must be > 0")] = DEFAULT_QPS
-    burst: Annotated[StrictInt, _check(lambda v: v >= 1, "must be >= 1")] = DEFAULT_BURST
+    # Upstream's fields are float32 and int32: its decoder refuses wider values.
+    qps: Annotated[
+        StrictFloat,
+        _check(lambda v: math.isfinite(v) and v <= _FLOAT32_MAX, "must be a finite float32"),
+        _check(lambda v: v > 0, "must be > 0"),
+    ] = DEFAULT_QPS
+    burst: Annotated[
+        StrictInt,
+        _check(lambda v: v <= _INT32_MAX, f"must be at most {_INT32_MAX}"),
+        _check(lambda v: v >= 1, "must be >= 1"),
+    ] = DEFAULT_BURST
 
     @model_validator(mode="before")
     @classmethod
@@ -333,10 +353,10 @@ class SchedulerConfiguration(_Model):
         | None
     ) = None
     percentage_of_nodes_to_score: Percentage = DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE
-    pod_initial_backoff_seconds: Annotated[StrictInt, _check(lambda v: v > 0, "must be > 0")] = (
-        DEFAULT_POD_INITIAL_BACKOFF_SECONDS
-    )
-    pod_max_backoff_seconds: StrictInt = DEFAULT_POD_MAX_BACKOFF_SECONDS
+    pod_initial_backoff_seconds: Annotated[
+        BackoffSeconds, _check(lambda v: v > 0, "must be > 0")
+    ] = DEFAULT_POD_INITIAL_BACKOFF_SECONDS
+    pod_max_backoff_seconds: BackoffSeconds = DEFAULT_POD_MAX_BACKOFF_SECONDS
     client_connection: ClientConnection = ClientConnection()
     leader_election: LeaderElection = LeaderElection()
     profiles: tuple[Profile, ...] = Field(default_factory=_default_profiles)

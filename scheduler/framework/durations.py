@@ -2,12 +2,17 @@
 
 Accepted: an optional sign, then one or more ``<number><unit>`` parts with
 units ns, us (µs), ms, s, m, h, e.g. ``15s``, ``1m30s``, ``1.5h``; or a bare
-``0``. Anything else, including a number without a unit, is an error.
+``0``. Anything else, including a number without a unit or a value beyond
+Go's ``time.Duration`` (int64 nanoseconds), is an error.
 """
 
 from __future__ import annotations
 
 import re
+
+# Go's time.Duration is an int64 of nanoseconds (about 292 years either way);
+# time.ParseDuration refuses anything beyond it.
+MAX_DURATION_SECONDS = (2**63 - 1) / 1e9
 
 _UNIT_SECONDS = {
     "ns": 1e-9,
@@ -39,6 +44,10 @@ def parse_duration(text: str) -> float:
         raise ValueError(
             f"invalid duration {text!r}: expected a number with a unit "
             "(ns, us, ms, s, m, h) such as '15s' or '1m30s'"
+        )
+    if total > MAX_DURATION_SECONDS:
+        raise ValueError(
+            f"invalid duration {text!r}: out of the range of Go's time.Duration (about 292 years)"
         )
     return sign * total
 

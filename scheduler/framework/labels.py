@@ -3,8 +3,10 @@
 ``parse_label_selector`` follows upstream ``LabelSelectorAsSelector``: an
 absent selector (None) selects nothing, an empty one (``{}``) everything;
 ``matchLabels`` become equality requirements and ``matchExpressions`` keep
-their operator (In, NotIn, Exists, DoesNotExist). A malformed expression
-raises ``LabelSelectorError`` naming what is wrong, as upstream refuses it.
+their operator (In, NotIn, Exists, DoesNotExist). A malformed expression, a
+key that is not a qualified name or a value that is not a label value
+(``labels.NewRequirement``'s checks, in apimachinery's words) raises
+``LabelSelectorError`` naming what is wrong, as upstream refuses it.
 
 Requirement semantics (upstream ``labels.Requirement.Matches``): In needs the
 key with one of the values; NotIn holds when the key is absent or its value is
@@ -21,6 +23,12 @@ import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from scheduler.framework.nodeaffinity import (
+    invalid_value,
+    label_value_problem,
+    qualified_name_problem,
+)
 
 
 class LabelSelectorError(ValueError):
@@ -125,6 +133,9 @@ def parse_label_selector(raw: Mapping[str, Any] | None) -> Selector:
     expressions = raw.get("matchExpressions") or ()
     if not match_labels and not expressions:
         return EVERYTHING
+    for key, value in sorted(match_labels.items()):
+        _check_key(key)
+        _check_values((value,))
     requirements = list(selector_from_set(match_labels).requirements)
     for index, expression in enumerate(expressions):
         requirements.append(_requirement(expression, index))
@@ -138,6 +149,7 @@ def _requirement(expression: Mapping[str, Any], index: int) -> Requirement:
     where = f"matchExpressions[{index}]"
     if not key:
         raise LabelSelectorError(f"{where}.key: Required value")
+    _check_key(key)
     try:
         parsed = Operator(operator)
     except ValueError:
@@ -152,4 +164,20 @@ def _requirement(expression: Mapping[str, Any], index: int) -> Requirement:
         raise LabelSelectorError(
             f"{where}.values: values set must be empty for exists and does not exist"
         )
+    _check_values(expression.get("values") or ())
     return Requirement(key, parsed, values)
+
+
+def _check_key(key: str) -> None:
+    """``labels.NewRequirement``'s key check (``IsQualifiedName``)."""
+    problem = qualified_name_problem(key)
+    if problem:
+        raise LabelSelectorError(invalid_value("key", key, problem))
+
+
+def _check_values(values: Iterable[Any]) -> None:
+    """``labels.NewRequirement``'s value check (``IsValidLabelValue``)."""
+    for index, value in enumerate(values):
+        problem = label_value_problem(str(value))
+        if problem:
+            raise LabelSelectorError(invalid_value(f"values[{index}]", str(value), problem))

@@ -28,6 +28,7 @@ plugins can sign pods with it.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -44,11 +45,11 @@ LT = "Lt"
 LABEL_OPERATORS = (IN, NOT_IN, EXISTS, DOES_NOT_EXIST, GT, LT)
 FIELD_OPERATORS = (IN, NOT_IN)
 
-_INT64 = re.compile(r"^[+-]?[0-9]+$")
+_INT64 = re.compile(r"^[+-]?[0-9]+\Z")
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
-_NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]\Z")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\Z")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?\Z")
 
 Raw = Mapping[str, Any]
 
@@ -66,32 +67,87 @@ def parse_go_int64(text: str) -> int | None:
     return value if _INT64_MIN <= value <= _INT64_MAX else None
 
 
-def _qualified_name_problem(key: str) -> str | None:
-    prefix, slash, name = key.rpartition("/")
-    if not key:
-        return "name part must be non-empty"
-    if slash and (not prefix or len(prefix) > 253 or not _DNS_SUBDOMAIN.match(prefix)):
-        return "prefix part must be a valid DNS subdomain"
-    if not name or len(name) > 63 or not _NAME_PART.match(name):
+_NAME_FORMAT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_SUBDOMAIN_FORMAT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+_VALUE_FORMAT = f"({_NAME_FORMAT})?"
+_NAME_MESSAGE = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an"
+    " alphanumeric character"
+)
+
+
+def _regex_error(message: str, pattern: str, *examples: str) -> str:
+    """apimachinery's ``RegexError`` text, examples and pattern included."""
+    shown = "".join(f"{' or ' if i else ''}'{example}', " for i, example in enumerate(examples))
+    return f"{message} (e.g. {shown}regex used for validation is '{pattern}')"
+
+
+def _max_len_error(length: int) -> str:
+    return f"must be no more than {length} characters"
+
+
+_NAME_ERROR = _regex_error(_NAME_MESSAGE, _NAME_FORMAT, "MyName", "my.name", "123-abc")
+
+
+def qualified_name_problem(key: str) -> str | None:
+    """apimachinery ``IsQualifiedName``, its messages joined with "; "."""
+    parts = key.split("/")
+    if len(parts) > 2:
         return (
-            "name part must consist of alphanumeric characters, '-', '_' or '.', and must "
-            "start and end with an alphanumeric character (at most 63 characters)"
+            f"a qualified name {_NAME_ERROR} with an optional DNS subdomain prefix and '/'"
+            " (e.g. 'example.com/MyName')"
         )
-    return None
+    problems: list[str] = []
+    name = parts[-1]
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            problems.append("prefix part must be non-empty")
+        else:
+            if len(prefix) > 253:
+                problems.append(f"prefix part {_max_len_error(253)}")
+            if not _DNS_SUBDOMAIN.match(prefix):
+                problems.append(
+                    "prefix part "
+                    + _regex_error(
+                        "a DNS-1123 subdomain must consist of lower case alphanumeric"
+                        " characters, '-' or '.', and must start and end with an alphanumeric"
+                        " character",
+                        _SUBDOMAIN_FORMAT,
+                        "example.com",
+                    )
+                )
+    if not name:
+        problems.append("name part must be non-empty")
+    elif len(name) > 63:
+        problems.append(f"name part {_max_len_error(63)}")
+    if not _NAME_PART.match(name):
+        problems.append(f"name part {_NAME_ERROR}")
+    return "; ".join(problems) or None
 
 
-def _label_value_problem(value: str) -> str | None:
-    if len(value) > 63 or not _LABEL_VALUE.match(value):
-        return (
-            "a valid label must be an empty string or consist of alphanumeric characters, "
-            "'-', '_' or '.', and must start and end with an alphanumeric character "
-            "(at most 63 characters)"
+def label_value_problem(value: str) -> str | None:
+    """apimachinery ``IsValidLabelValue``, its messages joined with "; "."""
+    problems: list[str] = []
+    if len(value) > 63:
+        problems.append(_max_len_error(63))
+    if not _LABEL_VALUE.match(value):
+        problems.append(
+            _regex_error(
+                "a valid label must be an empty string or consist of alphanumeric characters,"
+                " '-', '_' or '.', and must start and end with an alphanumeric character",
+                _VALUE_FORMAT,
+                "MyValue",
+                "my_value",
+                "12345",
+            )
         )
-    return None
+    return "; ".join(problems) or None
 
 
-def _invalid(path: str, value: object, message: str) -> str:
-    shown = f'"{value}"' if isinstance(value, str) else repr(value)
+def invalid_value(path: str, value: object, message: str) -> str:
+    """``field.Invalid``'s text: the value as JSON (a string quoted)."""
+    shown = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
     return f"{path}: Invalid value: {shown}: {message}"
 
 
@@ -144,26 +200,26 @@ def _label_requirement(raw: Raw, path: str, errors: list[str]) -> LabelRequireme
             f'{path}.operator: Unsupported value: "{operator}": supported values: {supported}'
         )
         return None
-    problem = _qualified_name_problem(key)
+    problem = qualified_name_problem(key)
     if problem:
-        errors.append(_invalid(f"{path}.key", key, problem))
+        errors.append(invalid_value(f"{path}.key", key, problem))
     bound = 0
     if operator in (IN, NOT_IN) and not values:
         errors.append(
-            _invalid(
+            invalid_value(
                 f"{path}.values", values, "for 'in', 'notin' operators, values set can't be empty"
             )
         )
     elif operator in (EXISTS, DOES_NOT_EXIST) and values:
         errors.append(
-            _invalid(
+            invalid_value(
                 f"{path}.values", values, "values set must be empty for exists and does not exist"
             )
         )
     elif operator in (GT, LT):
         if len(values) != 1:
             errors.append(
-                _invalid(
+                invalid_value(
                     f"{path}.values",
                     values,
                     "for 'Gt', 'Lt' operators, exactly one value is required",
@@ -173,7 +229,7 @@ def _label_requirement(raw: Raw, path: str, errors: list[str]) -> LabelRequireme
             number = parse_go_int64(value)
             if number is None:
                 errors.append(
-                    _invalid(
+                    invalid_value(
                         f"{path}.values[{index}]",
                         value,
                         "for 'Gt', 'Lt' operators, the value must be an integer",
@@ -182,9 +238,9 @@ def _label_requirement(raw: Raw, path: str, errors: list[str]) -> LabelRequireme
             elif index == 0:
                 bound = number
     for index, value in enumerate(values):
-        problem = _label_value_problem(value)
+        problem = label_value_problem(value)
         if problem:
-            errors.append(_invalid(f"{path}.values[{index}]", value, problem))
+            errors.append(invalid_value(f"{path}.values[{index}]", value, problem))
     if len(errors) > found:
         return None
     return LabelRequirement(key, operator, frozenset(values), bound)
@@ -201,7 +257,7 @@ def _field_requirement(raw: Raw, path: str, errors: list[str]) -> FieldRequireme
         )
         return None
     if len(values) != 1:
-        errors.append(_invalid(f"{path}.values", values, "must have one element"))
+        errors.append(invalid_value(f"{path}.values", values, "must have one element"))
         return None
     return FieldRequirement(key, operator == IN, values[0])
 

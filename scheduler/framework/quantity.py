@@ -26,8 +26,13 @@ _DECIMAL = {
     "P": Decimal("1e15"),
     "E": Decimal("1e18"),
 }
+# ASCII digits only, and unambiguous: after the integer digits a fraction must
+# start with "." and a suffix with a letter, so a failed match backtracks in
+# constant steps per digit (linear; "\d+\.?\d*" was quadratic on a long digit
+# string with a bad suffix).
 _PATTERN = re.compile(
-    r"^(?P<number>[+-]?(?:\d+\.?\d*|\.\d+))(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?\d+)?$"
+    r"(?P<number>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
+    r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?"
 )
 
 
@@ -44,7 +49,7 @@ class QuantityError(ValueError):
 @lru_cache(maxsize=4096)
 def parse_quantity(text: str) -> Decimal:
     """The exact value of a quantity string, in base units."""
-    match = _PATTERN.match(text.strip()) if isinstance(text, str) else None
+    match = _PATTERN.fullmatch(text.strip()) if isinstance(text, str) else None
     if match is None:
         raise QuantityError(f"invalid quantity {text!r}")
     try:

@@ -8,9 +8,11 @@ resource by name. ``pod_requests`` applies kube-scheduler's rule:
         max over init containers of (init + sidecars started before it))
     + pod overhead
 
-with pod-level ``spec.resources.requests`` taking precedence for cpu and
-memory when set. ``non_zero=True`` counts a container without a cpu or memory
-request as 100m / 200Mi, which upstream uses for scoring only, never for fit.
+with pod-level ``spec.resources.requests`` taking precedence, per resource,
+for the resources upstream supports there (cpu, memory, ``hugepages-*``);
+other pod-level names are ignored, as upstream does. ``non_zero=True``
+counts a container without a cpu or memory request as 100m / 200Mi, which
+upstream uses for scoring only, never for fit.
 
 In-place resize (InPlacePodVerticalScaling, GA; upstream ``PodRequests`` with
 ``UseStatusResources``): given the pod's ``status``, an app container or a
@@ -196,6 +198,11 @@ def is_scalar_resource_name(name: str) -> bool:
     )
 
 
+def is_pod_level_resource_name(name: str) -> bool:
+    """Upstream ``IsSupportedPodLevelResource``: cpu, memory and hugepages."""
+    return name in (CPU, MEMORY) or name.startswith(_HUGEPAGES_PREFIX)
+
+
 POD_RESIZE_PENDING = "PodResizePending"
 REASON_INFEASIBLE = "Infeasible"
 
@@ -294,34 +301,42 @@ def pod_requests(
         else:
             init_peak = init_peak.max(request + sidecars)
     total = (total + sidecars).max(init_peak)
-    pod_level = ((spec.get("resources") or {}).get("requests")) or _EMPTY
-    if CPU in pod_level or MEMORY in pod_level:
+    pod_level = {
+        name: value
+        for name, value in (((spec.get("resources") or {}).get("requests")) or _EMPTY).items()
+        if is_pod_level_resource_name(name)
+    }
+    if pod_level:
         try:
-            level = Resource.from_list({k: v for k, v in pod_level.items() if k in (CPU, MEMORY)})
+            level = Resource.from_list(pod_level)
         except QuantityError as error:
             raise QuantityError(f"pod-level resources requests {error}") from None
         actuated = status.get("resources")
         if actuated is not None:
             level, _ = _effective(
-                {k: v for k, v in pod_level.items() if k in (CPU, MEMORY)},
+                pod_level,
                 {
                     k: v
                     for k, v in (actuated.get("requests") or _NO_FIELDS).items()
-                    if k in (CPU, MEMORY)
+                    if k in pod_level
                 },
                 {
                     k: v
                     for k, v in (status.get("allocatedResources") or _NO_FIELDS).items()
-                    if k in (CPU, MEMORY)
+                    if k in pod_level
                 },
                 infeasible,
             )
+        scalar = dict(total.scalar)
+        scalar.update(
+            (name, level.get(name)) for name in pod_level if name.startswith(_HUGEPAGES_PREFIX)
+        )
         total = Resource(
             level.milli_cpu if CPU in pod_level else total.milli_cpu,
             level.memory if MEMORY in pod_level else total.memory,
             total.ephemeral_storage,
             total.allowed_pods,
-            total.scalar,
+            scalar,
         )
     overhead = spec.get("overhead")
     if overhead:

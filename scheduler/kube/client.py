@@ -402,9 +402,13 @@ class KubeClient:
         (409 if the pod is already bound or its uid changed)."""
         path = PODS.object_path(pod_name, pod_namespace, "binding")
         if self._protobuf_writes:
-            body = encode_binding(pod_namespace, pod_name, pod_uid, node_name)
-            if await self._protobuf_call(path, body, Priority.CRITICAL):
-                return
+            try:
+                body = encode_binding(pod_namespace, pod_name, pod_uid, node_name)
+            except Unencodable as err:
+                log.debug("binding sent as JSON: protobuf cannot carry it: %s", err)
+            else:
+                if await self._protobuf_call(path, body, Priority.CRITICAL):
+                    return
         await self._call(
             "POST",
             path,

@@ -16,7 +16,8 @@ Invariants:
 - ``encode_event`` accepts only the fields it knows (the events.k8s.io/v1 Event
   that ``EventSink`` builds, with or without ``series``); anything else raises
   ``Unencodable``, and the caller sends that event as JSON instead, so a new
-  field can never be dropped silently.
+  field can never be dropped silently. A string that has no UTF-8 form (a
+  lone surrogate) is refused the same way, by ``encode_binding`` too.
 - Times are ``metav1.MicroTime`` (seconds, nanos) truncated to microseconds,
   the precision the JSON form carries, so both encodings store the same value.
 - ``decode_status`` never raises: anything that is not a protobuf ``Status``
@@ -59,7 +60,13 @@ def _bytes_field(number: int, payload: bytes) -> bytes:
 
 
 def _string(number: int, value: str) -> bytes:
-    return _bytes_field(number, value.encode()) if value else b""
+    if not value:
+        return b""
+    try:
+        payload = value.encode()
+    except UnicodeEncodeError as err:  # a lone surrogate has no UTF-8 form
+        raise Unencodable(f"string field {number}: {err.reason}") from err
+    return _bytes_field(number, payload)
 
 
 def _int(number: int, value: int) -> bytes:
@@ -108,7 +115,10 @@ def _micro_time(number: int, value: Any, what: str) -> bytes:
 
 
 def encode_binding(pod_namespace: str, pod_name: str, pod_uid: str, node_name: str) -> bytes:
-    """A ``v1.Binding`` of the pod (by uid when known) to ``node_name``."""
+    """A ``v1.Binding`` of the pod (by uid when known) to ``node_name``.
+
+    Raises ``Unencodable`` for a name without a UTF-8 form; the caller sends
+    that binding as JSON."""
     metadata = _string(1, pod_name) + _string(3, pod_namespace) + _string(5, pod_uid)
     target = _string(1, "Node") + _string(3, node_name) + _string(5, "v1")
     return _envelope("v1", "Binding", _bytes_field(1, metadata) + _bytes_field(2, target))

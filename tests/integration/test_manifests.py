@@ -340,6 +340,27 @@ DRA = "resource.k8s.io"
         pytest.param(_access("get", "secrets", namespace=NAMESPACE), False, id="read secrets"),
         pytest.param(_access("list", "configmaps"), False, id="list configmaps"),
         pytest.param(
+            _access("watch", "configmaps", namespace="kube-system", name="scheduler-plugin-config"),
+            True,
+            id="watch the AutoscaleEnforcer's ConfigMap in kube-system",
+        ),
+        pytest.param(
+            _access("get", "configmaps", namespace="team-a", name="scheduler-plugin-config"),
+            False,
+            id="no ConfigMap of that name in another namespace",
+        ),
+        pytest.param(
+            _access("patch", "persistentvolumeclaims", namespace="team-a"),
+            False,
+            id="no patch of claims (VolumeBinding updates them)",
+        ),
+        pytest.param(_access("patch", "persistentvolumes"), False, id="no patch of volumes"),
+        pytest.param(
+            _access("update", "pods", subresource="status", namespace="team-a"),
+            False,
+            id="no update of pod status (only patches are sent)",
+        ),
+        pytest.param(
             _access("update", "resourceclaims", group=DRA, namespace="team-a"),
             True,
             id="resourceclaims update (PreBind's finalizer, as system:kube-scheduler)",

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
+from plugins.autoscale_enforcer import CONFIG_MAP_NAME, CONFIG_MAP_NAMESPACE
 from plugins.autoscale_enforcer.args import AGENT_PORT
 from scheduler.app import AppOptions, build_registry, resolve
 from scheduler.config import DEFAULT_SCHEDULER_NAME, SchedulerConfiguration, parse_config
@@ -39,6 +40,7 @@ from tests.support.manifests import (
     yaml_files,
 )
 
+PLUGIN_CONFIG_ROLE = "pyscheduler-plugin-config"
 CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding"}
 METRIC_NAME = re.compile(r"\b(?:scheduler|rest_client|leader_election|process)_[a-z0-9_]+")
 JOB_SELECTOR = 'job="pyscheduler"'
@@ -124,6 +126,9 @@ def test_every_namespaced_object_lives_in_the_scheduler_namespace() -> None:
     for obj in BASE + MONITORING_OBJECTS:
         if obj["kind"] in CLUSTER_SCOPED:
             assert "namespace" not in obj["metadata"], obj["kind"]
+        elif obj["metadata"]["name"] == PLUGIN_CONFIG_ROLE:
+            # the AutoscaleEnforcer's ConfigMap is read where the plugin reads it
+            assert obj["metadata"]["namespace"] == CONFIG_MAP_NAMESPACE, obj["kind"]
         else:
             assert obj["metadata"]["namespace"] == NAMESPACE, obj["kind"]
 
@@ -137,7 +142,7 @@ def test_shipped_config_loads_and_resolves_with_the_in_tree_plugins() -> None:
 
 def test_shipped_config_elects_a_leader_on_a_lease_of_its_own_namespace() -> None:
     election = _config().leader_election
-    role = find(BASE, "Role")
+    role = find(BASE, "Role", "pyscheduler-leader-election")
     (named,) = [rule for rule in role["rules"] if rule.get("resourceNames")]
     assert election.leader_elect
     assert DEPLOYMENT["spec"]["replicas"] == 2
@@ -321,6 +326,9 @@ def test_selector_matches_the_scheduler_pods(
         pytest.param(
             "RoleBinding", "Role", "pyscheduler-leader-election", id="leases in its namespace"
         ),
+        pytest.param(
+            "RoleBinding", "Role", "pyscheduler-plugin-config", id="plugin ConfigMap in kube-system"
+        ),
     ],
 )
 def test_bindings_grant_their_role_to_the_scheduler_service_account(
@@ -347,6 +355,7 @@ def test_bindings_grant_their_role_to_the_scheduler_service_account(
     [
         pytest.param("ClusterRole", "pyscheduler"),
         pytest.param("Role", "pyscheduler-leader-election"),
+        pytest.param("Role", PLUGIN_CONFIG_ROLE),
     ],
 )
 def test_rules_name_groups_resources_and_verbs_without_wildcards(kind: str, name: str) -> None:
@@ -363,6 +372,111 @@ def test_rules_name_groups_resources_and_verbs_without_wildcards(kind: str, name
                 ([""], ["pods"]),
                 (["resource.k8s.io"], ["resourceclaims"]),
             ), rule
+
+
+# Each write the ClusterRole grants, and where the code makes it: (group,
+# resource, verb) -> (file, text of the request in that file).
+WRITE_USES: dict[tuple[str, str, str], tuple[str, str]] = {
+    ("", "pods/binding", "create"): ("scheduler/kube/client.py", '"binding")'),
+    ("", "pods/status", "patch"): (
+        "scheduler/kube/client.py",
+        'PODS.object_path(name, namespace, "status")',
+    ),
+    ("", "pods", "delete"): (
+        "plugins/default_preemption/executor.py",
+        '"DELETE", _pod_path(victim)',
+    ),
+    ("events.k8s.io", "events", "create"): ("scheduler/kube/client.py", "EVENTS.collection_path"),
+    ("events.k8s.io", "events", "patch"): ("scheduler/kube/client.py", "EVENTS.object_path(name"),
+    ("", "events", "create"): (
+        "scheduler/kube/client.py",
+        '"POST", f"/api/v1/namespaces/{namespace}/events"',
+    ),
+    ("", "events", "patch"): ("scheduler/kube/client.py", "def patch_core_event"),
+    ("resource.k8s.io", "resourceclaims/status", "patch"): (
+        "plugins/dynamicresources/writes.py",
+        '"PATCH", claim_path(namespace, name, "status")',
+    ),
+    ("resource.k8s.io", "resourceclaims/status", "update"): (
+        "plugins/dynamicresources/writes.py",
+        '"PUT", claim_path(namespace, name, "status")',
+    ),
+    ("resource.k8s.io", "resourceclaims/binding", "patch"): (
+        "plugins/dynamicresources/writes.py",
+        '"PATCH", claim_path(namespace, name, "status")',
+    ),
+    ("resource.k8s.io", "resourceclaims/binding", "update"): (
+        "plugins/dynamicresources/writes.py",
+        '"PUT", claim_path(namespace, name, "status")',
+    ),
+    ("resource.k8s.io", "resourceclaims", "update"): (
+        "plugins/dynamicresources/writes.py",
+        '"PUT", claim_path(namespace, name), updated',
+    ),
+    ("resource.k8s.io", "resourceclaims", "create"): (
+        "plugins/dynamicresources/prebind.py",
+        "claims_collection(pod.namespace)",
+    ),
+    ("resource.k8s.io", "resourceclaims", "delete"): (
+        "plugins/dynamicresources/writes.py",
+        '"DELETE", claim_path(namespace, name)',
+    ),
+    ("", "persistentvolumeclaims", "update"): (
+        "plugins/volume_binding/prebind.py",
+        '"PUT", claim_path(provision.pvc)',
+    ),
+    ("", "persistentvolumes", "update"): (
+        "plugins/volume_binding/prebind.py",
+        '"PUT", volume_path(',
+    ),
+}
+READ_VERBS = {"get", "list", "watch"}
+
+
+def _granted_writes() -> set[tuple[str, str, str]]:
+    return {
+        (group, resource, verb)
+        for rule in find(BASE, "ClusterRole", "pyscheduler")["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+        if verb not in READ_VERBS
+    }
+
+
+def test_every_write_the_cluster_role_grants_is_one_the_code_makes() -> None:
+    assert _granted_writes() == set(WRITE_USES)
+
+
+@pytest.mark.parametrize(
+    ("grant", "use"),
+    [pytest.param(grant, use, id="/".join(grant)) for grant, use in WRITE_USES.items()],
+)
+def test_the_code_makes_the_granted_write(
+    grant: tuple[str, str, str], use: tuple[str, str]
+) -> None:
+    path, text = use
+    assert text in (REPO_ROOT / path).read_text(encoding="utf-8"), grant
+
+
+def test_the_plugin_config_map_is_readable_in_its_namespace_only() -> None:
+    cluster_resources = {
+        resource
+        for rule in find(BASE, "ClusterRole", "pyscheduler")["rules"]
+        for resource in rule["resources"]
+    }
+    role = find(BASE, "Role", PLUGIN_CONFIG_ROLE)
+
+    assert "configmaps" not in cluster_resources
+    assert role["metadata"]["namespace"] == CONFIG_MAP_NAMESPACE
+    assert role["rules"] == [
+        {
+            "apiGroups": [""],
+            "resources": ["configmaps"],
+            "resourceNames": [CONFIG_MAP_NAME],
+            "verbs": ["get", "list", "watch"],
+        }
+    ]
 
 
 # --------------------------------------------------------------- monitoring

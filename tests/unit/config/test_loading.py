@@ -262,6 +262,47 @@ def test_json_is_accepted() -> None:
             make_config().set("fooBar", 1), "fooBar: unknown field", id="unknown top-level field"
         ),
         pytest.param(
+            make_config().set("podInitialBackoffSeconds", 10**20),
+            "podInitialBackoffSeconds: must be at most 9223372036",
+            id="initial backoff beyond time.Duration",
+        ),
+        pytest.param(
+            make_config().set("podMaxBackoffSeconds", 10**20),
+            "podMaxBackoffSeconds: must be at most 9223372036",
+            id="max backoff beyond time.Duration",
+        ),
+        pytest.param(
+            make_config().set("leaderElection.leaseDuration", "1e20s"),
+            "leaderElection.leaseDuration: invalid duration",
+            id="a duration with an exponent is not Go syntax",
+        ),
+        pytest.param(
+            make_config().set("leaderElection.leaseDuration", "100000000000000000000h"),
+            "leaderElection.leaseDuration: invalid duration '100000000000000000000h': "
+            "out of the range of Go's time.Duration",
+            id="lease duration beyond time.Duration",
+        ),
+        pytest.param(
+            make_config().set("clientConnection.qps", float("inf")),
+            "clientConnection.qps: must be a finite float32",
+            id="infinite qps",
+        ),
+        pytest.param(
+            make_config().set("clientConnection.qps", float("nan")),
+            "clientConnection.qps: must be a finite float32",
+            id="nan qps",
+        ),
+        pytest.param(
+            make_config().set("clientConnection.qps", 1e39),
+            "clientConnection.qps: must be a finite float32",
+            id="qps beyond float32",
+        ),
+        pytest.param(
+            make_config().set("clientConnection.burst", 2**31),
+            "clientConnection.burst: must be at most 2147483647",
+            id="burst beyond int32",
+        ),
+        pytest.param(
             make_config().set("pod_initial_backoff_seconds", 2),
             "pod_initial_backoff_seconds: unknown field",
             id="snake_case keys are unknown",

@@ -161,3 +161,47 @@ def test_scale_down_event_uses_the_effective_requests(
     after = parse_pod(built(lambda b: new(b).node("n1")).obj())
     actions = {event.action for event in pod_update_events(before, after)}
     assert (ActionType.UPDATE_POD_SCALE_DOWN in actions) == scaled_down
+
+
+HUGE = "hugepages-2Mi"
+MI = 1024**2
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        pytest.param(
+            lambda b: b.pod_requests(**{HUGE: "4Mi"}),
+            {HUGE: 4 * MI},
+            id="pod-level hugepages alone count",
+        ),
+        pytest.param(
+            lambda b: b.requests(**{HUGE: "2Mi"}).pod_requests(cpu="1", **{HUGE: "8Mi"}),
+            {HUGE: 8 * MI},
+            id="pod-level hugepages take precedence over the containers'",
+        ),
+        pytest.param(
+            lambda b: b.requests(**{HUGE: "2Mi", "example.com/gpu": "1"}).pod_requests(cpu="1"),
+            {HUGE: 2 * MI, "example.com/gpu": 1},
+            id="container hugepages stay when the pod level does not set them",
+        ),
+        pytest.param(
+            lambda b: b.requests(**{"example.com/gpu": "1"}).pod_requests(
+                **{HUGE: "2Mi", "example.com/gpu": "3"}
+            ),
+            {HUGE: 2 * MI, "example.com/gpu": 1},
+            id="an extended resource is not a pod-level resource",
+        ),
+        pytest.param(
+            lambda b: b.pod_requests(**{HUGE: "2Mi", "hugepages-1Gi": "1Gi"}).overhead(
+                **{HUGE: "2Mi"}
+            ),
+            {HUGE: 4 * MI, "hugepages-1Gi": 1024**3},
+            id="overhead adds to pod-level hugepages",
+        ),
+    ],
+)
+def test_pod_level_hugepages_requests_count_as_upstream(
+    edit: Edit, expected: dict[str, int]
+) -> None:
+    assert dict(parse_pod(built(edit).obj()).requests.scalar) == expected

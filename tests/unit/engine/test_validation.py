@@ -69,3 +69,19 @@ def test_malformed_node_has_nothing_allocatable_and_says_why() -> None:
 def test_absurdly_large_quantities_are_refused_quickly(text: str) -> None:
     with pytest.raises(QuantityError, match="out of range"):
         to_milli(text)
+
+
+@pytest.mark.timeout(20)
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("1" * 200_000 + "x", id="long digits, bad suffix (was quadratic)"),
+        pytest.param("1" * 200_000 + ".5Z", id="long digits and a fraction, bad suffix"),
+        pytest.param("1" + "0" * 200_000 + "e", id="long digits, exponent without digits"),
+        pytest.param("\u0661", id="a non-ASCII decimal digit"),
+        pytest.param("1.2.3", id="two points"),
+    ],
+)
+def test_malformed_quantities_are_refused_in_linear_time(text: str) -> None:
+    with pytest.raises(QuantityError, match="invalid quantity"):
+        to_milli(text)

@@ -89,6 +89,39 @@ def test_malformed_expressions_are_refused(expression: Obj, problem: str) -> Non
         parse_label_selector({"matchExpressions": [expression]})
 
 
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        pytest.param(
+            {"matchExpressions": [{"key": "-app", "operator": "Exists"}]},
+            'key: Invalid value: "-app": name part must consist of alphanumeric characters',
+            id="expression key not a qualified name",
+        ),
+        pytest.param(
+            {"matchExpressions": [{"key": "app", "operator": "In", "values": ["ok", "-bad"]}]},
+            'values[1]: Invalid value: "-bad": a valid label must be an empty string',
+            id="expression value not a label value",
+        ),
+        pytest.param(
+            {"matchLabels": {"a/b/c": "x"}},
+            'key: Invalid value: "a/b/c": a qualified name must consist of',
+            id="matchLabels key with two slashes",
+        ),
+        pytest.param(
+            {"matchLabels": {"app": "x" * 64}},
+            'values[0]: Invalid value: "' + "x" * 64 + '": must be no more than 63 characters',
+            id="matchLabels value too long",
+        ),
+    ],
+)
+def test_invalid_keys_and_values_are_refused_as_label_selector_as_selector_does(
+    raw: Obj, expected: str
+) -> None:
+    with pytest.raises(LabelSelectorError) as caught:
+        parse_label_selector(raw)
+    assert str(caught.value).startswith(expected)
+
+
 def test_empty_and_nothing() -> None:
     assert EVERYTHING.empty
     assert not NOTHING.empty

@@ -118,3 +118,79 @@ def test_parsed_once_on_the_pod() -> None:
 def test_match_fields_are_ignored_for_a_node_without_a_name() -> None:
     parsed = parse_node_selector(selector(term(fields=(expression("metadata.name", "In", "n1"),))))
     assert parsed.matches("", {})
+
+
+_NAME_RULE = (
+    "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an"
+    " alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for"
+    " validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')"
+)
+_VALUE_RULE = (
+    "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or"
+    " '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or"
+    " 'my_value',  or '12345', regex used for validation is"
+    " '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+)
+_PATH = "nodeSelectorTerms[0].matchExpressions[0]"
+
+
+@pytest.mark.parametrize(
+    ("requirement", "expected"),
+    [
+        pytest.param(
+            expression("-zone", "Exists"),
+            f'{_PATH}.key: Invalid value: "-zone": name part {_NAME_RULE}',
+            id="bad name part",
+        ),
+        pytest.param(
+            expression("a" * 64, "Exists"),
+            f'{_PATH}.key: Invalid value: "{"a" * 64}": name part must be no more than'
+            " 63 characters",
+            id="name part too long",
+        ),
+        pytest.param(
+            expression("Example.com/zone", "Exists"),
+            f'{_PATH}.key: Invalid value: "Example.com/zone": prefix part a DNS-1123 subdomain'
+            " must consist of lower case alphanumeric characters, '-' or '.', and must start and"
+            " end with an alphanumeric character (e.g. 'example.com', regex used for validation"
+            " is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+            id="bad prefix",
+        ),
+        pytest.param(
+            expression("/zone", "Exists"),
+            f'{_PATH}.key: Invalid value: "/zone": prefix part must be non-empty',
+            id="empty prefix",
+        ),
+        pytest.param(
+            expression("a/b/c", "Exists"),
+            f'{_PATH}.key: Invalid value: "a/b/c": a qualified name {_NAME_RULE} with an'
+            " optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+            id="two slashes",
+        ),
+        pytest.param(
+            expression("zone", "In", "-bad"),
+            f'{_PATH}.values[0]: Invalid value: "-bad": {_VALUE_RULE}',
+            id="bad value",
+        ),
+        pytest.param(
+            expression("zone", "In", "a" * 64),
+            f'{_PATH}.values[0]: Invalid value: "{"a" * 64}": must be no more than 63 characters',
+            id="value too long",
+        ),
+        pytest.param(
+            expression("zone", "In", "a\n"),
+            f'{_PATH}.values[0]: Invalid value: "a\\n": {_VALUE_RULE}',
+            id="a trailing newline is not a valid value",
+        ),
+        pytest.param(
+            expression("zone", "Exists", "a", "b"),
+            f'{_PATH}.values: Invalid value: ["a","b"]: values set must be empty for exists'
+            " and does not exist",
+            id="a list is rendered as JSON",
+        ),
+    ],
+)
+def test_invalid_requirements_are_worded_as_apimachinery(
+    requirement: dict[str, object], expected: str
+) -> None:
+    assert parse_node_selector(selector(term(requirement))).errors() == (expected,)

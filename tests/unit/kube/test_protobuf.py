@@ -189,11 +189,31 @@ def test_event_fields_land_on_their_proto_numbers(
         pytest.param({**EVENT, "eventTime": "2026-12-01T10:20:30"}, id="time without zone"),
         pytest.param({**EVENT, "series": {"count": True}}, id="boolean count"),
         pytest.param({**EVENT, "metadata": "e"}, id="metadata not a mapping"),
+        pytest.param({**EVENT, "note": "bad \udc80 text"}, id="a lone surrogate in a string"),
+        pytest.param(
+            {**EVENT, "regarding": {"kind": "Pod", "name": "p\ud800"}},
+            id="a lone surrogate in a reference",
+        ),
     ],
 )
 def test_an_event_it_cannot_carry_exactly_is_refused(event: dict[str, Any]) -> None:
     with pytest.raises(Unencodable):
         encode_event(event)
+
+
+@pytest.mark.parametrize(
+    ("namespace", "name", "uid", "node"),
+    [
+        pytest.param("ns\udc80", "p", "u", "n", id="namespace"),
+        pytest.param("ns", "p\ud800", "u", "n", id="pod name"),
+        pytest.param("ns", "p", "u", "n\udfff", id="node name"),
+    ],
+)
+def test_a_binding_with_a_lone_surrogate_is_refused_for_json_instead(
+    namespace: str, name: str, uid: str, node: str
+) -> None:
+    with pytest.raises(Unencodable):
+        encode_binding(namespace, name, uid, node)
 
 
 def _field(number: int, payload: bytes | int) -> bytes:

@@ -264,10 +264,23 @@ def test_pre_filter_skips_when_nothing_applies() -> None:
     assert status.is_skip()
 
 
-def test_pre_filter_rejects_malformed_terms() -> None:
+@pytest.mark.parametrize(
+    ("kind", "bad"),
+    [
+        pytest.param(
+            "podAffinity", {"matchExpressions": [{"key": "app", "operator": "In"}]}, id="no values"
+        ),
+        pytest.param(
+            "podAffinity",
+            {"matchExpressions": [{"key": "app", "operator": "In", "values": ["-web"]}]},
+            id="invalid value",
+        ),
+        pytest.param("podAntiAffinity", {"matchLabels": {"-app": "web"}}, id="invalid key"),
+    ],
+)
+def test_pre_filter_rejects_malformed_terms(kind: str, bad: Obj) -> None:
     nodes = cluster()
-    bad = {"matchExpressions": [{"key": "app", "operator": "In"}]}
-    incoming = pod(make_pod("p").pod_affinity_term("podAffinity", ZONE, bad).obj())
+    incoming = pod(make_pod("p").pod_affinity_term(kind, ZONE, bad).obj())
     status = plugin_for(nodes).pre_filter(CycleState(), incoming, nodes)[1]
     assert status is not None
     assert status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE

@@ -10,7 +10,7 @@ import pytest
 
 from plugins.inter_pod_affinity import InterPodAffinity, InterPodAffinityArgs, new
 from plugins.inter_pod_affinity.scoring import normalize
-from scheduler.framework import CycleState, Handle, NodeInfo, NodeScore
+from scheduler.framework import Code, CycleState, Handle, NodeInfo, NodeScore
 from tests.support.builders import make_node, make_pod
 from tests.support.informers import FakeStore
 from tests.unit.plugins.support import (
@@ -198,6 +198,37 @@ def test_score(
     expected: tuple[list[int], list[int]] | None,
 ) -> None:
     assert scores(raw_pod, nodes, **args) == expected
+
+
+@pytest.mark.parametrize(
+    ("kind", "selector", "problem"),
+    [
+        pytest.param(
+            "podAffinity",
+            {"matchExpressions": [{"key": "app", "operator": "In", "values": ["web", "-x"]}]},
+            'values[1]: Invalid value: "-x"',
+            id="invalid value in a preferred affinity term",
+        ),
+        pytest.param(
+            "podAntiAffinity",
+            {"matchLabels": {"a/b/c": "web"}},
+            'key: Invalid value: "a/b/c"',
+            id="invalid key in a preferred anti-affinity term",
+        ),
+    ],
+)
+def test_pre_score_errors_on_an_invalid_preferred_selector(
+    kind: str, selector: Obj, problem: str
+) -> None:
+    nodes = cluster()
+    incoming = pod(make_pod("p").pod_affinity_term(kind, ZONE, selector, weight=5).obj())
+
+    status = plugin_for(nodes).pre_score(CycleState(), incoming, nodes)
+
+    assert status is not None
+    assert status.code is Code.ERROR
+    assert status.message().startswith("failed to parse pod: ")
+    assert problem in status.message()
 
 
 @pytest.mark.parametrize(

@@ -243,6 +243,42 @@ def test_pre_filter_skips_pods_without_hard_constraints() -> None:
     assert status.is_skip()
 
 
+@pytest.mark.parametrize(
+    ("when", "selector", "problem"),
+    [
+        pytest.param(
+            "DoNotSchedule",
+            {"matchLabels": {"app": "-web"}},
+            'values[0]: Invalid value: "-web"',
+            id="hard constraint with an invalid value fails PreFilter",
+        ),
+        pytest.param(
+            "ScheduleAnyway",
+            {"matchExpressions": [{"key": "-app", "operator": "Exists"}]},
+            'key: Invalid value: "-app"',
+            id="soft constraint with an invalid key fails PreScore",
+        ),
+    ],
+)
+def test_an_invalid_selector_is_an_error_where_upstream_errors(
+    when: str, selector: Obj, problem: str
+) -> None:
+    nodes = zones()
+    plugin = plugin_for(nodes)
+    incoming = pod(make_pod("p").label("app", "web").spread(1, ZONE, when, selector=selector).obj())
+
+    if when == "DoNotSchedule":
+        status = plugin.pre_filter(CycleState(), incoming, nodes)[1]
+        prefix = "get constraints from pod: "
+    else:
+        status = plugin.pre_score(CycleState(), incoming, nodes)
+        prefix = "calculating preScoreState: "
+
+    assert status is not None
+    assert status.code is Code.ERROR
+    assert status.message().startswith(prefix + problem)
+
+
 def test_add_and_remove_pod_change_the_counts_for_what_ifs() -> None:
     nodes = [
         node_info(make_node("a1").zone("a").obj(), web("w1", "a1")),

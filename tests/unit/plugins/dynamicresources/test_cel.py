@@ -186,11 +186,42 @@ def test_results_are_cached_per_device() -> None:
     assert next(ticks) == 2  # evaluated (two clock reads) once only
 
 
-def test_cost_limit_is_a_runtime_error_and_cached() -> None:
-    ticks = iter([0.0, 5.0])
+def test_a_slow_evaluation_is_a_cost_error_that_is_not_cached() -> None:
+    ticks = iter([0.0, 5.0, 10.0, 10.01])
     env = CelEnvironment(clock=lambda: next(ticks), cost_limit_seconds=0.1)
     selector = env.compile("device.driver == 'gpu.example.com'")
     device = gpu()
-    for _ in range(2):  # the second call is served from the cache: no clock left
-        with pytest.raises(SelectorError, match=COST_LIMIT_EXCEEDED):
+    with pytest.raises(SelectorError, match=COST_LIMIT_EXCEEDED):
+        selector.matches(device)
+    assert device.results == {}  # a GC pause must not fail the device for good
+    assert selector.matches(device)  # evaluated again, within the limit this time
+
+
+_WORDS = "'" + "a" * 70 + "'.split('')"
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        pytest.param(
+            f"{_WORDS}.all(a, {_WORDS}.all(b, {_WORDS}.all(c, {_WORDS}.all(d, true))))",
+            id="nested comprehensions",
+        ),
+        pytest.param(
+            f"{_WORDS}.exists(a, {_WORDS}.exists(b,"
+            f" {_WORDS}.exists(c, {_WORDS}.exists(d, false))))",
+            id="nested exists",
+        ),
+    ],
+)
+def test_an_exceeded_iteration_budget_is_upstreams_cost_error_and_cached(
+    expression: str,
+) -> None:
+    env = CelEnvironment(cost_limit_seconds=1e9)
+    selector = env.compile(expression)
+    device = gpu()
+    for _ in range(2):
+        with pytest.raises(SelectorError) as caught:
             selector.matches(device)
+        assert str(caught.value) == f"CEL runtime error: {COST_LIMIT_EXCEEDED}"
+    assert isinstance(device.results[expression], SelectorError)  # deterministic: cached
