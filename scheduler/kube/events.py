@@ -60,7 +60,7 @@ MAX_RETRY_WAIT = 10.0  # seconds; upstream's sleep between tries
 def retry_wait(first: float, attempt: int) -> float:
     """The wait after failed try ``attempt`` (1-based): doubling from
     ``first``, capped at ``MAX_RETRY_WAIT``."""
-    return min(MAX_RETRY_WAIT, first * 2 ** min(attempt - 1, 16))
+    return min(MAX_RETRY_WAIT, first * (1 << max(0, min(attempt - 1, 16))))
 
 
 NOTE_LIMIT_BYTES = 1024
