@@ -156,18 +156,26 @@ class BindingCycles:
         # is dropped, one in flight is waited for.
         await self._status.settle(pod.namespace, pod.name)
         if self._bind_requests is None:
-            self._check_fence()
-            bound = await framework.run_bind(state, assumed, host)
+            bound = await self._bind(binding)
         else:
             async with self._bind_requests:
-                self._check_fence()
-                bound = await framework.run_bind(state, assumed, host)
+                bound = await self._bind(binding)
         if not bound.is_success():
             if bound.is_skip():
                 bound = Status.as_error("no bind plugin bound the pod")
             self._binding_failed(binding, None, bound)
             return
         self._bound(binding)
+
+    async def _bind(self, binding: Binding) -> Status:
+        """The Bind call, unless leadership is gone or the node was deleted
+        while the cycle waited (Permit, PreBind, a bind slot): a pod bound to
+        a deleted node can never run and the pod GC deletes it, so it goes
+        back to the queue instead (upstream binds it anyway)."""
+        self._check_fence()
+        if not self._loop.node_exists(binding.host):
+            return Status.as_error(f"node {binding.host!r} was deleted before the bind")
+        return await binding.framework.run_bind(binding.state, binding.assumed, binding.host)
 
     def _check_fence(self) -> None:
         """Right before a write only the leader may send (PreBind, Bind)."""

@@ -107,6 +107,9 @@ class SchedulingLoop(Protocol):
     def activate(self, state: CycleState) -> None:
         """Move the pods a plugin asked to activate (``pods_to_activate``)."""
 
+    def node_exists(self, name: str) -> bool:
+        """The node is in the cache (not deleted since the pod was assumed)."""
+
     def binding_done(self) -> None:
         """The binding cycle ended: free its slot."""
 

@@ -364,6 +364,10 @@ class Scheduler:
     def binding_done(self) -> None:
         pass
 
+    def node_exists(self, name: str) -> bool:
+        info = self._cache.node_info(name)
+        return info is not None and info.node is not None
+
     def fence(self) -> None:
         """Leadership lost: stop popping, no PreBind/Bind from now on, binding
         cycles in flight cancelled (see ``BindingCycles.fence``)."""

@@ -192,3 +192,30 @@ async def test_a_fatal_error_elsewhere_rolls_binding_cycles_back_before_the_leas
     assert log == ["Reserve:R@n1", "Bind:B@n1", "Unreserve:R@n1", "release lease"]
     assert holder_of(store) == ""
     assert binder.bound == []
+
+
+@pytest.mark.parametrize(
+    ("deleted", "bound", "requeued"),
+    [
+        pytest.param(False, ["default/slow-0"], [], id="node still there: bound"),
+        pytest.param(True, [], ["default/slow-0"], id="node deleted in PreBind: requeued"),
+    ],
+)
+async def test_a_pod_whose_node_was_deleted_while_it_waited_is_not_bound(
+    deleted: bool, bound: list[str], requeued: list[str]
+) -> None:
+    pre_bind, binder = HoldingPreBind(), BindStub("B")
+    h = harness(make_framework(pre_bind=[pre_bind], bind=[binder]))
+    enqueue(h, pods("slow", 1))
+    await asyncio.wait_for(h.scheduler.run(), DEADLINE)
+    await until(lambda: pre_bind.holding == 1)
+    assert h.cache.assumed_count() == 1
+
+    if deleted:
+        h.cache.remove_node("n1")
+    pre_bind.release.set()
+    assert await h.scheduler.drain(DEADLINE) == 0
+
+    assert [key for key, _ in binder.bound] == bound
+    assert [r.key for r in h.queue.requeued] == requeued
+    assert h.cache.assumed_count() == 0 if deleted else 1
