@@ -267,7 +267,9 @@ class EventSink:
                             await self._wake.wait()
                     except TimeoutError:
                         pass
-                await self.drain()
+                # Not ``drain``: a write waiting to retry must not hold back
+                # the events queued behind it (slots still bound the writes).
+                await self._start_queued()
         finally:
             for task in list(self._writing):
                 task.cancel()
@@ -275,6 +277,13 @@ class EventSink:
     async def drain(self) -> None:
         """Write everything queued now, then any series counts that are due;
         returns once all of those writes have finished."""
+        await self._start_queued()
+        if self._writing:
+            await asyncio.gather(*self._writing, return_exceptions=True)
+
+    async def _start_queued(self) -> None:
+        """Start the writes of everything queued now and of the series counts
+        that are due, without waiting for them to finish."""
         while self._queue:
             pending, instance = self._queue.popleft()
             body = self._body(pending, instance)
@@ -285,8 +294,6 @@ class EventSink:
                 await self._start_write(action)
         for patch in self._series.due(self.clock.now()):
             await self._start_write(patch)
-        if self._writing:
-            await asyncio.gather(*self._writing, return_exceptions=True)
 
     async def _start_write(self, action: CreateEvent | PatchSeries) -> None:
         """Start a write once a slot is free; at most ``concurrency`` at once.

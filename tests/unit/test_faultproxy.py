@@ -27,8 +27,8 @@ from tests.support.faultproxy import Kind, classify
             "PUT",
             "/apis/coordination.k8s.io/v1/namespaces/a/leases/l",
             {},
-            Kind.OTHER,
-            id="lease renew is never faulted",
+            Kind.LEASE,
+            id="lease renew is its own kind (faulted only when asked)",
         ),
     ],
 )

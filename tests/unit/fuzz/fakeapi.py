@@ -35,6 +35,10 @@ class FakeApi:
         metadata = raw.get("metadata") or {}
         return f"{metadata.get('namespace', '')}/{metadata.get('name', '')}"
 
+    def sibling(self, **_: Any) -> FakeApi:
+        """The ops port's review client: the same fake."""
+        return self
+
     async def list(self, resource: ResourceType, **_: Any) -> dict[str, Any]:
         items = list(self._objects.get(resource.plural, {}).values())
         return {"metadata": {"resourceVersion": str(self._version)}, "items": copy.deepcopy(items)}
