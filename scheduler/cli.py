@@ -23,6 +23,7 @@ import sys
 from collections.abc import Sequence
 
 from scheduler.app import AppOptions, SchedulerApp, build_registry, resolve
+from scheduler.buildinfo import version_line
 from scheduler.config import (
     PROTOBUF_CONTENT_TYPE,
     ConfigError,
@@ -50,6 +51,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments[:1] == ["simulate"]:
         return simulate_main(arguments[1:])
     args = parse_args(arguments, __doc__)
+    if args.version:
+        print(version_line())
+        return 0
     configure_logging(log_level(args.v), args.logging_format == "json")
     try:
         config = apply_flags(load_config(args.config), args)

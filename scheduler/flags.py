@@ -103,6 +103,11 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pyscheduler", description=description)
     add = parser.add_argument
     add("--config", help="KubeSchedulerConfiguration file (YAML or JSON)")
+    add(
+        "--version",
+        action="store_true",
+        help="print the version (and the git revision when known) and exit",
+    )
     add("--kubeconfig", help="kubeconfig file; wins over clientConnection.kubeconfig")
     serving = parser.add_argument_group("secure serving")
     serving.add_argument(
