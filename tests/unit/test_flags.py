@@ -246,8 +246,8 @@ def test_configuration_round_trips_through_its_dump() -> None:
 
     dumped = config.model_dump(mode="json", by_alias=True, exclude_none=True)
 
-    assert dumped["leaderElection"]["leaseDuration"] == "60s"
-    assert "parallelism" not in dumped
+    assert dumped["leaderElection"]["leaseDuration"] == "1m0s"
+    assert dumped["parallelism"] == 16
     assert apply_flags(config, parse_args(["--kubeconfig=k"])).leader_election == (
         config.leader_election
     )
