@@ -1,19 +1,21 @@
-"""kube-scheduler's command-line flags, for what pyscheduler supports.
+"""kube-scheduler v1.36's command-line flags, every one of them.
 
-``parse_args`` reads the upstream flag names (``--config``, ``--kubeconfig``,
-``--secure-port``, ``--bind-address``, ``--authentication-kubeconfig``,
-``--authorization-kubeconfig``, ``--authorization-always-allow-paths``,
-``--tls-cert-file``, ``--tls-private-key-file``, ``-v``/``--v``,
-``--logging-format``, ``--leader-elect*``, ``--feature-gates``) plus our
-``--ops-header-timeout-seconds``, ``--ops-max-connections``,
-``--bind-grace-seconds``, ``--max-concurrent-binds`` and ``--seed``. Go's flag
-syntax is accepted where it differs from argparse's: ``-v=4``,
-``--leader-elect=false``, ``--flag value``.
+``parse_args`` reads upstream's flag names in upstream's sections (misc, secure
+serving, authentication, authorization, deprecated, leader election, feature
+gate, logs) plus ours (``--bind-grace-seconds``, ``--max-concurrent-binds``,
+``--seed``, ``--ops-header-timeout-seconds``, ``--ops-max-connections``). A
+flag either works with upstream's meaning or, where it cannot apply, is
+accepted and reported in ``args.notes`` with its reason (``NO_OP_FLAGS``),
+which the CLI logs once at start; removed ``--lock-object-*`` flags are read as
+their successors. Go's flag syntax is accepted where it differs from
+argparse's (``-v=4``, ``--leader-elect=false``) and, as in Go, no flag may be
+abbreviated.
 
 ``apply_flags`` merges the flags that override the configuration file into it
 as upstream does (``ApplyLeaderElectionTo``: a ``--leader-elect*`` flag given
-on the command line wins over the file) and re-validates the result, so the
-configuration in force (served at ``/configz``) is the one checked. Unlike
+on the command line wins over the file; ``ApplyDeprecated``: ``--kube-api-*``
+and ``--profiling`` only without ``--config``) and re-validates the result, so
+the configuration in force (served at ``/configz``) is the one checked. Unlike
 upstream, where ``--kubeconfig`` is ignored when ``--config`` is given,
 ``--kubeconfig`` always wins over ``clientConnection.kubeconfig``: nothing given
 is silently dropped.
