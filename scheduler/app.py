@@ -53,6 +53,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from plugins.registry import DEFAULT_PLUGINS, in_tree_registry
+from scheduler.buildinfo import build_info_labels
 from scheduler.cachedebug import NON_TERMINAL_PODS, CacheDebugger
 from scheduler.clock import Clock, RealClock
 from scheduler.config import (
@@ -72,6 +73,7 @@ from scheduler.engine import (
     watch_object_events,
 )
 from scheduler.features import FeatureGates
+from scheduler.framework.gatecatalogue import CATALOGUE
 from scheduler.framework.registry import Registry, entry_point_plugins
 from scheduler.gcpolicy import settle_after_sync
 from scheduler.health import scheduler_health
@@ -79,6 +81,7 @@ from scheduler.kube.client import KubeClient
 from scheduler.kube.reviews import Reviews
 from scheduler.leaderelection import ApiLeaseClient, LeaderElectionConfig, LeaderElector
 from scheduler.listener import listener_switch_interval, switch_interval
+from scheduler.looplag import LoopLag
 from scheduler.metrics import CacheType
 from scheduler.queue.queue import DEFAULT_MAX_IN_UNSCHEDULABLE
 from scheduler.server import OpsServer
@@ -125,6 +128,8 @@ class AppOptions:
     max_in_unschedulable_seconds: float = DEFAULT_MAX_IN_UNSCHEDULABLE
     always_allow_paths: tuple[str, ...] = ("/healthz", "/readyz", "/livez")
     ops_limits: Limits = field(default_factory=Limits)
+    # kube-scheduler's --disabled-metrics: families left out of /metrics.
+    disabled_metrics: frozenset[str] = frozenset()
 
 
 def build_registry() -> Registry:
@@ -186,6 +191,14 @@ class SchedulerApp:
         )
         engine = self.engine
         self.metrics = engine.metrics
+        self.metrics.build_info(build_info_labels())
+        self.metrics.feature_gates(
+            {
+                name: (value, CATALOGUE[name][1])
+                for name, value in self.options.feature_gates.every_gate().items()
+            }
+        )
+        self.loop_lag = LoopLag(self.clock, self.metrics)
         client.report_to(self.metrics)
         self.informer_factory = engine.informer_factory
         self.event_sink = engine.event_sink
@@ -259,6 +272,7 @@ class SchedulerApp:
             self.attempt_log,
             config_dump=lambda: config.model_dump(mode="json", by_alias=True, exclude_none=True),
             config_warnings=advice.warnings(config),
+            disabled_metrics=self.options.disabled_metrics,
             listeners=self.plugin_services.listeners,
             process_listeners=self.plugin_services.process_listeners,
             debug_routes=self.plugin_services.debug_routes,
@@ -328,6 +342,7 @@ class SchedulerApp:
                 status = group.create_task(self.status_writer.run(), name="pod-status")
                 cache_metrics = group.create_task(self._cache_metrics(), name="cache-metrics")
                 debugger = group.create_task(self.cache_debugger.run(), name="cache-debugger")
+                loop_lag = group.create_task(self.loop_lag.run(), name="loop-lag")
                 workers: list[asyncio.Task[None]] = []
                 stopped = await self._until_stopped(self.informer_factory.wait_synced())
                 if not stopped:  # plugins' start steps: a failure fails start-up
@@ -351,10 +366,10 @@ class SchedulerApp:
                     await self._stop_serving()
                     await self._shutdown_scheduling(scheduling, flushers)
                 await self._stop_serving()
-                for task in (*workers, informers, cache_metrics, debugger):
+                for task in (*workers, informers, cache_metrics, debugger, loop_lag):
                     task.cancel()
                 await asyncio.wait(
-                    {*workers, informers, cache_metrics, debugger}
+                    {*workers, informers, cache_metrics, debugger, loop_lag}
                 )  # before the flush
                 await self._flush(status, events)
         finally:

@@ -11,7 +11,9 @@ Nothing here raises: a missing git or an odd checkout gives no revision.
 
 from __future__ import annotations
 
+import platform
 import subprocess
+import sys
 from importlib.metadata import PackageNotFoundError
 from importlib.metadata import version as distribution_version
 from pathlib import Path
@@ -50,3 +52,28 @@ def revision(package_dir: Path | None = None) -> str | None:
 def version_line() -> str:
     known = revision()
     return f"pyscheduler {version()}" + (f" (revision {known})" if known else "")
+
+
+_GO_ARCH = {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm", "ppc64le": "ppc64le"}
+
+
+def build_info_labels() -> dict[str, str]:
+    """``kubernetes_build_info``'s labels for this build. ``git_version``,
+    ``major`` and ``minor`` are pyscheduler's own version (not the Kubernetes
+    release it follows, v1.36); ``go_version`` carries the Python version and
+    ``compiler`` the interpreter, since there is no Go toolchain."""
+    ours = version()
+    major, _, rest = ours.partition(".")
+    minor = rest.partition(".")[0]
+    machine = platform.machine()
+    return {
+        "build_date": "",
+        "compiler": platform.python_implementation().lower(),
+        "git_commit": revision() or "",
+        "git_tree_state": "",
+        "git_version": f"v{ours}",
+        "go_version": f"python{platform.python_version()}",
+        "major": major,
+        "minor": minor,
+        "platform": f"{sys.platform}/{_GO_ARCH.get(machine, machine)}",
+    }

@@ -115,6 +115,7 @@ async def _run(config: SchedulerConfiguration, args: argparse.Namespace) -> int:
         tls_private_key_file=args.tls_private_key_file,
         tls_min_version=args.tls_min_version,
         tls_cipher_suites=args.tls_cipher_suites,
+        disabled_metrics=frozenset(args.disabled_metrics),
         always_allow_paths=args.authorization_always_allow_paths,
         ops_limits=Limits(
             header_timeout=args.ops_header_timeout_seconds,

@@ -136,7 +136,6 @@ NO_OP_FLAGS: dict[str, tuple[str | None, str]] = {
     ),
     "allow-metric-labels": ("MAP", "metric label allow-lists are not implemented"),
     "allow-metric-labels-manifest": ("FILE", "metric label allow-lists are not implemented"),
-    "disabled-metrics": ("NAMES", "every metric family is served"),
     "show-hidden-metrics-for-version": ("VERSION", "no metric of ours is hidden"),
     "log-flush-frequency": ("DURATION", "each log line is written at once"),
     "log-json-info-buffer-size": ("QUANTITY", "log lines are not buffered"),
@@ -193,6 +192,10 @@ def _cipher_suites(text: str) -> tuple[str, ...]:
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
     return names
+
+
+def _names(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
 
 
 def build_parser(description: str | None = None) -> argparse.ArgumentParser:
@@ -354,6 +357,16 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
         help=f"verbosity; debug from {DEBUG_VERBOSITY}",
     )
     logs.add_argument("--logging-format", choices=LOGGING_FORMATS, default="text")
+    metrics = parser.add_argument_group("metrics")
+    metrics.add_argument(
+        "--disabled-metrics",
+        type=_names,
+        action="extend",
+        default=[],
+        metavar="NAMES",
+        help="comma-separated metric names left out of /metrics (e.g. "
+        "scheduler_plugin_execution_duration_seconds), as upstream's escape hatch",
+    )
     ours = parser.add_argument_group("pyscheduler")
     ours.add_argument(
         "--bind-grace-seconds",

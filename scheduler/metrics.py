@@ -43,6 +43,18 @@ from prometheus_client.utils import floatToGoString
 from scheduler.framework.interfaces import ExtensionPoint
 from scheduler.framework.status import Code
 
+BUILD_INFO_LABELS = (
+    "build_date",
+    "compiler",
+    "git_commit",
+    "git_tree_state",
+    "git_version",
+    "go_version",
+    "major",
+    "minor",
+    "platform",
+)
+
 
 class AttemptResult(enum.StrEnum):
     """``result`` of ``scheduler_schedule_attempts_total`` and the attempt duration."""
@@ -350,6 +362,32 @@ class SchedulerMetrics:
             "to identify the lease.",
             ("name",),
         )
+        # component-base's build info and feature-gate families.
+        self._build_info = gauge(
+            "kubernetes_build_info",
+            "A metric with a constant '1' value labeled by major, minor, git version, "
+            "git commit, git tree state, build date, Go version, and compiler from which "
+            "Kubernetes was built, and platform on which it is running.",
+            BUILD_INFO_LABELS,
+        )
+        self._feature_enabled = gauge(
+            "kubernetes_feature_enabled",
+            "This metric records the data about the stage and enablement of a k8s feature.",
+            ("name", "stage"),
+        )
+        # Ours: how late the event loop runs what is due (scheduler.looplag).
+        self._loop_lag = histogram(
+            "pyscheduler_event_loop_lag_seconds",
+            "How late the event loop woke a periodic tick, in seconds: the time every "
+            "informer event, bind and probe waited behind the work ahead of it.",
+            (),
+            exponential_buckets(0.001, 2, 14),
+        )
+        self._loop_longest_stall = gauge(
+            "pyscheduler_event_loop_longest_stall_seconds",
+            "The longest event-loop lag seen in the last one to two minutes, in seconds.",
+            (),
+        )
         rest_buckets = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
         self._rest_requests = counter(
             "rest_client_requests",
@@ -390,6 +428,21 @@ class SchedulerMetrics:
         if child is None:
             child = self._children[key] = metric.labels(*labels)
         return child
+
+    # ---------------------------------------------------- component metrics
+    def build_info(self, labels: Mapping[str, str]) -> None:
+        """``kubernetes_build_info`` = 1 with the build's labels."""
+        self._build_info.labels(*(labels.get(name, "") for name in BUILD_INFO_LABELS)).set(1)
+
+    def feature_gates(self, gates: Mapping[str, tuple[bool, str]]) -> None:
+        """``kubernetes_feature_enabled{name,stage}``: gate -> (value, stage);
+        GA gates have an empty stage, as upstream writes them."""
+        for name, (value, stage) in gates.items():
+            self._feature_enabled.labels(name, "" if stage == "GA" else stage).set(int(value))
+
+    def loop_lag(self, seconds: float, longest_recent: float) -> None:
+        self._loop_lag.observe(seconds)
+        self._loop_longest_stall.set(longest_recent)
 
     # ------------------------------------------------------------ attempts
     def attempt(self, result: AttemptResult, profile: str, seconds: float) -> None:

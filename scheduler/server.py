@@ -15,7 +15,8 @@ socket has a header-read timeout, a TLS handshake timeout and a connection
 cap (``scheduler.connlimits.Limits``), which aiohttp itself lacks.
 
 Endpoints (upstream ``cmd/kube-scheduler/app/server.go``):
-- ``/metrics``: Prometheus text exposition of the registry;
+- ``/metrics``: Prometheus text exposition of the registry, without the
+  families named by ``--disabled-metrics``;
 - ``/healthz``, ``/livez``, ``/readyz`` with ``?verbose``, ``?exclude=name`` and
   per-check paths ``/<endpoint>/<name>``;
 - ``/configz``: ``{"componentconfig": <effective config>}`` (404 when none given),
@@ -49,13 +50,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import ssl
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, Protocol
 
 import orjson
 from aiohttp import web
 from aiohttp.typedefs import Handler
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.metrics_core import Metric
 
 from scheduler.connlimits import LimitedSite, Limits
 from scheduler.delegation import Decision
@@ -147,6 +149,7 @@ class OpsServer:
         *,
         config_dump: Callable[[], dict[str, Any]] | None = None,
         config_warnings: Sequence[str] = (),
+        disabled_metrics: frozenset[str] = frozenset(),
         listeners: Sequence[Listener] = (),
         process_listeners: Sequence[ProcessListener] = (),
         debug_routes: dict[str, HttpHandler] | None = None,
@@ -167,7 +170,9 @@ class OpsServer:
         self._gate_timer: asyncio.TimerHandle | None = None
         self._host = host
         self._port = port
-        self._registry = registry
+        self._registry: CollectorRegistry | _WithoutFamilies = (
+            _WithoutFamilies(registry, disabled_metrics) if disabled_metrics else registry
+        )
         self._health = health
         self._diagnostics = diagnostics
         self._config_dump = config_dump
@@ -357,3 +362,19 @@ class OpsServer:
         except Exception as error:  # the API list failed: say so, keep serving
             return _json(503, {"error": f"cache comparer: {error}"})
         return _json(200, report)
+
+
+class _WithoutFamilies:
+    """The registry minus ``disabled`` families (kube-scheduler's
+    ``--disabled-metrics``): a name matches a family, or a counter by its
+    ``_total`` name, as upstream's flag names them."""
+
+    def __init__(self, registry: CollectorRegistry, disabled: frozenset[str]) -> None:
+        self._registry = registry
+        self._disabled = disabled
+
+    def collect(self) -> Iterator[Metric]:
+        for family in self._registry.collect():
+            names = {family.name, f"{family.name}_total"}
+            if not names & self._disabled:
+                yield family

@@ -101,6 +101,10 @@ async def test_ops_port_authenticates_and_authorizes_through_the_cluster(
         assert "scheduler_pending_pods" in text
         assert "rest_client_requests_total{" in text
         assert "process_resident_memory_bytes" in text
+        assert "kubernetes_build_info{" in text
+        assert 'kubernetes_feature_enabled{name="NodeDeclaredFeatures",stage="BETA"} 1.0' in text
+        assert "pyscheduler_event_loop_lag_seconds_bucket{" in text
+        assert "pyscheduler_event_loop_longest_stall_seconds " in text
 
         _, text = await ops_get(base, "/configz", admin)
         shown = orjson.loads(text)["componentconfig"]

@@ -13,6 +13,7 @@ from prometheus_client.samples import Sample
 from scheduler.framework.interfaces import ExtensionPoint
 from scheduler.framework.status import Code
 from scheduler.metrics import (
+    BUILD_INFO_LABELS,
     AttemptResult,
     CacheType,
     HintResult,
@@ -207,6 +208,33 @@ SPECS = [
         "gauge",
         ("name",),
         lambda m: m.leader_election("pyscheduler", lambda: True),
+    ),
+    # component-base's build info and feature gates.
+    spec(
+        "kubernetes_build_info",
+        "gauge",
+        BUILD_INFO_LABELS,
+        lambda m: m.build_info({"git_version": "v0.1.0"}),
+    ),
+    spec(
+        "kubernetes_feature_enabled",
+        "gauge",
+        ("name", "stage"),
+        lambda m: m.feature_gates({"NodeDeclaredFeatures": (True, "BETA")}),
+    ),
+    # Ours (not upstream's): the event loop's lag.
+    spec(
+        "pyscheduler_event_loop_lag_seconds",
+        "histogram",
+        (),
+        lambda m: m.loop_lag(0.01, 0.01),
+        [0.001 * 2**i for i in range(14)] + [float("inf")],
+    ),
+    spec(
+        "pyscheduler_event_loop_longest_stall_seconds",
+        "gauge",
+        (),
+        lambda m: m.loop_lag(0.01, 0.5),
     ),
     # client-go's rest client metrics (component-base restclient).
     spec(
