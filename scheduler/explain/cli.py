@@ -1,6 +1,6 @@
 """``kubectl-pyscheduler``: the kubectl plugin (``kubectl pyscheduler ...``).
 
-    kubectl pyscheduler explain NAMESPACE/POD
+    kubectl pyscheduler explain [-n NAMESPACE] POD | NAMESPACE/POD
         [--url URL | --port PORT | --service NS/NAME[:PORT]]
         [--kubeconfig FILE] [--context NAME] [--token TOKEN]
         [--insecure-skip-tls-verify] [-o text|json]
@@ -25,6 +25,7 @@ from scheduler.explain.diagnosis import Diagnosis, Verdict, from_attempts, rende
 from scheduler.explain.fetch import (
     FetchError,
     Identity,
+    context_namespace,
     debug_path,
     get_json,
     load_identity,
@@ -42,7 +43,12 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog=PROG, description="pyscheduler's kubectl plugin")
     commands = p.add_subparsers(dest="command", required=True)
     explain = commands.add_parser("explain", help="why a pod is pending, node by node")
-    explain.add_argument("pod", metavar="NAMESPACE/POD")
+    explain.add_argument("pod", metavar="POD", help="POD or NAMESPACE/POD")
+    explain.add_argument(
+        "-n",
+        "--namespace",
+        help="the pod's namespace (default: the kubeconfig context's, else default)",
+    )
     where = explain.add_mutually_exclusive_group()
     where.add_argument("--url", help="the scheduler's ops endpoint, e.g. https://host:10259")
     where.add_argument("--port", type=int, help="the ops port on 127.0.0.1 (https)")
@@ -70,13 +76,18 @@ class InputError(Exception):
     pass
 
 
-def split_pod(value: str) -> tuple[str, str]:
-    namespace, _, name = value.partition("/")
-    if not name:
-        namespace, name = "default", namespace
-    if not namespace or not name or "/" in name:
-        raise InputError(f"{value}: expected NAMESPACE/POD")
-    return namespace, name
+def split_pod(
+    value: str, namespace: str | None = None, default: str = "default"
+) -> tuple[str, str]:
+    """``NAMESPACE/POD``, or ``POD`` in ``namespace`` (``-n``), else ``default``."""
+    given, slash, name = value.partition("/")
+    if not slash:
+        given, name = namespace or default, given
+    elif namespace is not None and namespace != given:
+        raise InputError(f"{value}: the namespace differs from -n {namespace}")
+    if not given or not name or "/" in name:
+        raise InputError(f"{value}: expected POD or NAMESPACE/POD")
+    return given, name
 
 
 def live(args: argparse.Namespace, namespace: str, name: str) -> Diagnosis:
@@ -117,7 +128,7 @@ def offline(args: argparse.Namespace, namespace: str, name: str) -> Diagnosis:
             )
         )
         with simulate_cli.one_line_logging():
-            outcome, _ = simulate_cli.simulate(config, snapshot, seed=args.seed)
+            outcome, _, _ = simulate_cli.simulate(config, snapshot, seed=args.seed)
     except simulate_cli.InputError as error:
         raise InputError(str(error)) from None
     key = f"{namespace}/{name}"
@@ -140,7 +151,10 @@ def offline(args: argparse.Namespace, namespace: str, name: str) -> Diagnosis:
 
 
 def explain(args: argparse.Namespace, out: TextIO) -> int:
-    namespace, name = split_pod(args.pod)
+    default = "default"
+    if args.namespace is None and "/" not in args.pod:
+        default = context_namespace(args.kubeconfig, args.context)
+    namespace, name = split_pod(args.pod, args.namespace, default)
     diagnosis = offline(args, namespace, name) if args.snapshot else live(args, namespace, name)
     if args.output == "json":
         out.write(json.dumps(dataclasses.asdict(diagnosis), indent=2) + "\n")

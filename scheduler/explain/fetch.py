@@ -93,6 +93,23 @@ def load_identity(path: str | None, context: str | None = None) -> Identity:
     )
 
 
+def context_namespace(path: str | None, context: str | None = None) -> str:
+    """The namespace of the kubeconfig context, as kubectl uses it when no
+    ``-n`` is given; ``default`` when unset or unreadable."""
+    location = Path(
+        path or os.environ.get("KUBECONFIG", "").split(os.pathsep)[0] or "~/.kube/config"
+    ).expanduser()
+    try:
+        config = yaml.safe_load(location.read_text()) or {}
+        name = context or config.get("current-context")
+        for entry in config.get("contexts") or ():
+            if entry.get("name") == name:
+                return str((entry.get("context") or {}).get("namespace") or "default")
+    except (OSError, yaml.YAMLError, AttributeError):
+        pass
+    return "default"
+
+
 def debug_path(namespace: str, name: str) -> str:
     quote = urllib.parse.quote
     return f"/debug/pods/{quote(namespace, safe='')}/{quote(name, safe='')}"

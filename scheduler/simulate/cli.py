@@ -4,9 +4,11 @@
         [--add-nodes TEMPLATE=COUNT]... [--remove-node NAME]... [--cordon NAME]...
         [--seed N] [-o table|json|yaml]
 
-Exit codes: 0 when the run completed (whatever the pods' fate), 2 for
-malformed input or configuration (one line naming the file, document and
-field), 1 when simulated time ran out with pods still retrying.
+Exit codes: 0 when the run completed (whatever the pods' fate, unless
+``--fail-on-unschedulable``), 1 when simulated time ran out with pods still
+retrying, 2 for malformed input or configuration (one line naming the file,
+document and field), 3 with ``--fail-on-unschedulable`` when a pod was not
+placed (a CI gate: "would these pods fit?").
 """
 
 from __future__ import annotations
@@ -22,12 +24,20 @@ from typing import TextIO
 from scheduler.app import build_registry, resolve
 from scheduler.config import ConfigError, SchedulerConfiguration, load_config
 from scheduler.simulate.edits import EditError, add_nodes, cordon, parse_count, remove_node
-from scheduler.simulate.report import as_json, as_yaml, build_report, pending_keys, table
+from scheduler.simulate.report import (
+    as_json,
+    as_yaml,
+    build_report,
+    pending_keys,
+    skipped_pending,
+    table,
+)
 from scheduler.simulate.run import DEFAULT_MAX_SECONDS, Outcome, Simulation, SimulationError
 from scheduler.simulate.snapshot import Snapshot, SnapshotError, load_files, snapshot_time
 
 EXIT_INPUT = 2
 EXIT_TIMED_OUT = 1
+EXIT_UNSCHEDULABLE = 3
 PROGRESS_PENDING_PODS = 1000
 PROG = "pyscheduler simulate"
 
@@ -58,6 +68,11 @@ def parser() -> argparse.ArgumentParser:
         type=float,
         default=DEFAULT_MAX_SECONDS,
         help="bound on simulated time (pods retrying after errors)",
+    )
+    p.add_argument(
+        "--fail-on-unschedulable",
+        action="store_true",
+        help=f"exit {EXIT_UNSCHEDULABLE} when any pod is not placed (for CI)",
     )
     progress = p.add_mutually_exclusive_group()
     progress.add_argument("--progress", action="store_true", help="always report progress")
@@ -144,8 +159,9 @@ def simulate(
     progress: TextIO | None = None,
     max_seconds: float = DEFAULT_MAX_SECONDS,
     wall: float | None = None,
-) -> tuple[Outcome, list[str]]:
-    """Run the simulation; returns the outcome and the keys of the pods it placed."""
+) -> tuple[Outcome, list[str], dict[str, int]]:
+    """Run the simulation; returns the outcome, the keys of the pods it placed
+    and the pending pods of other schedulers it left alone (by name)."""
     registry = build_registry()
     try:
         profiles = resolve(config, registry)
@@ -153,6 +169,7 @@ def simulate(
         raise InputError(f"invalid configuration: {'; '.join(error.problems)}") from None
     names = {profile.scheduler_name for profile in profiles}
     pending = pending_keys(snapshot.objects, names)
+    skipped = skipped_pending(snapshot.objects, names)
 
     def report(line: str) -> None:
         if progress is not None:
@@ -171,7 +188,7 @@ def simulate(
         max_seconds=max_seconds,
     )
     try:
-        return asyncio.run(simulation.run()), pending
+        return asyncio.run(simulation.run()), pending, skipped
     except SimulationError as error:
         raise InputError(str(error)) from None
     except ExceptionGroup as group:  # raised inside the run's TaskGroup
@@ -194,7 +211,7 @@ def _main(args: argparse.Namespace, out: TextIO) -> int:
             not args.quiet
             and sum(1 for o in snapshot.objects if o.get("kind") == "Pod") >= PROGRESS_PENDING_PODS
         )
-        outcome, pending = simulate(
+        outcome, pending, skipped = simulate(
             config,
             snapshot,
             seed=args.seed,
@@ -211,19 +228,22 @@ def _main(args: argparse.Namespace, out: TextIO) -> int:
             f"{stats.simulated_seconds:.0f}s simulated",
             file=sys.stderr,
         )
+    report = build_report(
+        outcome.cluster,
+        snapshot.objects,
+        pending,
+        {
+            "seed": args.seed,
+            "cpuSeconds": round(stats.cpu_seconds, 3),
+            "simulatedSeconds": stats.simulated_seconds,
+            "timedOut": stats.timed_out,
+        },
+    )
+    report.skipped = skipped
     if args.output == "yaml":
         out.write(as_yaml(outcome.cluster, snapshot.passthrough))
     else:
-        report = build_report(
-            outcome.cluster,
-            snapshot.objects,
-            pending,
-            {
-                "seed": args.seed,
-                "cpuSeconds": round(stats.cpu_seconds, 3),
-                "simulatedSeconds": stats.simulated_seconds,
-                "timedOut": stats.timed_out,
-            },
-        )
         out.write(as_json(report) if args.output == "json" else table(report))
+    if args.fail_on_unschedulable and report.unplaced and not stats.timed_out:
+        return EXIT_UNSCHEDULABLE
     return EXIT_TIMED_OUT if stats.timed_out else 0

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import orjson
+from pydantic.alias_generators import to_camel
 
 from scheduler.framework.objects import parse_node, parse_pod
 from scheduler.kube.resources import NODES, PODS, RESOURCE_CLAIMS
@@ -25,6 +26,9 @@ from scheduler.simulate.memory import MemoryCluster, object_key
 from scheduler.simulate.snapshot import dump_list
 
 Raw = dict[str, Any]
+# The JSON report's type, so a consumer can tell its version.
+REPORT_API_VERSION = "simulate.pyscheduler.io/v1alpha1"
+REPORT_KIND = "SimulationReport"
 POD_SCHEDULED = "PodScheduled"
 SCHEDULED = "Scheduled"
 PENDING = "Pending"
@@ -67,10 +71,16 @@ class Report:
     allocations: list[Allocation] = field(default_factory=list)
     nodes: list[NodeUsage] = field(default_factory=list)
     stats: dict[str, Any] = field(default_factory=dict)
+    # Pending pods left alone: schedulerName -> count (no profile of that name).
+    skipped: dict[str, int] = field(default_factory=dict)
 
     @property
     def scheduled(self) -> int:
         return sum(1 for p in self.pods if p.result == SCHEDULED)
+
+    @property
+    def unplaced(self) -> int:
+        return len(self.pods) - self.scheduled
 
 
 def pending_keys(objects: Iterable[Raw], scheduler_names: Collection[str]) -> list[str]:
@@ -83,6 +93,29 @@ def pending_keys(objects: Iterable[Raw], scheduler_names: Collection[str]) -> li
         if not pod.node_name and pod.scheduler_name in scheduler_names and not pod.terminal:
             keys.append(object_key(obj))
     return keys
+
+
+def skipped_pending(objects: Iterable[Raw], scheduler_names: Collection[str]) -> dict[str, int]:
+    """Pending pods of other schedulers, by schedulerName: what the run left
+    alone because no profile has that name."""
+    counts: dict[str, int] = {}
+    for obj in objects:
+        if obj.get("kind") != PODS.kind:
+            continue
+        pod = parse_pod(obj)
+        if not pod.node_name and pod.scheduler_name not in scheduler_names and not pod.terminal:
+            counts[pod.scheduler_name] = counts.get(pod.scheduler_name, 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def _skipped_line(skipped: Mapping[str, int]) -> str:
+    total = sum(skipped.values())
+    names = ", ".join(f"{name or '(none)'}: {count}" for name, count in skipped.items())
+    return (
+        f"{total} pending pod{'s' if total != 1 else ''} skipped: no profile of this"
+        f" configuration has their schedulerName ({names}); give --config a profile of"
+        " that name to place them"
+    )
 
 
 def _condition(pod: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -221,6 +254,8 @@ def table(report: Report) -> str:
         )
     else:
         lines.append("no pending pods to place")
+    if report.skipped:
+        lines += ["", _skipped_line(report.skipped)]
     if report.victims:
         lines += ["", "preempted (deleted) pods:"] + [f"  {v}" for v in report.victims]
     if report.allocations:
@@ -254,12 +289,22 @@ def table(report: Report) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _camel(item: Any) -> dict[str, Any]:
+    return {to_camel(key): value for key, value in asdict(item).items()}
+
+
 def as_json(report: Report) -> str:
+    """The report as a typed document: ``apiVersion``/``kind`` and camelCase
+    keys throughout, like the Kubernetes objects it describes."""
     body = {
-        "pods": [asdict(p) for p in report.pods],
+        "apiVersion": REPORT_API_VERSION,
+        "kind": REPORT_KIND,
+        "pods": [_camel(p) for p in report.pods],
         "victims": report.victims,
-        "allocations": [asdict(a) for a in report.allocations],
-        "nodes": [asdict(n) for n in report.nodes],
+        "allocations": [_camel(a) for a in report.allocations],
+        "nodes": [_camel(n) for n in report.nodes],
+        "skipped": report.skipped,
+        "summary": {"scheduled": report.scheduled, "notScheduled": report.unplaced},
         "stats": report.stats,
     }
     return orjson.dumps(body, option=orjson.OPT_INDENT_2).decode() + "\n"

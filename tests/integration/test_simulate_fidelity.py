@@ -324,7 +324,7 @@ async def _simulated_allocations(
     for allocation in json.loads(out.getvalue())["allocations"]:
         claim_namespace, _, name = allocation["claim"].partition("/")
         if claim_namespace == namespace:
-            found[name] = (allocation["node"], allocation["devices"], allocation["reserved_for"])
+            found[name] = (allocation["node"], allocation["devices"], allocation["reservedFor"])
     return found
 
 

@@ -32,7 +32,7 @@ def run(objects: list[Obj], *edits: Edit, seed: int = 0) -> tuple[Report, Any]:
     snapshot = Snapshot(objects=list(objects))
     for edit in edits:
         edit(snapshot)
-    outcome, pending = simulate(SchedulerConfiguration(), snapshot, seed=seed, wall=WALL)
+    outcome, pending, _ = simulate(SchedulerConfiguration(), snapshot, seed=seed, wall=WALL)
     return build_report(outcome.cluster, snapshot.objects, pending, {}), outcome
 
 
@@ -152,7 +152,7 @@ def test_timestamps_stay_strings_and_the_run_is_dated_by_its_snapshot() -> None:
     snapshot = load_text(text, "in.yaml")
     assert snapshot.objects[0]["metadata"]["creationTimestamp"] == "2026-01-02T03:04:05Z"
     assert snapshot_time(snapshot.objects) == 1767323045.0
-    outcome, _ = simulate(SchedulerConfiguration(), snapshot, seed=0)
+    outcome, _, _ = simulate(SchedulerConfiguration(), snapshot, seed=0)
     bound = outcome.cluster.get(PODS, "default/p")
     assert bound is not None
     assert bound["status"]["conditions"][0]["lastTransitionTime"] == "2026-01-02T03:04:05Z"
