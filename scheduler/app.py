@@ -83,6 +83,7 @@ from scheduler.leaderelection import ApiLeaseClient, LeaderElectionConfig, Leade
 from scheduler.listener import listener_switch_interval, switch_interval
 from scheduler.looplag import LoopLag
 from scheduler.metrics import CacheType
+from scheduler.podresources import PodResourceCollector
 from scheduler.queue.queue import DEFAULT_MAX_IN_UNSCHEDULABLE
 from scheduler.server import OpsServer
 from scheduler.tls import serving_context
@@ -273,6 +274,7 @@ class SchedulerApp:
             config_dump=lambda: config.model_dump(mode="json", by_alias=True, exclude_none=True),
             config_warnings=advice.warnings(config),
             disabled_metrics=self.options.disabled_metrics,
+            resource_metrics=self._resource_registry(),
             listeners=self.plugin_services.listeners,
             process_listeners=self.plugin_services.process_listeners,
             debug_routes=self.plugin_services.debug_routes,
@@ -293,6 +295,12 @@ class SchedulerApp:
             ),
             limits=self.options.ops_limits,
         )
+
+    def _resource_registry(self) -> CollectorRegistry:
+        """``/metrics/resources``: every pod the informer holds, at scrape time."""
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(PodResourceCollector(self.engine.pods.store.list))
+        return registry
 
     def _plugin_gate(self, leader_only: bool) -> str | None:
         """Why plugin listeners refuse now (503), or None to serve."""

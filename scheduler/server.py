@@ -17,6 +17,8 @@ cap (``scheduler.connlimits.Limits``), which aiohttp itself lacks.
 Endpoints (upstream ``cmd/kube-scheduler/app/server.go``):
 - ``/metrics``: Prometheus text exposition of the registry, without the
   families named by ``--disabled-metrics``;
+- ``/metrics/resources``: ``kube_pod_resource_request``/``_limit`` per pod
+  (``scheduler.podresources``), collected at scrape time;
 - ``/healthz``, ``/livez``, ``/readyz`` with ``?verbose``, ``?exclude=name`` and
   per-check paths ``/<endpoint>/<name>``;
 - ``/configz``: ``{"componentconfig": <effective config>}`` (404 when none given),
@@ -150,6 +152,7 @@ class OpsServer:
         config_dump: Callable[[], dict[str, Any]] | None = None,
         config_warnings: Sequence[str] = (),
         disabled_metrics: frozenset[str] = frozenset(),
+        resource_metrics: CollectorRegistry | None = None,
         listeners: Sequence[Listener] = (),
         process_listeners: Sequence[ProcessListener] = (),
         debug_routes: dict[str, HttpHandler] | None = None,
@@ -170,6 +173,7 @@ class OpsServer:
         self._gate_timer: asyncio.TimerHandle | None = None
         self._host = host
         self._port = port
+        self._resource_metrics = resource_metrics
         self._registry: CollectorRegistry | _WithoutFamilies = (
             _WithoutFamilies(registry, disabled_metrics) if disabled_metrics else registry
         )
@@ -191,6 +195,8 @@ class OpsServer:
         middlewares = [self._guarded] if self._guard is not None else []
         app = web.Application(middlewares=middlewares)
         app.router.add_get("/metrics", self._metrics)
+        if self._resource_metrics is not None:
+            app.router.add_get("/metrics/resources", self._metrics_resources)
         for endpoint in Endpoint:
             app.router.add_get(f"/{endpoint}", self._health_root(endpoint))
             app.router.add_get(f"/{endpoint}/{{check}}", self._health_check(endpoint))
@@ -312,6 +318,13 @@ class OpsServer:
     async def _metrics(self, _request: web.Request) -> web.Response:
         return web.Response(
             body=generate_latest(self._registry), headers={"Content-Type": CONTENT_TYPE_LATEST}
+        )
+
+    async def _metrics_resources(self, _request: web.Request) -> web.Response:
+        assert self._resource_metrics is not None
+        return web.Response(
+            body=generate_latest(self._resource_metrics),
+            headers={"Content-Type": CONTENT_TYPE_LATEST},
         )
 
     def _health_root(self, endpoint: Endpoint) -> Handler:

@@ -345,3 +345,64 @@ def pod_requests(
         except QuantityError as error:
             raise QuantityError(f"overhead {error}") from None
     return total
+
+
+def _limits(container: Mapping[str, Any]) -> Resource:
+    try:
+        return Resource.from_list((container.get("resources") or {}).get("limits"))
+    except QuantityError as error:
+        name = container.get("name") or "?"
+        raise QuantityError(f"container {name!r} limits {error}") from None
+
+
+def pod_limits(spec: Mapping[str, Any]) -> Resource:
+    """The pod's effective limits from its spec, by upstream's ``PodLimits``:
+    the same max(sum, init peak) rule as the requests, pod-level
+    ``spec.resources.limits`` winning for the resources upstream supports
+    there, and the overhead added to the resources that have a limit."""
+    total = ZERO
+    for container in spec.get("containers") or ():
+        total = total + _limits(container)
+    sidecars = ZERO
+    init_peak = ZERO
+    for container in spec.get("initContainers") or ():
+        limit = _limits(container)
+        if container.get("restartPolicy") == "Always":
+            total = total + limit
+            sidecars = sidecars + limit
+            init_peak = init_peak.max(sidecars)
+        else:
+            init_peak = init_peak.max(limit + sidecars)
+    total = total.max(init_peak)
+    pod_level = {
+        name: value
+        for name, value in (((spec.get("resources") or {}).get("limits")) or _EMPTY).items()
+        if is_pod_level_resource_name(name)
+    }
+    if pod_level:
+        try:
+            level = Resource.from_list(pod_level)
+        except QuantityError as error:
+            raise QuantityError(f"pod-level resources limits {error}") from None
+        scalar = dict(total.scalar)
+        scalar.update(
+            (name, level.get(name)) for name in pod_level if name.startswith(_HUGEPAGES_PREFIX)
+        )
+        total = Resource(
+            level.milli_cpu if CPU in pod_level else total.milli_cpu,
+            level.memory if MEMORY in pod_level else total.memory,
+            total.ephemeral_storage,
+            total.allowed_pods,
+            scalar,
+        )
+    overhead = spec.get("overhead")
+    if overhead:
+        try:
+            Resource.from_list(overhead)
+        except QuantityError as error:
+            raise QuantityError(f"overhead {error}") from None
+        limited = set(total.names())
+        addition = {name: value for name, value in overhead.items() if name in limited}
+        if addition:
+            total = total + Resource.from_list(addition)
+    return total

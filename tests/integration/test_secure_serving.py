@@ -90,6 +90,9 @@ async def test_ops_port_authenticates_and_authorizes_through_the_cluster(
             ("/metrics", "not-a-token", 401),
             ("/metrics", nobody, 403),
             ("/metrics", scraper, 200),
+            ("/metrics/resources", None, 403),
+            ("/metrics/resources", nobody, 403),
+            ("/metrics/resources", scraper, 200),
             ("/configz", scraper, 403),
             ("/debug/pods/x/y", scraper, 403),
             ("/configz", admin, 200),
@@ -105,6 +108,8 @@ async def test_ops_port_authenticates_and_authorizes_through_the_cluster(
         assert 'kubernetes_feature_enabled{name="NodeDeclaredFeatures",stage="BETA"} 1.0' in text
         assert "pyscheduler_event_loop_lag_seconds_bucket{" in text
         assert "pyscheduler_event_loop_longest_stall_seconds " in text
+        _, text = await ops_get(base, "/metrics/resources", scraper)
+        assert "# TYPE kube_pod_resource_request gauge" in text
 
         _, text = await ops_get(base, "/configz", admin)
         shown = orjson.loads(text)["componentconfig"]

@@ -118,6 +118,17 @@ class PodBuilder:
         container.setdefault("resources", {})["requests"] = dict(resources)
         return self
 
+    def limits(self, **resources: str) -> Self:
+        """Limits of the first app container."""
+        container = self._obj["spec"]["containers"][0]
+        container.setdefault("resources", {})["limits"] = dict(resources)
+        return self
+
+    def pod_limits(self, **resources: str) -> Self:
+        """Pod-level ``spec.resources.limits``."""
+        self._obj["spec"].setdefault("resources", {})["limits"] = dict(resources)
+        return self
+
     def claim_template(self, claim_name: str, template: str) -> Self:
         self._obj["spec"].setdefault("resourceClaims", []).append(
             {"name": claim_name, "resourceClaimTemplateName": template}
