@@ -525,7 +525,9 @@ def test_the_ops_port_can_delegate_and_scrapers_have_a_role() -> None:
     assert delegator["roleRef"]["name"] == "system:auth-delegator"
     assert delegator["subjects"] == find(BASE, "ClusterRoleBinding", "pyscheduler")["subjects"]
     reader = find(BASE, "ClusterRole", "pyscheduler-metrics-reader")
-    assert reader["rules"] == [{"nonResourceURLs": ["/metrics", "/metrics/resources"], "verbs": ["get"]}]
+    assert reader["rules"] == [
+        {"nonResourceURLs": ["/metrics", "/metrics/resources"], "verbs": ["get"]}
+    ]
 
 
 def test_probes_and_the_pod_monitor_speak_https_and_the_monitor_sends_a_token() -> None:
