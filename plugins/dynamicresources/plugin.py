@@ -22,6 +22,10 @@ framework/plugins/dynamicresources``):
   entry goes, so its devices never look free in between. Then, if a device
   has binding conditions, wait until the driver reports it ready.
 
+The claim tracker, inventory, CEL environment and background writes are
+one per process, shared by every profile (``manager``), so two profiles see
+each other's in-flight allocations.
+
 Every rejection is UnschedulableAndUnresolvable (preemption cannot free
 devices), and a broken claim or class (bad CEL...) is an Error that fails the
 attempt whatever the node. Extended resources backed by a DeviceClass get a
@@ -50,7 +54,6 @@ from plugins.dynamicresources.bindingconditions import (
     binding_state,
     has_binding_conditions,
 )
-from plugins.dynamicresources.cel import CelEnvironment
 from plugins.dynamicresources.claims import (
     FINALIZER,
     ClaimNotReady,
@@ -61,10 +64,10 @@ from plugins.dynamicresources.claims import (
 )
 from plugins.dynamicresources.cycledata import NAME, STATE_KEY, CycleData
 from plugins.dynamicresources.inventory import (
-    DeviceInventory,
     prioritized_list_score,
     validate_requests,
 )
+from plugins.dynamicresources.manager import shared_manager
 from plugins.dynamicresources.model import (
     ModelError,
     Raw,
@@ -73,13 +76,11 @@ from plugins.dynamicresources.model import (
 from plugins.dynamicresources.nodeselector import node_selector_matches
 from plugins.dynamicresources.prebind import ClaimBinder
 from plugins.dynamicresources.state import (
-    ClaimTracker,
     allocation_of,
     claim_key,
     claim_uid,
 )
 from plugins.dynamicresources.writes import (
-    BackgroundWrites,
     deallocate,
     delete_claim,
     unreserve,
@@ -147,13 +148,14 @@ class DynamicResources(
     def __init__(self, args: DynamicResourcesArgs, handle: Handle) -> None:
         self._args = args
         self._handle = handle
-        informers = handle.informers
-        self.tracker = ClaimTracker(informers.store("resourceclaims"))
-        self.inventory = DeviceInventory()
-        self._cel = CelEnvironment(clock=handle.clock.now)
-        self._extended = ExtendedResourceClasses.subscribe(informers)
-        # A handle without a background runner (unit tests) runs writes on the loop.
-        self.writes = BackgroundWrites(getattr(handle, "spawn", None))
+        # One claim tracker, inventory and writer for every profile (upstream's
+        # shared DRA manager): profiles never allocate one device twice.
+        manager = shared_manager(handle)
+        self.tracker = manager.tracker
+        self.inventory = manager.inventory
+        self._cel = manager.cel
+        self.writes = manager.writes
+        self._extended = ExtendedResourceClasses.subscribe(handle.informers)
         self.binder = ClaimBinder(
             self.tracker,
             handle.api,
@@ -164,9 +166,6 @@ class DynamicResources(
             events=getattr(handle, "events", None),
             profile=handle.profile_name,
         )
-        informers.on_change("resourceclaims", self.tracker.claim_changed)
-        informers.on_change("resourceslices", self.inventory.slice_changed)
-        informers.on_change("deviceclasses", self.inventory.class_changed)
 
     # ----------------------------------------------------------------- events
     def events_to_register(self) -> list[ClusterEventWithHint]:
