@@ -81,6 +81,7 @@ from plugins.dynamicresources.state import (
     claim_uid,
 )
 from plugins.dynamicresources.writes import (
+    DeallocateError,
     deallocate,
     delete_claim,
     unreserve,
@@ -120,7 +121,12 @@ log = logging.getLogger(__name__)
 
 REASON_CANNOT_ALLOCATE = "cannot allocate all claims"
 REASON_NOT_AVAILABLE = "resourceclaim not available on the node"
-REASON_DEALLOCATED = "deallocation of ResourceClaim completed"
+# Upstream says "deallocation of ResourceClaim completed" after its
+# synchronous write; here the write runs after PostFilter returns.
+REASON_DEALLOCATING = "deallocation of ResourceClaim started"
+EVENT_DEALLOCATION_FAILED = "ResourceClaimDeallocationFailed"
+# upstream's default podInitialBackoffSeconds: an Error in PostFilter backs off
+RETRY_AFTER_FAILED_DEALLOCATION_SECONDS = 1.0
 REASON_STILL_UNSCHEDULABLE = "still not schedulable"
 REASON_NO_CLAIMS = "no new claims to deallocate"
 REASON_STALE_EXTENDED_CLAIM = "cannot schedule extended resource claim"
@@ -419,21 +425,51 @@ class DynamicResources(
             claim = data.claims[index]
             reserved = (claim.get("status") or {}).get("reservedFor") or ()
             if not reserved or (len(reserved) == 1 and reserved[0].get("uid") == pod.uid):
-
-                async def write(claim: Raw = claim, api: ApiWriter = self._handle.api) -> None:
-                    await deallocate(api, claim)
-
-                self.writes.submit(f"deallocate claim {claim_key(claim)}", write)
-                return None, Status.unschedulable(REASON_DEALLOCATED)
+                self._deallocate(claim, pod)
+                return None, Status.unschedulable(REASON_DEALLOCATING)
         stale = data.extended_claim()
         if stale is not None and not extended_claims.is_placeholder(stale):
 
             async def delete(claim: Raw = stale, api: ApiWriter = self._handle.api) -> None:
                 await delete_claim(api, claim)
 
-            self.writes.submit(f"delete claim {claim_key(stale)}", delete)
+            self.writes.submit(claim_key(stale), f"delete claim {claim_key(stale)}", delete)
             return None, Status.unschedulable(REASON_DELETED)
         return None, Status.unschedulable(REASON_STILL_UNSCHEDULABLE)
+
+    def _deallocate(self, claim: Raw, pod: Pod) -> None:
+        """Clear the claim's allocation in the background (upstream writes it
+        inside PostFilter, which is synchronous here). Success needs no
+        report: the claim's update requeues the pod. A failure is a Warning
+        event on the pod, which is retried after the initial backoff (as an
+        Error in upstream's PostFilter) rather than at the next flush of
+        unschedulable pods."""
+        key = claim_key(claim)
+        if self.writes.busy(key):
+            return  # an earlier attempt's deallocation is still being written
+        handle = self._handle
+
+        async def write() -> None:
+            try:
+                answer = await deallocate(handle.api, claim, pod)
+            except DeallocateError as error:
+                handle.events.event(
+                    pod.raw,
+                    "Warning",
+                    EVENT_DEALLOCATION_FAILED,
+                    "Scheduling",
+                    f"deallocation of ResourceClaim failed: {error}",
+                )
+                await handle.clock.sleep(RETRY_AFTER_FAILED_DEALLOCATION_SECONDS)
+                handle.activate([pod])
+                return
+            log.info(
+                "DynamicResources: deallocation of ResourceClaim %s %s",
+                key,
+                "completed" if answer is not None else "not needed any more",
+            )
+
+        self.writes.submit(key, f"deallocate claim {key}", write)
 
     # ------------------------------------------------------------------ Score
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
@@ -500,7 +536,7 @@ class DynamicResources(
             async def delete(claim: Raw = created, api: ApiWriter = self._handle.api) -> None:
                 await delete_claim(api, claim)
 
-            self.writes.submit(f"delete claim {claim_key(created)}", delete)
+            self.writes.submit(claim_key(created), f"delete claim {claim_key(created)}", delete)
         for index, claim in enumerate(data.claims):
             if index == data.extended_index and extended_claims.is_placeholder(claim):
                 continue
@@ -516,7 +552,8 @@ class DynamicResources(
                     if answer.get("metadata"):
                         self.tracker.assume(answer)
 
-                self.writes.submit(f"unreserve claim {claim_key(current)}", write)
+                key = claim_key(current)
+                self.writes.submit(key, f"unreserve claim {key}", write)
 
     # ---------------------------------------------------------------- PreBind
     def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:

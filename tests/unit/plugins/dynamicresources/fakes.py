@@ -58,6 +58,7 @@ class FakeApi:
         self.objects: dict[str, Raw] = {}
         self.calls: list[tuple[str, str]] = []
         self.conflicts = 0  # the next N writes answer 409
+        self.failures = 0  # the next N writes answer 500
         self.version = 100
         # while set and not open, every call waits for it (a slow API server)
         self.gate: asyncio.Event | None = None
@@ -77,6 +78,9 @@ class FakeApi:
         if self.conflicts:
             self.conflicts -= 1
             raise ApiError(409, "the object has been modified")
+        if self.failures:
+            self.failures -= 1
+            raise ApiError(500, "internal error")
         if method == "DELETE":
             return {}
         if method == "PATCH":
@@ -146,6 +150,10 @@ class FakeHandle:
         self.api = peer.api if peer is not None else FakeApi()
         self.clock = peer.clock if peer is not None else FakeClock()
         self._shared = peer._shared if peer is not None else SharedObjects()
+        self.activated: list[str] = []  # pod keys, in order
+
+    def activate(self, pods: Any) -> None:
+        self.activated.extend(pod.key for pod in pods)
 
     def shared(self, key: SharedKey[T], build: Callable[[], T]) -> T:
         return self._shared.get_or_build(key, build)

@@ -7,6 +7,7 @@ slice {driver some-driver, pool worker, device instance-1}.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -333,17 +334,91 @@ def allocated_claim(node: str, *reserved: tuple[str, str]) -> dict[str, Any]:
     return builder.obj()
 
 
-async def test_wrong_topology_deallocates_in_post_filter() -> None:
+CLAIM_PATH = f"/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/{CLAIM}"
+DEALLOCATING = Status.unschedulable("deallocation of ResourceClaim started")
+
+
+@pytest.mark.parametrize(
+    ("conflicts", "failures", "meanwhile", "calls", "deallocated", "told"),
+    [
+        pytest.param(0, 0, (), ["PUT"], True, False, id="written at once"),
+        pytest.param(
+            1,
+            0,
+            (),
+            ["PUT", "GET", "PUT"],
+            True,
+            False,
+            id="a conflict re-reads the claim and writes again",
+        ),
+        pytest.param(
+            5,
+            0,
+            (),
+            ["PUT", "GET"] * 4 + ["PUT"],
+            False,
+            True,
+            id="conflicting to the end tells the pod and retries it after the backoff",
+        ),
+        pytest.param(
+            0,
+            1,
+            (),
+            ["PUT"],
+            False,
+            True,
+            id="an API error tells the pod and retries it after the backoff",
+        ),
+        pytest.param(
+            1,
+            0,
+            (("other-pod", "other-uid"),),
+            ["PUT", "GET"],
+            False,
+            False,
+            id="a claim reserved for another pod meanwhile is left alone",
+        ),
+    ],
+)
+async def test_wrong_topology_deallocates_in_post_filter(
+    *,
+    conflicts: int,
+    failures: int,
+    meanwhile: tuple[tuple[str, str], ...],
+    calls: list[str],
+    deallocated: bool,
+    told: bool,
+) -> None:
+    """PostFilter never says the deallocation completed: it starts it; a
+    conflict is retried, a failure is a Warning event and an early retry."""
     plugin, handle = setup(claims=(allocated_claim("other"),), slices=(worker_slice("instance-1"),))
+    handle.api.objects[CLAIM_PATH] = allocated_claim("other", *meanwhile)
+    handle.api.conflicts, handle.api.failures = conflicts, failures
     state, statuses = cycle(plugin, the_pod(), WORKER)
     assert statuses == [Status.unresolvable("resourceclaim not available on the node")]
     _, post = plugin.post_filter(state, the_pod(), NodeToStatus())
-    assert post == Status.unschedulable("deallocation of ResourceClaim completed")
+    assert post == DEALLOCATING
     await plugin.writes.drain()
-    written = handle.api.objects[
-        f"/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/{CLAIM}"
-    ]
-    assert "allocation" not in written["status"]
+    assert [method for method, _ in handle.api.calls] == calls
+    assert ("allocation" not in handle.api.objects[CLAIM_PATH]["status"]) is deallocated
+    events = [reason for _, reason, _ in handle.events.recorded]
+    assert events == (["ResourceClaimDeallocationFailed"] if told else [])
+    assert handle.activated == (["default/my-pod"] if told else [])
+    assert handle.clock.sleeps == ([1.0] if told else [])
+
+
+async def test_post_filter_writes_one_deallocation_at_a_time() -> None:
+    plugin, handle = setup(claims=(allocated_claim("other"),), slices=(worker_slice("instance-1"),))
+    handle.api.gate = asyncio.Event()
+    for _ in range(2):
+        state, _ = cycle(plugin, the_pod(), WORKER)
+        assert plugin.post_filter(state, the_pod(), NodeToStatus())[1] == DEALLOCATING
+        await asyncio.sleep(0)
+    assert plugin.writes.busy(f"default/{CLAIM}")
+    handle.api.gate.set()
+    await plugin.writes.drain()
+    assert [method for method, _ in handle.api.calls] == ["PUT"]
+    assert not plugin.writes.busy(f"default/{CLAIM}")
 
 
 async def test_good_topology_only_adds_reserved_for() -> None:
@@ -667,7 +742,7 @@ def test_failed_binding_makes_the_claim_unavailable_and_post_filter_deallocates(
     state, statuses = cycle(plugin, the_pod(), WORKER)
     assert statuses == [Status.unresolvable("resourceclaim not available on the node")]
     _, post = plugin.post_filter(state, the_pod(), NodeToStatus())
-    assert post == Status.unschedulable("deallocation of ResourceClaim completed")
+    assert post == DEALLOCATING
 
 
 async def test_a_failed_bind_unreserves_and_the_next_attempt_reserves_again() -> None:
