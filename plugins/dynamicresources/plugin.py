@@ -568,8 +568,9 @@ class DynamicResources(
             return None
         # An earlier attempt's Unreserve may still be removing this pod from a
         # claim's reservedFor: let it finish, so that "already reserved" below
-        # is read after it (the answer is in the assume cache by then).
-        await self.writes.drain()
+        # is read after it (the answer is in the assume cache by then). Only
+        # this pod's claims: other pods' writes never delay this binding.
+        await self.writes.drain(claim_key(claim) for claim in data.claims)
         return await self.binder.bind(data, pod, node_name)
 
 

@@ -3,9 +3,11 @@
 - ``bind_claim`` (PreBind): add the delete-protection finalizer with an
   update of the claim if it lacks it, then write ``status.allocation`` (when
   this cycle allocated it) and the pod's ``status.reservedFor`` entry in one
-  status update. A conflict re-reads the claim and retries, up to five
-  attempts as client-go's default backoff; a claim that got deleted, or got
-  allocated (or deallocated) by someone else meanwhile, fails the bind.
+  status update, stamping ``allocationTimestamp`` on an allocation that has
+  none (also one made elsewhere), as upstream does. A conflict re-reads the
+  claim and retries, up to five attempts as client-go's default backoff; a
+  claim that got deleted, or got allocated (or deallocated) by someone else
+  meanwhile, fails the bind.
 - ``unreserve`` (Unreserve, PostFilter's cleanup): a strategic-merge patch of
   the status removing the pod from ``reservedFor``, with the claim's UID as
   precondition.
@@ -95,13 +97,16 @@ async def bind_claim(
                         continue
                     raise BindError(f"add finalizer to claim {key}: {error}") from error
                 updated = editable(written)
-            status = updated.setdefault("status", {})
-            status["allocation"] = dict(allocation)  # only its top level changes
-            if allocation_timestamp and not status["allocation"].get("allocationTimestamp"):
-                status["allocation"]["allocationTimestamp"] = allocation_timestamp
+            updated.setdefault("status", {})["allocation"] = allocation
         elif allocation_of(updated) is None:
             raise BindError(f"claim {key} got deallocated elsewhere in the meantime")
         status = updated.setdefault("status", {})
+        # As upstream (binding conditions on): every write that reserves the
+        # claim stamps an allocation that has no timestamp yet, ours or not.
+        written_allocation = dict(status["allocation"])  # only its top level changes
+        if allocation_timestamp and not written_allocation.get("allocationTimestamp"):
+            written_allocation["allocationTimestamp"] = allocation_timestamp
+        status["allocation"] = written_allocation
         reserved = status.setdefault("reservedFor", [])
         if not any(ref.get("uid") == pod.uid for ref in reserved):
             reserved.append({"resource": "pods", "name": pod.name, "uid": pod.uid})

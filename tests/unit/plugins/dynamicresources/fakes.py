@@ -62,6 +62,8 @@ class FakeApi:
         self.version = 100
         # while set and not open, every call waits for it (a slow API server)
         self.gate: asyncio.Event | None = None
+        # calls on one object's path (status included) wait for its event
+        self.held: dict[str, asyncio.Event] = {}
 
     async def bind(self, pod: Any, node_name: str) -> None:  # pragma: no cover - unused
         raise AssertionError("DynamicResources never binds")
@@ -73,6 +75,8 @@ class FakeApi:
         if self.gate is not None:
             await self.gate.wait()
         base = path.removesuffix("/status")
+        if base in self.held:
+            await self.held[base].wait()
         if method == "GET":
             return copy.deepcopy(self.objects[base])
         if self.conflicts:
