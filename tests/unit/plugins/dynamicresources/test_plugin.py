@@ -289,6 +289,16 @@ def test_cel_runtime_error_names_claim_request_and_expression() -> None:
     )
 
 
+def test_a_guarded_selector_skips_a_device_without_the_domain() -> None:
+    """Upstream: ``"d" in device.attributes`` is false for a missing domain,
+    so the guard makes the device unsuitable instead of failing the pod."""
+    guarded = f'"{DRIVER}" in device.attributes && device.attributes["{DRIVER}"].healthy'
+    claim = claim_obj(selectors=(guarded,))
+    plugin, _ = setup(claims=(claim,), slices=(worker_slice("instance-1"),))
+    _, statuses = cycle(plugin, the_pod(), WORKER)
+    assert statuses == [Status.unresolvable("cannot allocate all claims")]
+
+
 def test_cel_error_in_class_selector() -> None:
     plugin, _ = setup(
         claims=(claim_obj(),),
