@@ -12,15 +12,20 @@ framework/plugins/dynamicresources``):
   selector, its binding conditions); the others are allocated on the node and
   the result kept per node.
 - PostFilter: deallocate one claim allocated for nodes that cannot serve the
-  pod (in the background), so that the claim event requeues the pod.
+  pod (in the background, conflicts retried, one write per claim at a time),
+  so that the claim event requeues the pod; it reports the deallocation as
+  started, never as completed, and a failed write is a Warning event on the
+  pod, retried after the initial backoff.
 - Score: prefer nodes where higher-priority ``firstAvailable`` alternatives
   were allocated (8 minus the chosen index, summed).
 - Reserve: the node's allocations become in-flight (no API call); Unreserve
   drops them and un-reserves claims PreBind may have reserved.
-- PreBind: the finalizer, then allocation and reservedFor in one status
-  write; the written claim enters the assume cache before the in-flight
-  entry goes, so its devices never look free in between. Then, if a device
-  has binding conditions, wait until the driver reports it ready.
+- PreBind: after the background writes of the pod's own claims, the
+  finalizer, then allocation and reservedFor in one status write; the
+  written claim enters the assume cache before the in-flight entry goes, so
+  its devices never look free in between. Then, if a device has binding
+  conditions, wait until the driver reports it ready, at most
+  ``bindingTimeout``.
 
 The claim tracker, inventory, CEL environment and background writes are
 one per process, shared by every profile (``manager``), so two profiles see
