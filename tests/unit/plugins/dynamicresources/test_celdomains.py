@@ -5,6 +5,8 @@ nothing else changes."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from plugins.dynamicresources.celdomains import rewrite
 
@@ -58,3 +60,16 @@ A = "device.attributes"
 )
 def test_rewrite(expression: str, expected: str) -> None:
     assert rewrite(expression) == expected
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(
+        alphabet=st.sampled_from(list("device.attributes capacity[]?(){}\"'rb\\has.x1 ")),
+        max_size=60,
+    )
+)
+def test_rewrite_never_raises_and_leaves_text_without_lookups_alone(text: str) -> None:
+    rewritten = rewrite(text)
+    if "device" not in text:
+        assert rewritten == text
