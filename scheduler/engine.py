@@ -37,6 +37,7 @@ from scheduler.framework.events import Resource as EventResource
 from scheduler.framework.interfaces import ExtensionPoint, Plugin
 from scheduler.framework.objects import Pod, parse_pod
 from scheduler.framework.registry import Registry
+from scheduler.framework.shared import SharedObjects
 from scheduler.handle import ProfileHandle
 from scheduler.informers.factory import FactoryInformerAccess, InformerFactory
 from scheduler.informers.informer import Informer
@@ -156,6 +157,9 @@ class Engine:
         # every plugin's (see scheduler.cycle.randomness).
         randomness = CycleRandomness.split(rng)
         handles: list[ProfileHandle] = []
+        # What plugins share across profiles (DynamicResources' claim
+        # tracker, as upstream's shared DRA manager): one for the process.
+        shared = SharedObjects()
         self.frameworks: dict[str, Framework] = {}
         self.recorders: dict[str, Recorder] = {}
         for profile in profiles:
@@ -174,6 +178,7 @@ class Engine:
                 metrics=self.metrics,
                 feature_gates=feature_gates,
                 randomness=randomness.plugins,
+                shared=shared,
             )
             handles.append(handle)
             framework = build_framework(profile, registry, handle, self.waiting, self.metrics)

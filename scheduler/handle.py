@@ -10,8 +10,8 @@ PreFilter-extension runs of PostFilter plugins) through ``bind_framework``.
 from __future__ import annotations
 
 import random
-from collections.abc import Coroutine, Iterable, Sequence
-from typing import Any, Protocol
+from collections.abc import Callable, Coroutine, Iterable, Sequence
+from typing import Any, Protocol, TypeVar
 
 from scheduler.cache.snapshot import Snapshot
 from scheduler.clock import Clock
@@ -29,11 +29,14 @@ from scheduler.framework.handle import (
 from scheduler.framework.nodeinfo import NodeInfo
 from scheduler.framework.objects import Pod
 from scheduler.framework.services import PluginServices
+from scheduler.framework.shared import SharedKey, SharedObjects
 from scheduler.framework.status import Status
 from scheduler.runtime.background import BackgroundTasks
 from scheduler.runtime.framework import Framework
 from scheduler.runtime.nominated import run_filter_plugins_with_nominated_pods
 from scheduler.runtime.waiting import WaitingPods
+
+T = TypeVar("T")
 
 
 class Activator(Protocol):
@@ -74,7 +77,11 @@ class ProfileHandle:
         services: PluginServices | None = None,
         feature_gates: FeatureGates | None = None,
         randomness: PluginRandomness | None = None,
+        shared: SharedObjects | None = None,
     ) -> None:
+        # One per process, given to every profile's handle by the engine; a
+        # handle built alone (tests) shares with nobody.
+        self._shared = shared if shared is not None else SharedObjects()
         self._randomness = randomness if randomness is not None else PluginRandomness()
         self._generators: dict[str, random.Random] = {}
         self._services = services
@@ -183,3 +190,6 @@ class ProfileHandle:
         if self._services is None:
             raise RuntimeError("this handle was built without plugin services")
         return self._services
+
+    def shared(self, key: SharedKey[T], build: Callable[[], T]) -> T:
+        return self._shared.get_or_build(key, build)

@@ -11,11 +11,13 @@ as ``k8s.io/dynamic-resource-allocation/cel`` does upstream:
   attributes are Semver values;
 - the Quantity and Semver libraries (``celfunctions``), ``cel.bind``,
   optional syntax (``.?x``, ``orValue``) and the strings extension;
-- the missing-domain rule: ``device.attributes["unknown.domain"]`` is an
-  empty map, so ``"x" in device.attributes["d"]`` is safe, while a missing
-  key inside a present domain is the runtime error ``no such key: x``. The
-  runtime cannot give a map a default, so every string literal of the
-  expression that is not a domain of the device is added as an empty map;
+- the missing-domain rule: looking up ``device.attributes["unknown.domain"]``
+  finds an empty map, so ``"x" in device.attributes["d"]`` is safe, while a
+  missing key inside a present domain is the runtime error ``no such key:
+  x``; ``"d" in device.attributes``, ``size()`` and iteration see only the
+  device's domains. The runtime cannot give a map a default, so the
+  expression's lookups on those maps are rewritten onto CEL's optional
+  library (``celdomains``) and the device is passed as it is;
 - the result must be a bool: other compile-time types are a compile error,
   other runtime values a runtime error;
 - the cost limit: cel-cpp's comprehension iteration budget is enforced during
@@ -36,6 +38,7 @@ Synchronous and pure apart from those caches.
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Callable, Mapping
@@ -44,6 +47,7 @@ from typing import Any
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 
+from plugins.dynamicresources import celdomains
 from plugins.dynamicresources import celfunctions as fn
 from scheduler.framework import QuantityError, parse_quantity
 
@@ -53,7 +57,7 @@ MAX_COMPILED = 4096
 COST_LIMIT_EXCEEDED = "operation cancelled: actual cost limit exceeded"
 
 _T = cel.Type
-_LITERAL = re.compile(r'"((?:[^"\\\n]|\\.)*)"|\'((?:[^\'\\\n]|\\.)*)\'')
+log = logging.getLogger(__name__)
 _STATUS_PREFIX = re.compile(r"^[A-Z_]+: ")
 # cel-cpp's comprehension iteration budget: deterministic, so upstream's
 # cost error and cached like any other result.
@@ -157,7 +161,7 @@ def _attribute_value(name: str, attribute: Mapping[str, Any]) -> Any:
 class CompiledSelector:
     """One compiled expression; ``matches`` evaluates it on a device."""
 
-    __slots__ = ("_clock", "_cost_limit", "_domains", "_program", "expression")
+    __slots__ = ("_clock", "_cost_limit", "_program", "expression")
 
     def __init__(
         self,
@@ -170,9 +174,6 @@ class CompiledSelector:
         self._program = program
         self._clock = clock
         self._cost_limit = cost_limit
-        self._domains = tuple(
-            {a or b for a, b in _LITERAL.findall(expression) if (a or b) and len(a or b) <= 63}
-        )
 
     def matches(self, device: CelDevice) -> bool:
         """True/False, cached on the device; raises SelectorError (cached too,
@@ -191,17 +192,9 @@ class CompiledSelector:
         return cached
 
     def _evaluate(self, device: CelDevice) -> bool:
-        variables = device.input()
-        attributes, capacity = variables["attributes"], variables["capacity"]
-        missing_a = [d for d in self._domains if d not in attributes]
-        missing_c = [d for d in self._domains if d not in capacity]
-        if missing_a or missing_c:
-            variables = dict(variables)
-            variables["attributes"] = {**attributes, **{key: {} for key in missing_a}}
-            variables["capacity"] = {**capacity, **{key: {} for key in missing_c}}
         started = self._clock()
         try:
-            result = self._program.eval(data={"device": variables})
+            result = self._program.eval(data={"device": device.input()})
         except RuntimeError as error:
             if _ITERATION_BUDGET in str(error):
                 raise SelectorError("runtime", COST_LIMIT_EXCEEDED) from None
@@ -275,6 +268,12 @@ class CelEnvironment:
             return SelectorError(
                 "compile", f"must evaluate to bool or the unknown type, not {output.name().lower()}"
             )
+        with_defaults = celdomains.rewrite(expression)
+        if with_defaults != expression:
+            try:
+                program = self._env.compile(with_defaults)
+            except RuntimeError as error:  # keep the original: no default for missing domains
+                log.warning("DynamicResources: CEL rewrite of %r failed: %s", expression, error)
         return CompiledSelector(expression, program, self._clock, self._cost_limit)
 
 

@@ -12,15 +12,24 @@ framework/plugins/dynamicresources``):
   selector, its binding conditions); the others are allocated on the node and
   the result kept per node.
 - PostFilter: deallocate one claim allocated for nodes that cannot serve the
-  pod (in the background), so that the claim event requeues the pod.
+  pod (in the background, conflicts retried, one write per claim at a time),
+  so that the claim event requeues the pod; it reports the deallocation as
+  started, never as completed, and a failed write is a Warning event on the
+  pod, retried after the initial backoff.
 - Score: prefer nodes where higher-priority ``firstAvailable`` alternatives
   were allocated (8 minus the chosen index, summed).
 - Reserve: the node's allocations become in-flight (no API call); Unreserve
   drops them and un-reserves claims PreBind may have reserved.
-- PreBind: the finalizer, then allocation and reservedFor in one status
-  write; the written claim enters the assume cache before the in-flight
-  entry goes, so its devices never look free in between. Then, if a device
-  has binding conditions, wait until the driver reports it ready.
+- PreBind: after the background writes of the pod's own claims, the
+  finalizer, then allocation and reservedFor in one status write; the
+  written claim enters the assume cache before the in-flight entry goes, so
+  its devices never look free in between. Then, if a device has binding
+  conditions, wait until the driver reports it ready, at most
+  ``bindingTimeout``.
+
+The claim tracker, inventory, CEL environment and background writes are
+one per process, shared by every profile (``manager``), so two profiles see
+each other's in-flight allocations.
 
 Every rejection is UnschedulableAndUnresolvable (preemption cannot free
 devices), and a broken claim or class (bad CEL...) is an Error that fails the
@@ -50,7 +59,6 @@ from plugins.dynamicresources.bindingconditions import (
     binding_state,
     has_binding_conditions,
 )
-from plugins.dynamicresources.cel import CelEnvironment
 from plugins.dynamicresources.claims import (
     FINALIZER,
     ClaimNotReady,
@@ -61,10 +69,10 @@ from plugins.dynamicresources.claims import (
 )
 from plugins.dynamicresources.cycledata import NAME, STATE_KEY, CycleData
 from plugins.dynamicresources.inventory import (
-    DeviceInventory,
     prioritized_list_score,
     validate_requests,
 )
+from plugins.dynamicresources.manager import shared_manager
 from plugins.dynamicresources.model import (
     ModelError,
     Raw,
@@ -73,13 +81,12 @@ from plugins.dynamicresources.model import (
 from plugins.dynamicresources.nodeselector import node_selector_matches
 from plugins.dynamicresources.prebind import ClaimBinder
 from plugins.dynamicresources.state import (
-    ClaimTracker,
     allocation_of,
     claim_key,
     claim_uid,
 )
 from plugins.dynamicresources.writes import (
-    BackgroundWrites,
+    DeallocateError,
     deallocate,
     delete_claim,
     unreserve,
@@ -119,7 +126,12 @@ log = logging.getLogger(__name__)
 
 REASON_CANNOT_ALLOCATE = "cannot allocate all claims"
 REASON_NOT_AVAILABLE = "resourceclaim not available on the node"
-REASON_DEALLOCATED = "deallocation of ResourceClaim completed"
+# Upstream says "deallocation of ResourceClaim completed" after its
+# synchronous write; here the write runs after PostFilter returns.
+REASON_DEALLOCATING = "deallocation of ResourceClaim started"
+EVENT_DEALLOCATION_FAILED = "ResourceClaimDeallocationFailed"
+# upstream's default podInitialBackoffSeconds: an Error in PostFilter backs off
+RETRY_AFTER_FAILED_DEALLOCATION_SECONDS = 1.0
 REASON_STILL_UNSCHEDULABLE = "still not schedulable"
 REASON_NO_CLAIMS = "no new claims to deallocate"
 REASON_STALE_EXTENDED_CLAIM = "cannot schedule extended resource claim"
@@ -147,13 +159,14 @@ class DynamicResources(
     def __init__(self, args: DynamicResourcesArgs, handle: Handle) -> None:
         self._args = args
         self._handle = handle
-        informers = handle.informers
-        self.tracker = ClaimTracker(informers.store("resourceclaims"))
-        self.inventory = DeviceInventory()
-        self._cel = CelEnvironment(clock=handle.clock.now)
-        self._extended = ExtendedResourceClasses.subscribe(informers)
-        # A handle without a background runner (unit tests) runs writes on the loop.
-        self.writes = BackgroundWrites(getattr(handle, "spawn", None))
+        # One claim tracker, inventory and writer for every profile (upstream's
+        # shared DRA manager): profiles never allocate one device twice.
+        manager = shared_manager(handle)
+        self.tracker = manager.tracker
+        self.inventory = manager.inventory
+        self._cel = manager.cel
+        self.writes = manager.writes
+        self._extended = ExtendedResourceClasses.subscribe(handle.informers)
         self.binder = ClaimBinder(
             self.tracker,
             handle.api,
@@ -164,9 +177,6 @@ class DynamicResources(
             events=getattr(handle, "events", None),
             profile=handle.profile_name,
         )
-        informers.on_change("resourceclaims", self.tracker.claim_changed)
-        informers.on_change("resourceslices", self.inventory.slice_changed)
-        informers.on_change("deviceclasses", self.inventory.class_changed)
 
     # ----------------------------------------------------------------- events
     def events_to_register(self) -> list[ClusterEventWithHint]:
@@ -420,21 +430,51 @@ class DynamicResources(
             claim = data.claims[index]
             reserved = (claim.get("status") or {}).get("reservedFor") or ()
             if not reserved or (len(reserved) == 1 and reserved[0].get("uid") == pod.uid):
-
-                async def write(claim: Raw = claim, api: ApiWriter = self._handle.api) -> None:
-                    await deallocate(api, claim)
-
-                self.writes.submit(f"deallocate claim {claim_key(claim)}", write)
-                return None, Status.unschedulable(REASON_DEALLOCATED)
+                self._deallocate(claim, pod)
+                return None, Status.unschedulable(REASON_DEALLOCATING)
         stale = data.extended_claim()
         if stale is not None and not extended_claims.is_placeholder(stale):
 
             async def delete(claim: Raw = stale, api: ApiWriter = self._handle.api) -> None:
                 await delete_claim(api, claim)
 
-            self.writes.submit(f"delete claim {claim_key(stale)}", delete)
+            self.writes.submit(claim_key(stale), f"delete claim {claim_key(stale)}", delete)
             return None, Status.unschedulable(REASON_DELETED)
         return None, Status.unschedulable(REASON_STILL_UNSCHEDULABLE)
+
+    def _deallocate(self, claim: Raw, pod: Pod) -> None:
+        """Clear the claim's allocation in the background (upstream writes it
+        inside PostFilter, which is synchronous here). Success needs no
+        report: the claim's update requeues the pod. A failure is a Warning
+        event on the pod, which is retried after the initial backoff (as an
+        Error in upstream's PostFilter) rather than at the next flush of
+        unschedulable pods."""
+        key = claim_key(claim)
+        if self.writes.busy(key):
+            return  # an earlier attempt's deallocation is still being written
+        handle = self._handle
+
+        async def write() -> None:
+            try:
+                answer = await deallocate(handle.api, claim, pod)
+            except DeallocateError as error:
+                handle.events.event(
+                    pod.raw,
+                    "Warning",
+                    EVENT_DEALLOCATION_FAILED,
+                    "Scheduling",
+                    f"deallocation of ResourceClaim failed: {error}",
+                )
+                await handle.clock.sleep(RETRY_AFTER_FAILED_DEALLOCATION_SECONDS)
+                handle.activate([pod])
+                return
+            log.info(
+                "DynamicResources: deallocation of ResourceClaim %s %s",
+                key,
+                "completed" if answer is not None else "not needed any more",
+            )
+
+        self.writes.submit(key, f"deallocate claim {key}", write)
 
     # ------------------------------------------------------------------ Score
     def score(self, state: CycleState, pod: Pod, node_info: NodeInfo) -> tuple[int, Status | None]:
@@ -501,7 +541,7 @@ class DynamicResources(
             async def delete(claim: Raw = created, api: ApiWriter = self._handle.api) -> None:
                 await delete_claim(api, claim)
 
-            self.writes.submit(f"delete claim {claim_key(created)}", delete)
+            self.writes.submit(claim_key(created), f"delete claim {claim_key(created)}", delete)
         for index, claim in enumerate(data.claims):
             if index == data.extended_index and extended_claims.is_placeholder(claim):
                 continue
@@ -517,7 +557,8 @@ class DynamicResources(
                     if answer.get("metadata"):
                         self.tracker.assume(answer)
 
-                self.writes.submit(f"unreserve claim {claim_key(current)}", write)
+                key = claim_key(current)
+                self.writes.submit(key, f"unreserve claim {key}", write)
 
     # ---------------------------------------------------------------- PreBind
     def pre_bind_pre_flight(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
@@ -532,8 +573,9 @@ class DynamicResources(
             return None
         # An earlier attempt's Unreserve may still be removing this pod from a
         # claim's reservedFor: let it finish, so that "already reserved" below
-        # is read after it (the answer is in the assume cache by then).
-        await self.writes.drain()
+        # is read after it (the answer is in the assume cache by then). Only
+        # this pod's claims: other pods' writes never delay this binding.
+        await self.writes.drain(claim_key(claim) for claim in data.claims)
         return await self.binder.bind(data, pod, node_name)
 
 

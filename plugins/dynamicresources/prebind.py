@@ -7,14 +7,15 @@ created first and recorded in the pod's status afterwards. After each write,
 synchronously: the written claim enters the assume cache, then its
 in-flight entry goes, so its devices never look free in between. Last, if a
 device has binding conditions, poll the assume cache until the driver
-reports it ready (every 5s, up to ``bindingTimeout``).
+reports it ready (every 5s on the injected clock; at most ``bindingTimeout``
+from the start of the wait, as upstream's poll, whatever the claims'
+``allocationTimestamp``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import datetime
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from plugins.dynamicresources import extended as extended_claims
@@ -32,6 +33,7 @@ from plugins.dynamicresources.writes import (
 from scheduler.framework import ApiWriter, Clock, EventRecorder, PluginMetrics, Pod, Status
 
 BINDING_POLL_SECONDS = 5.0
+BINDING_TIMEOUT = "device binding timeout"  # upstream's message when its poll's deadline passes
 
 
 def _results(claim: Raw) -> list[dict[str, Any]]:
@@ -72,7 +74,6 @@ class ClaimBinder:
         self._api = api
         self._clock = clock
         self._binding_timeout = binding_timeout
-        self.sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
     async def bind(self, data: CycleData, pod: Pod, node_name: str) -> Status | None:
         """Write every claim of the pod not yet reserved for it, then wait
@@ -190,6 +191,7 @@ class ClaimBinder:
                 f"waiting for binding conditions for device on node {node_name}",
             )
         started = self._clock.now()
+        deadline = started + self._binding_timeout
 
         def outcome(status: str) -> None:
             for driver in drivers:
@@ -220,7 +222,16 @@ class ClaimBinder:
             if all(state_ in (Binding.NONE, Binding.READY) for _, state_ in states):
                 outcome("success")
                 return None
-            await self.sleep(BINDING_POLL_SECONDS)
+            # Bounded by bindingTimeout from the start of the wait whatever the
+            # claims' allocationTimestamp (upstream's poll has that deadline):
+            # a claim stamped elsewhere, or never, cannot hold the pod forever.
+            remaining = deadline - self._clock.now()
+            if remaining < BINDING_POLL_SECONDS:
+                if remaining > 0:
+                    await self._clock.sleep(remaining)
+                outcome("timeout")
+                return Status.as_error(BINDING_TIMEOUT)
+            await self._clock.sleep(BINDING_POLL_SECONDS)
 
     def _timestamp(self) -> str:
         moment = datetime.datetime.fromtimestamp(self._clock.wall(), tz=datetime.UTC)

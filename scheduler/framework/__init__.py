@@ -98,6 +98,7 @@ from scheduler.framework.services import (
     ProcessChannel,
     ProcessEndpoint,
 )
+from scheduler.framework.shared import SharedKey, SharedObjects
 from scheduler.framework.status import Code, Status, is_success, status_code
 from scheduler.framework.types import (
     MAX_NODE_SCORE,
@@ -189,6 +190,8 @@ __all__ = [
     "Resource",
     "ScoreExtensions",
     "ScorePlugin",
+    "SharedKey",
+    "SharedObjects",
     "SignPlugin",
     "SnapshotLister",
     "StateData",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from scheduler.clock import Clock
 from scheduler.framework.cycle_state import CycleState
@@ -18,9 +18,11 @@ from scheduler.framework.features import FeatureGates
 from scheduler.framework.nodeinfo import NodeInfo
 from scheduler.framework.objects import Pod
 from scheduler.framework.services import PluginServices
+from scheduler.framework.shared import SharedKey
 from scheduler.framework.status import Status
 
 RawObject = Mapping[str, Any]
+T = TypeVar("T")
 
 
 class SnapshotLister(Protocol):
@@ -171,3 +173,10 @@ class Handle(Protocol):
     @property
     def services(self) -> PluginServices:
         """HTTP endpoints, metrics and start-up steps (``framework.services``)."""
+
+    def shared(self, key: SharedKey[T], build: Callable[[], T]) -> T:
+        """The process-wide object for ``key``, the same for every profile:
+        built by ``build`` when a plugin first asks (``framework.shared``).
+        For state that must be one per process however many profiles run a
+        plugin, such as DynamicResources' claim tracker (upstream's shared
+        DRA manager)."""

@@ -26,7 +26,7 @@ from tests.support.drabuilders import (
 )
 from tests.support.dradriver import allocated_devices, simulated_driver
 from tests.support.kubeapi import condition, create_all, list_pods, read_json, read_pod
-from tests.support.scheduler import running_scheduler, unique_scheduler_name
+from tests.support.scheduler import running_scheduler, scheduler_config, unique_scheduler_name
 from tests.support.wait import eventually
 
 
@@ -116,6 +116,42 @@ async def _settled(
     ]
     done = len(bound) + len(told) == total and len(bound) >= bound_count
     return (bound, told) if done else None
+
+
+async def test_two_profiles_racing_for_twenty_devices_never_give_one_twice(
+    control_plane: Cluster, kube: client.ApiClient, namespace: str, nodes: NodePool
+) -> None:
+    """Both profiles run DynamicResources over one DRA state (upstream's
+    shared DRA manager): pods of the two profiles alternate, so each
+    profile's cycles run while the other's binds are in flight."""
+    core = client.CoreV1Api(kube)
+    first, second = unique_scheduler_name(), unique_scheduler_name()
+    config = scheduler_config(first) + f"- schedulerName: {second}\n"
+    names = [await nodes.create(make_node(f"profiles-{i}").obj()) for i in range(4)]
+    async with (
+        simulated_driver(kube) as driver,
+        running_scheduler(control_plane.kubeconfig, first, config_text=config),
+    ):
+        await driver.publish(names, devices=5)
+        await driver.template(namespace)
+        pods = [
+            make_pod(f"racer-{i}", namespace)
+            .scheduler((first, second)[i % 2])
+            .claim_template("gpu", "gpu")
+            .obj()
+            for i in range(30)
+        ]
+        await create_all(lambda body: core.create_namespaced_pod(namespace, body), pods)
+        bound, told = await eventually(
+            lambda: _settled(core, namespace, 30, 20),
+            timeout=180,
+            interval=0.5,
+            what="20 bound, 10 told",
+        )
+        devices = allocated_devices(await driver.claims(namespace))
+        assert len(devices) == len(set(devices)), "a device was allocated twice"
+        assert (len(bound), len(told), len(devices)) == (20, 10, 20)
+        assert {p["spec"]["schedulerName"] for p in bound} == {first, second}
 
 
 async def test_race_survives_a_scheduler_restart_with_binds_in_flight(

@@ -4,17 +4,19 @@ request) and a clock that moves only when told."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from plugins.dynamicresources import SPEC, DynamicResources
-from scheduler.framework import Handle, object_key
+from scheduler.framework import Handle, SharedKey, SharedObjects, object_key
 from tests.support.clock import FakeClock
 from tests.support.informers import FakeStore
 
 Raw = dict[str, Any]
 Handler = Callable[[Raw | None, Raw | None], None]
+T = TypeVar("T")
 
 
 class FakeInformers:
@@ -56,7 +58,12 @@ class FakeApi:
         self.objects: dict[str, Raw] = {}
         self.calls: list[tuple[str, str]] = []
         self.conflicts = 0  # the next N writes answer 409
+        self.failures = 0  # the next N writes answer 500
         self.version = 100
+        # while set and not open, every call waits for it (a slow API server)
+        self.gate: asyncio.Event | None = None
+        # calls on one object's path (status included) wait for its event
+        self.held: dict[str, asyncio.Event] = {}
 
     async def bind(self, pod: Any, node_name: str) -> None:  # pragma: no cover - unused
         raise AssertionError("DynamicResources never binds")
@@ -65,12 +72,19 @@ class FakeApi:
         self, method: str, path: str, body: Any = None, content_type: str | None = None
     ) -> Any:
         self.calls.append((method, path))
+        if self.gate is not None:
+            await self.gate.wait()
         base = path.removesuffix("/status")
+        if base in self.held:
+            await self.held[base].wait()
         if method == "GET":
             return copy.deepcopy(self.objects[base])
         if self.conflicts:
             self.conflicts -= 1
             raise ApiError(409, "the object has been modified")
+        if self.failures:
+            self.failures -= 1
+            raise ApiError(500, "internal error")
         if method == "DELETE":
             return {}
         if method == "PATCH":
@@ -126,17 +140,33 @@ class FakeEvents:
 
 
 class FakeHandle:
-    def __init__(self) -> None:
+    """One profile's handle. ``peer`` makes another profile of the same
+    process: same informers, API, clock and shared objects, its own name,
+    events and metrics."""
+
+    def __init__(
+        self, profile_name: str = "default-scheduler", *, peer: FakeHandle | None = None
+    ) -> None:
         self.events = FakeEvents()
-        self.informers = FakeInformers()
-        self.api = FakeApi()
-        self.clock = FakeClock()
         self.metrics = FakeMetrics()
-        self.profile_name = "default-scheduler"
+        self.profile_name = profile_name
+        self.informers = peer.informers if peer is not None else FakeInformers()
+        self.api = peer.api if peer is not None else FakeApi()
+        self.clock = peer.clock if peer is not None else FakeClock()
+        self._shared = peer._shared if peer is not None else SharedObjects()
+        self.activated: list[str] = []  # pod keys, in order
+
+    def activate(self, pods: Any) -> None:
+        self.activated.extend(pod.key for pod in pods)
+
+    def shared(self, key: SharedKey[T], build: Callable[[], T]) -> T:
+        return self._shared.get_or_build(key, build)
 
 
-def make_plugin(args: dict[str, Any] | None = None) -> tuple[DynamicResources, FakeHandle]:
-    handle = FakeHandle()
+def make_plugin(
+    args: dict[str, Any] | None = None, handle: FakeHandle | None = None
+) -> tuple[DynamicResources, FakeHandle]:
+    handle = handle if handle is not None else FakeHandle()
     assert SPEC.args_model is not None
     plugin = SPEC.factory(SPEC.args_model.model_validate(args or {}), _as_handle(handle))
     assert isinstance(plugin, DynamicResources)

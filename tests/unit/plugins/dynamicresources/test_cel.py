@@ -111,6 +111,61 @@ def test_selector_matches(expression: str, expected: bool) -> None:
     assert ENV.compile(expression).matches(gpu()) is expected
 
 
+OTHER = "other.example.com"  # a domain the device has no attribute or capacity in
+
+
+@pytest.mark.parametrize(
+    ("expression", "expected"),
+    [
+        pytest.param(
+            f'"{OTHER}" in device.attributes && device.attributes["{OTHER}"].model == "x"',
+            False,
+            id="the in-guard skips a device without the domain",
+        ),
+        pytest.param(
+            f'!("{OTHER}" in device.capacity) || '
+            f'device.capacity["{OTHER}"].memory.isGreaterThan(quantity("1"))',
+            True,
+            id="the negated in-guard on capacity",
+        ),
+        pytest.param(f'"{OTHER}" in device.attributes', False, id="in sees only real domains"),
+        pytest.param(
+            f'size(device.attributes) == 2 && device.attributes["{OTHER}"] == {{}}',
+            True,
+            id="size counts only real domains",
+        ),
+        pytest.param(
+            f'device.attributes.exists(d, d == "{OTHER}")',
+            False,
+            id="exists iterates only real domains",
+        ),
+        pytest.param(
+            f'device.attributes.all(d, d != "{OTHER}")', True, id="all iterates only real domains"
+        ),
+        pytest.param(
+            'device.attributes[device.driver + ".x"] == {}',
+            True,
+            id="a computed missing domain is an empty map",
+        ),
+        pytest.param(
+            f'device.attributes[?"{OTHER}"].hasValue()',
+            True,
+            id="an optional lookup of a missing domain finds an empty map",
+        ),
+        pytest.param(
+            f'device.attributes["{OTHER}"].size() == 0 && device.capacity["{OTHER}"] == {{}}',
+            True,
+            id="two missing domains, one per map",
+        ),
+    ],
+)
+def test_missing_domains_as_upstream(expression: str, expected: bool) -> None:
+    """Upstream's outer maps return an empty map when a lookup misses (its
+    mapper overrides Find only): ``in``, ``size()`` and iteration still see
+    the device's real domains."""
+    assert CelEnvironment().compile(expression).matches(gpu()) is expected
+
+
 @pytest.mark.parametrize(
     ("expression", "error"),
     [

@@ -7,6 +7,7 @@ slice {driver some-driver, pool worker, device instance-1}.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -32,6 +33,7 @@ from tests.support.drabuilders import (
     pod_claim_status,
     pod_uses_claim,
 )
+from tests.support.wait import eventually
 from tests.unit.plugins.dynamicresources.fakes import FakeHandle, make_plugin
 from tests.unit.plugins.support import node_info, pod
 
@@ -287,6 +289,16 @@ def test_cel_runtime_error_names_claim_request_and_expression() -> None:
     )
 
 
+def test_a_guarded_selector_skips_a_device_without_the_domain() -> None:
+    """Upstream: ``"d" in device.attributes`` is false for a missing domain,
+    so the guard makes the device unsuitable instead of failing the pod."""
+    guarded = f'"{DRIVER}" in device.attributes && device.attributes["{DRIVER}"].healthy'
+    claim = claim_obj(selectors=(guarded,))
+    plugin, _ = setup(claims=(claim,), slices=(worker_slice("instance-1"),))
+    _, statuses = cycle(plugin, the_pod(), WORKER)
+    assert statuses == [Status.unresolvable("cannot allocate all claims")]
+
+
 def test_cel_error_in_class_selector() -> None:
     plugin, _ = setup(
         claims=(claim_obj(),),
@@ -333,17 +345,91 @@ def allocated_claim(node: str, *reserved: tuple[str, str]) -> dict[str, Any]:
     return builder.obj()
 
 
-async def test_wrong_topology_deallocates_in_post_filter() -> None:
+CLAIM_PATH = f"/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/{CLAIM}"
+DEALLOCATING = Status.unschedulable("deallocation of ResourceClaim started")
+
+
+@pytest.mark.parametrize(
+    ("conflicts", "failures", "meanwhile", "calls", "deallocated", "told"),
+    [
+        pytest.param(0, 0, (), ["PUT"], True, False, id="written at once"),
+        pytest.param(
+            1,
+            0,
+            (),
+            ["PUT", "GET", "PUT"],
+            True,
+            False,
+            id="a conflict re-reads the claim and writes again",
+        ),
+        pytest.param(
+            5,
+            0,
+            (),
+            ["PUT", "GET"] * 4 + ["PUT"],
+            False,
+            True,
+            id="conflicting to the end tells the pod and retries it after the backoff",
+        ),
+        pytest.param(
+            0,
+            1,
+            (),
+            ["PUT"],
+            False,
+            True,
+            id="an API error tells the pod and retries it after the backoff",
+        ),
+        pytest.param(
+            1,
+            0,
+            (("other-pod", "other-uid"),),
+            ["PUT", "GET"],
+            False,
+            False,
+            id="a claim reserved for another pod meanwhile is left alone",
+        ),
+    ],
+)
+async def test_wrong_topology_deallocates_in_post_filter(
+    *,
+    conflicts: int,
+    failures: int,
+    meanwhile: tuple[tuple[str, str], ...],
+    calls: list[str],
+    deallocated: bool,
+    told: bool,
+) -> None:
+    """PostFilter never says the deallocation completed: it starts it; a
+    conflict is retried, a failure is a Warning event and an early retry."""
     plugin, handle = setup(claims=(allocated_claim("other"),), slices=(worker_slice("instance-1"),))
+    handle.api.objects[CLAIM_PATH] = allocated_claim("other", *meanwhile)
+    handle.api.conflicts, handle.api.failures = conflicts, failures
     state, statuses = cycle(plugin, the_pod(), WORKER)
     assert statuses == [Status.unresolvable("resourceclaim not available on the node")]
     _, post = plugin.post_filter(state, the_pod(), NodeToStatus())
-    assert post == Status.unschedulable("deallocation of ResourceClaim completed")
+    assert post == DEALLOCATING
     await plugin.writes.drain()
-    written = handle.api.objects[
-        f"/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/{CLAIM}"
-    ]
-    assert "allocation" not in written["status"]
+    assert [method for method, _ in handle.api.calls] == calls
+    assert ("allocation" not in handle.api.objects[CLAIM_PATH]["status"]) is deallocated
+    events = [reason for _, reason, _ in handle.events.recorded]
+    assert events == (["ResourceClaimDeallocationFailed"] if told else [])
+    assert handle.activated == (["default/my-pod"] if told else [])
+    assert handle.clock.sleeps == ([1.0] if told else [])
+
+
+async def test_post_filter_writes_one_deallocation_at_a_time() -> None:
+    plugin, handle = setup(claims=(allocated_claim("other"),), slices=(worker_slice("instance-1"),))
+    handle.api.gate = asyncio.Event()
+    for _ in range(2):
+        state, _ = cycle(plugin, the_pod(), WORKER)
+        assert plugin.post_filter(state, the_pod(), NodeToStatus())[1] == DEALLOCATING
+        await asyncio.sleep(0)
+    assert plugin.writes.busy(f"default/{CLAIM}")
+    handle.api.gate.set()
+    await plugin.writes.drain()
+    assert [method for method, _ in handle.api.calls] == ["PUT"]
+    assert not plugin.writes.busy(f"default/{CLAIM}")
 
 
 async def test_good_topology_only_adds_reserved_for() -> None:
@@ -613,18 +699,16 @@ async def test_pre_bind_waits_for_binding_conditions(
     state, statuses = cycle(plugin, target, WORKER)
     assert statuses == [None]
     plugin.reserve(state, target, "worker")
-    slept: list[float] = []
 
-    async def driver_reports(seconds: float) -> None:
-        slept.append(seconds)
+    def driver_reports(seconds: float) -> None:
         written = plugin.tracker.get("default", CLAIM)
         assert written is not None
         assert written["status"]["allocation"]["allocationTimestamp"]
         handle.informers.put("resourceclaims", with_device_status(written, **conditions))
 
-    plugin.binder.sleep = driver_reports
+    handle.clock.on_sleep(driver_reports)
     status = await plugin.pre_bind(state, target, "worker")
-    assert slept == [5.0]
+    assert handle.clock.sleeps == [5.0]
     if expected is None:
         assert status is None
     else:
@@ -638,23 +722,119 @@ async def test_pre_bind_waits_for_binding_conditions(
     ]
     outcome = "success" if expected is None else "failed"
     assert handle.metrics.recorded == [
-        ("binding_conditions", "default-scheduler", DRIVER, outcome, 0.0)
+        ("binding_conditions", "default-scheduler", DRIVER, outcome, 5.0)
     ]
 
 
-async def test_pre_bind_binding_timeout() -> None:
-    plugin, handle = setup(claims=(claim_obj(),), slices=(conditioned_slice(),))
+def stop_after(handle: FakeHandle, seconds: float) -> None:
+    """Fail a wait that outlives ``seconds`` of fake time (instead of spinning)."""
+
+    def check(_: float) -> None:
+        assert handle.clock.elapsed <= seconds, "PreBind's wait is unbounded"
+
+    handle.clock.on_sleep(check)
+
+
+def conditioned(claim: dict[str, Any], **allocation: Any) -> dict[str, Any]:
+    """The claim with binding conditions on its allocated device."""
+    result = claim["status"]["allocation"]["devices"]["results"][0]
+    result["bindingConditions"] = ["IsPrepared"]
+    result["bindingFailureConditions"] = ["BindingFailed"]
+    claim["status"]["allocation"].update(allocation)
+    return claim
+
+
+@pytest.mark.parametrize(
+    "claim",
+    [
+        pytest.param(claim_obj(), id="allocated by this PreBind"),
+        pytest.param(
+            conditioned(allocated_claim("worker", ("my-pod", POD_UID))),
+            id="reserved already, allocated elsewhere and never stamped",
+        ),
+        pytest.param(
+            conditioned(
+                allocated_claim("worker", ("my-pod", POD_UID)),
+                allocationTimestamp="2999-01-01T00:00:00Z",
+            ),
+            id="reserved already, stamped in the future",
+        ),
+    ],
+)
+async def test_pre_bind_waits_for_binding_conditions_at_most_binding_timeout(
+    claim: dict[str, Any],
+) -> None:
+    """Upstream's poll has bindingTimeout as its deadline: a driver that
+    never reports cannot hold the binding forever, whatever the stamp."""
+    plugin, handle = setup(claims=(claim,), slices=(conditioned_slice(),))
+    stop_after(handle, 3600)
     target = the_pod()
-    state, _ = cycle(plugin, target, WORKER)
+    state, statuses = cycle(plugin, target, WORKER)
+    assert statuses == [None]
     plugin.reserve(state, target, "worker")
-
-    async def nothing_happens(seconds: float) -> None:
-        handle.clock.advance(seconds)
-
-    plugin.binder.sleep = nothing_happens
     status = await plugin.pre_bind(state, target, "worker")
-    assert status == Status.as_error(f"device binding timeout: claim=default/{CLAIM}")
-    assert handle.clock.now() >= 1000.0 + 600.0
+    assert status == Status.as_error("device binding timeout")
+    assert handle.clock.elapsed == 600.0
+    assert handle.metrics.recorded == [
+        ("binding_conditions", "default-scheduler", DRIVER, "timeout", 600.0)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("stamp", "expected"),
+    [
+        pytest.param(None, "2023-11-14T22:13:20Z", id="an unstamped allocation is stamped now"),
+        pytest.param(
+            "2023-01-01T00:00:00Z", "2023-01-01T00:00:00Z", id="a stamped one keeps its stamp"
+        ),
+    ],
+)
+async def test_reservation_only_pre_bind_stamps_the_allocation(
+    stamp: str | None, expected: str
+) -> None:
+    """Upstream sets allocationTimestamp in every claim write of PreBind
+    (binding conditions on), also when it only adds the reservation."""
+    claim = allocated_claim("worker")
+    if stamp is not None:
+        claim["status"]["allocation"]["allocationTimestamp"] = stamp
+    plugin, handle = setup(claims=(claim,), slices=(worker_slice("instance-1"),))
+    state, statuses = cycle(plugin, the_pod(), WORKER)
+    assert statuses == [None]
+    assert plugin.reserve(state, the_pod(), "worker") is None
+    assert await plugin.pre_bind(state, the_pod(), "worker") is None
+    written = handle.api.objects[CLAIM_PATH]
+    assert written["status"]["allocation"]["allocationTimestamp"] == expected
+    assert written["status"]["reservedFor"] == [
+        {"resource": "pods", "name": "my-pod", "uid": POD_UID}
+    ]
+
+
+async def test_pre_bind_does_not_wait_for_other_pods_claim_writes() -> None:
+    """Background writes are awaited per claim: pod A's Unreserve patch,
+    stuck on the API server, does not delay pod B's PreBind."""
+    slices = (worker_slice("instance-1", "instance-2"),)
+    plugin, handle = setup(claims=(claim_obj("a"), claim_obj("b")), slices=slices)
+    pod_a, pod_b = the_pod("pod-a", "ua", "a"), the_pod("pod-b", "ub", "b")
+    state_a, _ = cycle(plugin, pod_a, WORKER)
+    plugin.reserve(state_a, pod_a, "worker")
+    assert await plugin.pre_bind(state_a, pod_a, "worker") is None
+    stuck = handle.api.held["/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/a"] = (
+        asyncio.Event()
+    )
+    plugin.unreserve(state_a, pod_a, "worker")  # A's bind failed: patch claim a
+    state_b, statuses = cycle(plugin, pod_b, WORKER)
+    assert statuses == [None]
+    plugin.reserve(state_b, pod_b, "worker")
+    bind_b = asyncio.get_running_loop().create_task(plugin.pre_bind(state_b, pod_b, "worker"))
+
+    async def b_bound() -> bool:
+        return bind_b.done()
+
+    await eventually(b_bound, timeout=5, interval=0.01, what="B's PreBind finished")
+    assert bind_b.result() is None
+    assert plugin.writes.busy("default/a")  # A's patch is still waiting
+    stuck.set()
+    await plugin.writes.drain()
 
 
 def test_failed_binding_makes_the_claim_unavailable_and_post_filter_deallocates() -> None:
@@ -667,7 +847,7 @@ def test_failed_binding_makes_the_claim_unavailable_and_post_filter_deallocates(
     state, statuses = cycle(plugin, the_pod(), WORKER)
     assert statuses == [Status.unresolvable("resourceclaim not available on the node")]
     _, post = plugin.post_filter(state, the_pod(), NodeToStatus())
-    assert post == Status.unschedulable("deallocation of ResourceClaim completed")
+    assert post == DEALLOCATING
 
 
 async def test_a_failed_bind_unreserves_and_the_next_attempt_reserves_again() -> None:
