@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry
 
 from scheduler.framework.services import (
     HttpHandler,
+    ListenerLimits,
     PluginHttp,
     ProcessChannel,
     StartStep,
@@ -73,6 +74,7 @@ class DaemonPluginServices:
         max_body_bytes: int,
         leader_only: bool = True,
         nice: int = 0,
+        limits: ListenerLimits | None = None,
     ) -> ProcessChannel:
         self._check_port(name, port)
         listener = ProcessListener(
@@ -83,6 +85,7 @@ class DaemonPluginServices:
             max_body_bytes=max_body_bytes,
             leader_only=leader_only,
             nice=nice,
+            limits=limits,
         )
         self.process_listeners.append(listener)
         return listener
