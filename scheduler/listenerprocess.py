@@ -105,6 +105,7 @@ from pathlib import Path
 from typing import Any
 
 from scheduler.framework.services import (
+    HEARTBEAT_SECONDS,
     ChannelError,
     HttpRequest,
     HttpResponse,
@@ -123,7 +124,6 @@ STOP_SECONDS = 5.0
 TURN_SECONDS = 0.0003
 NOT_STARTED = "not ready: informers syncing or plugins starting"
 LEADERSHIP_UNCONFIRMED = "not the leader: leadership not confirmed by the scheduler in time"
-HEARTBEAT_SECONDS = 1.0
 _READ_BYTES = 65536
 AUTOGROUP = Path("/proc/self/autogroup")
 _HEADER = struct.Struct("!I")
@@ -420,7 +420,8 @@ class ProcessListener:
 
     async def _spawn(self) -> None:
         loop, server = self._loop, self._server
-        assert loop is not None and server is not None
+        assert loop is not None
+        assert server is not None
         ours, theirs = socket.socketpair()
         try:
             environment = dict(os.environ)

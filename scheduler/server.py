@@ -34,7 +34,9 @@ method and path, with the guarantees stated in ``scheduler.framework.services``:
 Process listeners (``PluginHttp.listen_process``) are started after the
 thread listeners (``scheduler.listenerprocess.ProcessListener``: the port is
 bound here, the child spawned and waited for) and stopped first; their gate
-is pushed to them every ``GATE_SECONDS`` when it changes.
+is pushed to them every ``GATE_SECONDS`` when it changes, with its expiry
+(``gate_expiry``: while leading, the end of the leadership the last renewal
+bought), so a child whose daemon stalls stops serving on its own.
 
 Threads: each plugin listener is served by a ``scheduler.listener.ListenerThread``
 (its own thread, ``selectors`` loop and minimal HTTP/1.1 protocol), started by
@@ -77,6 +79,9 @@ _TEXT = "text/plain; charset=utf-8"
 # Why a plugin listener refuses now (None: serve). Given the listener's
 # ``leader_only``; the composition root knows sync, start and leadership.
 ListenerGate = Callable[[bool], str | None]
+# Until when (``time.monotonic`` seconds) a process listener may serve on its
+# last gate without hearing again, given its ``leader_only`` (None: no limit).
+GateExpiry = Callable[[bool], float | None]
 
 
 class DiagnosticsSource(Protocol):
@@ -149,6 +154,7 @@ class OpsServer:
         process_listeners: Sequence[ProcessListener] = (),
         debug_routes: dict[str, HttpHandler] | None = None,
         gate: ListenerGate | None = None,
+        gate_expiry: GateExpiry | None = None,
         cache_report: Callable[[], Awaitable[dict[str, Any]]] | None = None,
         ssl_context: ssl.SSLContext | None = None,
         guard: RequestGuard | None = None,
@@ -159,6 +165,7 @@ class OpsServer:
         self._listeners = tuple(listeners)
         self._debug_routes = dict(debug_routes or {})
         self._gate = gate or (lambda _leader_only: None)
+        self._gate_expiry = gate_expiry or (lambda _leader_only: None)
         self._listener_threads: list[ListenerThread] = []
         self._process_listeners = tuple(process_listeners)
         self._started_processes: list[ProcessListener] = []
@@ -217,7 +224,7 @@ class OpsServer:
             for listener in self._listeners:
                 await self._start_listener(listener)
             for process in self._process_listeners:
-                process.update_gate(self._gate(process.leader_only))
+                self._update_gate(process)
                 self._started_processes.append(process)
                 await process.start(self._host)
         except BaseException:
@@ -230,9 +237,13 @@ class OpsServer:
         """Forward the gate to process listeners every ``GATE_SECONDS``
         (they cannot ask it per request)."""
         for process in self._started_processes:
-            process.update_gate(self._gate(process.leader_only))
+            self._update_gate(process)
         loop = asyncio.get_running_loop()
         self._gate_timer = loop.call_later(GATE_SECONDS, self._push_gates)
+
+    def _update_gate(self, process: ProcessListener) -> None:
+        leader_only = process.leader_only
+        process.update_gate(self._gate(leader_only), self._gate_expiry(leader_only))
 
     async def _start_listener(self, listener: Listener) -> None:
         thread = ListenerThread(

@@ -22,7 +22,8 @@ Invariants (``check_invariants`` proves them in tests):
   node's sums stay exact; arithmetic on remaining room saturates at zero;
 - ``reserved`` may exceed ``total`` only through events the plugin does not
   decide (pods bound by others, a node shrinking, start-up buffers, an
-  agent's ``lastPermit``), never through ``reserve`` or a granted increase.
+  agent's ``lastPermit``, reservations carried over a restart of the
+  authority by ``hold``), never through ``reserve`` or a granted increase.
 
 ``fits``/``what_if`` answer Filter and Score without changing anything;
 ``reserve``/``unreserve`` are symmetric and idempotent: ``unreserve`` drops
@@ -407,6 +408,14 @@ class State:
             return False
         self._attach(PodState(key=key, uid=uid, node=node_name, reserved=amount, vm=vm))
         return True
+
+    def hold(self, key: str, uid: str, node_name: str, amount: Amounts, vm: VmInfo | None) -> None:
+        """Carry over a reservation made before this state existed (the
+        authority's process restarted while the pod was being bound): held
+        as ``reserve`` would, without the fit check (it fitted when it was
+        made). A pod already known (seen bound) is left as it is."""
+        if key not in self.pods:
+            self._attach(PodState(key=key, uid=uid, node=node_name, reserved=amount, vm=vm))
 
     def unreserve(self, key: str, node_name: str) -> None:
         """Undo ``reserve``: only a pod no informer has confirmed bound there.

@@ -88,6 +88,7 @@ from scheduler.framework.resource import (
     pod_requests,
 )
 from scheduler.framework.services import (
+    HEARTBEAT_SECONDS,
     ChannelError,
     ChildChannel,
     HttpHandler,
@@ -119,6 +120,7 @@ from scheduler.framework.types import (
 __all__ = [
     "CPU",
     "EPHEMERAL_STORAGE",
+    "HEARTBEAT_SECONDS",
     "IMPLICIT_PREFIX",
     "KNOWN_GATES",
     "MAX_NODE_SCORE",

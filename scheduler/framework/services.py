@@ -55,6 +55,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    import asyncio
+
     from prometheus_client import CollectorRegistry
 
 
@@ -77,6 +79,10 @@ class HttpResponse:
 
 
 HttpHandler = Callable[[HttpRequest], HttpResponse]
+
+
+# How often the daemon checks a process listener's child is alive.
+HEARTBEAT_SECONDS = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,7 +158,7 @@ class ProcessChannel(Protocol):
         ``ChannelError``. Messages the child sent meanwhile are delivered to
         ``on_message`` first."""
 
-    def ask(self, message: object, timeout: float) -> Awaitable[object]:
+    def ask(self, message: object, timeout: float) -> asyncio.Future[object]:
         """As ``call``, without blocking: a future (on the daemon's loop) for
         what ``receive`` returns, failing with ``ChannelError`` after
         ``timeout`` seconds or when the child is lost. Done at once when the

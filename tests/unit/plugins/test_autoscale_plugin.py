@@ -29,6 +29,7 @@ from scheduler.framework import (
     HttpRequest,
     HttpResponse,
     NodeScore,
+    Pod,
     object_key,
 )
 from scheduler.listenerprocess import ProcessListener
@@ -96,11 +97,26 @@ class FakeApi:
         return body
 
 
+class FakeWaiting:
+    """A pod held at Permit (``Handle.waiting_pod``): records the verdict."""
+
+    def __init__(self, pod: Pod) -> None:
+        self.pod = pod
+        self.verdict: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+
+    def allow(self, plugin: str) -> None:
+        self.verdict.set_result(None)
+
+    def reject(self, plugin: str, message: str) -> None:
+        self.verdict.set_result(message)
+
+
 class FakeHandle:
     profile_name = "autoscale-scheduler"
     clock = RealClock()
 
     def __init__(self) -> None:
+        self.waiting: dict[str, FakeWaiting] = {}
         self.api = FakeApi()
         self.informers = FakeInformers()
         self.events = FakeEvents()
@@ -108,6 +124,14 @@ class FakeHandle:
         self.services = DaemonPluginServices(self.registry)
 
         self.generators: dict[str, random.Random] = {}
+
+    def waiting_pod(self, uid: str) -> FakeWaiting | None:
+        return self.waiting.get(uid)
+
+    def hold(self, pod: Pod) -> FakeWaiting:
+        """As the framework does when Permit answers Wait."""
+        waiting = self.waiting[pod.uid] = FakeWaiting(pod)
+        return waiting
 
     def rng_for(self, plugin: str) -> random.Random:
         """As the daemon's handle: one generator per plugin, seeded (here by its name)."""
