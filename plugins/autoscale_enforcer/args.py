@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
 from plugins.autoscale_enforcer.config import (
@@ -82,20 +82,23 @@ class AutoscaleEnforcerArgs(BaseModel):
     )
     @classmethod
     def _duration(cls, value: float) -> float:
-        if not math.isfinite(value) or value <= 0:
+        if not math.isfinite(value):
+            raise ValueError("must be a finite number of seconds")
+        if value <= 0:
             raise ValueError("must be greater than zero")
         if value > MAX_SECONDS:
             raise ValueError(f"must be less than or equal to {MAX_SECONDS:g}")
         return value
 
-    @model_validator(mode="after")
-    def _liveness_above_heartbeat(self) -> AutoscaleEnforcerArgs:
-        if self.agent_liveness_seconds <= 2 * HEARTBEAT_SECONDS:
+    @field_validator("agent_liveness_seconds")
+    @classmethod
+    def _liveness_above_heartbeat(cls, value: float) -> float:
+        if value <= 2 * HEARTBEAT_SECONDS:
             raise ValueError(
-                f"agentLivenessSeconds: must be greater than {2 * HEARTBEAT_SECONDS:g} "
+                f"must be greater than {2 * HEARTBEAT_SECONDS:g} "
                 f"(twice the heartbeat interval of {HEARTBEAT_SECONDS:g}s)"
             )
-        return self
+        return value
 
     def agent_limits(self) -> ListenerLimits:
         """The agent port's limits as the listener takes them."""
