@@ -89,9 +89,9 @@ async def test_the_daemons_loop_is_as_fast_under_an_agent_port_flood_as_when_qui
         await handle.services.start()
         body = {"protoVersion": 2, "pod": {"namespace": "default", "name": "vm0-pod"}}
         body |= {"resources": {"vCPUs": 1, "mem": 1}, "metrics": None}
+        argv = [sys.executable, "-m", "tests.support.agent_flood", str(listener.port)]
         flood = subprocess.Popen(  # noqa: ASYNC220 - started once, talked to through threads
-            [sys.executable, "-m", "tests.support.agent_flood", str(listener.port)]
-            + [orjson.dumps(body).decode()],
+            [*argv, orjson.dumps(body).decode()],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
