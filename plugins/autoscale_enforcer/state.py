@@ -8,8 +8,9 @@ Per node and per resource (cpu in millicores, memory in bytes):
   reservation is the upper bound its agent may use; any other pod counts by
   its requests (whoever scheduled it, requests of zero included);
 - ``buffer``: the part of ``reserved`` that only exists because the plugin
-  does not know yet what a VM uses (a VM first seen bound, e.g. after a
-  restart, is reserved at its maximum until its agent reports);
+  does not know yet what a VM uses (a VM with autoscaling enabled first seen
+  bound, e.g. after a restart, is reserved at its maximum until its agent
+  reports; a VM without it has no agent and is reserved at its ``use``);
 - ``pressure``: increases asked for by agents and denied for lack of room;
 - ``pressure_accounted_for``: ``reserved + pressure`` of migrating pods;
 - ``migrating``: ``reserved`` of migrating pods.
@@ -432,8 +433,9 @@ class State:
 
         Known on that node: confirmed; a non-VM pod follows its requests (in-place
         resize). New (bound by someone else, or before a restart): a non-VM pod
-        counts its requests; a VM pod is assumed at its maximum, the excess over
-        its use held as buffer until its agent reports."""
+        counts its requests; a VM pod with autoscaling enabled is assumed at its
+        maximum, the excess over its use held as buffer until its agent reports;
+        one without (no agent will come) at its use."""
         current = self.pods.get(key)
         if current is not None and current.uid != uid:
             self._detach(current)  # same name, new pod
@@ -450,6 +452,9 @@ class State:
             self._detach(current)
         if vm is None:
             pod = PodState(key=key, uid=uid, node=node_name, reserved=requests, confirmed=True)
+        elif not vm.autoscaling_enabled:
+            use = Amounts(vm.cpu_use, vm.mem_use)
+            pod = PodState(key=key, uid=uid, node=node_name, reserved=use, vm=vm, confirmed=True)
         else:
             maximum = Amounts(vm.cpu_max, vm.mem_max)
             use = Amounts(vm.cpu_use, vm.mem_use)
@@ -467,14 +472,18 @@ class State:
     def observe_vm(self, vm: VmInfo) -> None:
         """A VM changed (resized by hand or by its agent, bounds, labels).
 
-        Before any agent contact the pod is reserved at exactly the VM's use
+        Without autoscaling (no agent) the pod is reserved at exactly the VM's
+        use, up or down, unless an agent did contact us (then it is treated as
+        autoscaled: what was granted stays). Before any agent contact likewise
         (buffers aside); afterwards the reservation never drops below use."""
         pod = self.pod_of_vm(f"{vm.namespace}/{vm.name}")
         if pod is None:
             return
         use = Amounts(vm.cpu_use, vm.mem_use)
         new = dataclasses.replace(pod, vm=vm)
-        if pod.agent_contact or pod.buffer != ZERO:
+        if not vm.autoscaling_enabled and not pod.agent_contact:
+            new.reserved, new.buffer = use, ZERO
+        elif pod.agent_contact or pod.buffer != ZERO:
             new.reserved = Amounts(max(pod.reserved.cpu, use.cpu), max(pod.reserved.mem, use.mem))
         else:
             new.reserved = use

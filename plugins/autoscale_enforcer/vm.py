@@ -19,6 +19,9 @@ from typing import Any
 from scheduler.framework.quantity import QuantityError, to_milli, to_units
 
 LABEL_VM = "vm.neon.tech/name"
+# Only VMs with this label set to "true" have an autoscaler-agent (Neon's
+# ``api.HasAutoscalingEnabled``); the others never change but by hand.
+LABEL_AUTOSCALING_ENABLED = "autoscaling.neon.tech/enabled"
 LABEL_AUTO_MIGRATION = "autoscaling.neon.tech/auto-migration-enabled"
 LABEL_ALWAYS_MIGRATE = "autoscaling.neon.tech/testing-only-always-migrate"
 LABEL_ALWAYS_MIGRATE_OLD = "autoscaler/testing-only-always-migrate"
@@ -44,6 +47,7 @@ class VmInfo:
     slot_bytes: int
     migratable: bool
     always_migrate: bool
+    autoscaling_enabled: bool = False
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled as its fields: several times cheaper than a slotted
@@ -62,6 +66,7 @@ class VmInfo:
                 self.slot_bytes,
                 self.migratable,
                 self.always_migrate,
+                self.autoscaling_enabled,
             ),
         )
 
@@ -115,6 +120,7 @@ def vm_info(raw: Mapping[str, Any]) -> VmInfo:
         slot_bytes=slot_bytes,
         migratable=labels.get(LABEL_AUTO_MIGRATION) == "true",
         always_migrate=LABEL_ALWAYS_MIGRATE in labels or LABEL_ALWAYS_MIGRATE_OLD in labels,
+        autoscaling_enabled=labels.get(LABEL_AUTOSCALING_ENABLED) == "true",
     )
 
 

@@ -93,11 +93,18 @@ class Env:
             await self.core.replace_namespaced_config_map(self.config_map, CONFIG_NAMESPACE, body)
 
     async def create_vm(
-        self, vm: str, *, cpus: tuple[Any, Any, Any], slots: tuple[int, int, int]
+        self,
+        vm: str,
+        *,
+        cpus: tuple[Any, Any, Any],
+        slots: tuple[int, int, int],
+        autoscaling: bool = True,
     ) -> None:
-        body = (
-            make_vm(vm, self.namespace).cpus(*cpus).memory_slots(*slots).pod_name(f"{vm}-pod").obj()
-        )
+        """A VM (with an agent: labelled autoscaling-enabled, unless told not)."""
+        builder = make_vm(vm, self.namespace).cpus(*cpus).memory_slots(*slots)
+        if autoscaling:
+            builder = builder.label("autoscaling.neon.tech/enabled", "true")
+        body = builder.pod_name(f"{vm}-pod").obj()
         body["spec"]["schedulerName"] = self.name
         await self.custom.create_namespaced_custom_object(
             GROUP, VERSION, self.namespace, "virtualmachines", body
@@ -434,6 +441,7 @@ async def test_a_node_over_its_watermark_gets_a_migration_that_is_cleaned_up_whe
     node = await nodes.create(make_node("mig").capacity(cpu="4", memory="4Gi", pods="20").obj())
     body = make_vm("m", env.namespace).cpus(1, 4, 3).memory_slots(1, 4, 3).pod_name("m-pod")
     body = body.label("autoscaling.neon.tech/auto-migration-enabled", "true")
+    body = body.label("autoscaling.neon.tech/enabled", "true")
     vm = body.obj()
     vm["spec"]["schedulerName"] = env.name
     await env.custom.create_namespaced_custom_object(

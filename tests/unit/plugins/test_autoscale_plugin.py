@@ -21,6 +21,7 @@ from plugins.autoscale_enforcer import CONFIG_MAP_KEY, AutoscaleEnforcer, Autosc
 from plugins.autoscale_enforcer.metrics import AutoscaleMetrics
 from plugins.autoscale_enforcer.migration import MigrationController
 from plugins.autoscale_enforcer.plugin import AGENT_LISTENER, MIGRATION_WORKER, STATE_DUMP_PATH
+from plugins.autoscale_enforcer.state import ZERO, Amounts
 from scheduler.clock import RealClock
 from scheduler.framework import (
     Code,
@@ -228,11 +229,22 @@ async def test_start_fails_when_the_config_names_another_profile() -> None:
         await handle.services.start()
 
 
-async def test_start_rebuilds_state_assuming_the_worst_for_bound_vms() -> None:
+@pytest.mark.parametrize(
+    ("enabled", "reserved", "buffer"),
+    [
+        pytest.param("true", amounts(4, 4), amounts(2, 3), id="autoscaled: at its max, buffered"),
+        pytest.param(None, amounts(2, 1), ZERO, id="no agent (not labelled): at its use"),
+        pytest.param("false", amounts(2, 1), ZERO, id="autoscaling off: at its use"),
+    ],
+)
+async def test_start_rebuilds_state_assuming_the_worst_only_for_vms_an_agent_scales(
+    enabled: str | None, reserved: Amounts, buffer: Amounts
+) -> None:
     def cluster(handle: FakeHandle) -> None:
-        handle.informers.put(
-            "virtualmachines", make_vm("vm").cpus(1, 4, 2).memory_slots(1, 4, 1).obj()
-        )
+        builder = make_vm("vm").cpus(1, 4, 2).memory_slots(1, 4, 1)
+        if enabled is not None:
+            builder = builder.label("autoscaling.neon.tech/enabled", enabled)
+        handle.informers.put("virtualmachines", builder.obj())
         handle.informers.put("pods", vm_pod("vm-pod", "vm", node="n1"))
         handle.informers.put("pods", plain_pod("web", node="n1"))
         handle.informers.put("pods", plain_pod("pending"))
@@ -240,8 +252,8 @@ async def test_start_rebuilds_state_assuming_the_worst_for_bound_vms() -> None:
     plugin, _ = await started(before=cluster)
     assert plugin.state is not None
     node = plugin.state.nodes["n1"]
-    assert node.reserved == amounts(4, 4) + amounts(1, 1)
-    assert node.buffer == amounts(2, 3)
+    assert node.reserved == reserved + amounts(1, 1)
+    assert node.buffer == buffer
 
 
 # ------------------------------------------------------------------ decisions
