@@ -167,7 +167,10 @@ def migration_order(node: NodeState) -> Sequence[PodState]:
     candidates = [
         pod
         for pod in node.pods.values()
-        if pod.vm is not None and not pod.migrating and (pod.vm.migratable or pod.vm.always_migrate)
+        if pod.vm is not None
+        and not pod.migrating
+        and not pod.migration_target
+        and (pod.vm.migratable or pod.vm.always_migrate)
     ]
     candidates.sort(
         key=lambda pod: (pod.metrics is None, pod.metrics or 0.0, pod.key),
@@ -190,7 +193,7 @@ def handle_request(state: State, request: AgentInput, *, migration_allowed: bool
 
     # The order (a sort of the node's pods) only matters under too much pressure.
     should_migrate = too_much_pressure(node) and _first_to_migrate(node) is pod
-    forced = pod.vm.always_migrate and pod.metrics is not None
+    forced = pod.vm.always_migrate and pod.metrics is not None and not pod.migration_target
     wants_migration = (should_migrate or forced) and not pod.migrating and migration_allowed
     # Tell the agent only once its migration object exists (the pod is migrating).
     migrate = pod.migrating and not pod.migrate_told

@@ -91,6 +91,10 @@ class PodState:
     migrate_told: bool = False  # its agent has been answered ``migrate``
     metrics: float | None = None  # the agent's last loadAvg1M
     agent_contact: bool = False  # has had a successful agent request
+    # The target of a live migration (its pod is controlled by the migration):
+    # never migrating, never a migration candidate, and its VM's pod only when
+    # no other pod of that VM is known.
+    migration_target: bool = False
 
     @property
     def vm_key(self) -> str | None:
@@ -118,6 +122,7 @@ class PodState:
                     self.migrate_told,
                     self.metrics,
                     self.agent_contact,
+                    self.migration_target,
                 ),
             ),
         )
@@ -140,6 +145,7 @@ def _restore_pod(fields: tuple[Any, ...]) -> PodState:
         migrate_told,
         metrics,
         agent_contact,
+        migration_target,
     ) = fields
     return PodState(
         key,
@@ -154,6 +160,7 @@ def _restore_pod(fields: tuple[Any, ...]) -> PodState:
         migrate_told,
         metrics,
         agent_contact,
+        migration_target,
     )
 
 
@@ -248,6 +255,7 @@ class State:
         self.nodes: dict[str, NodeState] = {}
         self.pods: dict[str, PodState] = {}
         self._pods_by_vm: dict[str, str] = {}
+        self._vm_pods: dict[str, set[str]] = {}  # every pod of each VM (a migration: two)
         self._max_total: Amounts | None = None  # cached; None after node changes
         # Names of the nodes changed since the last ``take_dirty`` (a node's
         # counters, budget or pods): what a mirror must copy to stay equal.
@@ -298,9 +306,10 @@ class State:
             return
         self._max_total = None
         self.dirty.add(name)
-        for key in list(node.pods):
-            self.pods.pop(key, None)
-        self._pods_by_vm = {vm: key for vm, key in self._pods_by_vm.items() if key in self.pods}
+        for key, pod in list(node.pods.items()):
+            if self.pods.get(key) is pod:
+                del self.pods[key]
+                self._unindex(pod)
 
     def _node(self, name: str) -> NodeState:
         node = self.nodes.get(name)
@@ -320,9 +329,39 @@ class State:
         node.pressure_accounted_for += accounted
         node.pods[pod.key] = pod
         self.pods[pod.key] = pod
+        self._index(pod)
+
+    def _index(self, pod: PodState) -> None:
         vm_key = pod.vm_key
         if vm_key is not None:
-            self._pods_by_vm[vm_key] = pod.key
+            self._vm_pods.setdefault(vm_key, set()).add(pod.key)
+            self._reindex(vm_key)
+
+    def _unindex(self, pod: PodState) -> None:
+        vm_key = pod.vm_key
+        if vm_key is None:
+            return
+        keys = self._vm_pods.get(vm_key)
+        if keys is not None:
+            keys.discard(pod.key)
+            if not keys:
+                del self._vm_pods[vm_key]
+        self._reindex(vm_key)
+
+    def _reindex(self, vm_key: str) -> None:
+        """The VM's pod: one that is no migration target if any (the source
+        during a live migration), else a target; the same whatever the order
+        pods came in, so a mirror's index equals the authority's."""
+        candidates = [
+            pod
+            for key in self._vm_pods.get(vm_key, ())
+            if (pod := self.pods.get(key)) is not None and pod.vm_key == vm_key
+        ]
+        if not candidates:
+            self._pods_by_vm.pop(vm_key, None)
+            return
+        best = min(candidates, key=lambda pod: (pod.migration_target, pod.key))
+        self._pods_by_vm[vm_key] = best.key
 
     def _detach(self, pod: PodState) -> None:
         node = self.nodes[pod.node]
@@ -335,9 +374,7 @@ class State:
         node.pressure_accounted_for = node.pressure_accounted_for.minus(accounted)
         del node.pods[pod.key]
         del self.pods[pod.key]
-        vm_key = pod.vm_key
-        if vm_key is not None and self._pods_by_vm.get(vm_key) == pod.key:
-            del self._pods_by_vm[vm_key]
+        self._unindex(pod)
         if node.budget is None and not node.pods:
             del self.nodes[node.name]
 
@@ -353,9 +390,10 @@ class State:
             self._detach(pod)
 
     def set_migrating(self, key: str, migrating: bool) -> None:
-        """A migration object for the pod appeared (True) or ended (False)."""
+        """A migration of the pod (its source) began (True) or ended (False);
+        a migration's target is never migrating."""
         pod = self.pods.get(key)
-        if pod is None or pod.migrating == migrating:
+        if pod is None or pod.migrating == migrating or (migrating and pod.migration_target):
             return
         told = pod.migrate_told and migrating
         self.replace_pod(pod, dataclasses.replace(pod, migrating=migrating, migrate_told=told))
@@ -427,7 +465,14 @@ class State:
 
     # ----------------------------------------------------- what we observe
     def observe_pod(
-        self, key: str, uid: str, node_name: str, requests: Amounts, vm: VmInfo | None
+        self,
+        key: str,
+        uid: str,
+        node_name: str,
+        requests: Amounts,
+        vm: VmInfo | None,
+        *,
+        migration_target: bool = False,
     ) -> None:
         """A pod the informer shows bound to ``node_name``.
 
@@ -441,9 +486,19 @@ class State:
             self._detach(current)  # same name, new pod
             current = None
         if current is not None and current.node == node_name:
-            if current.confirmed and (current.vm is not None or current.reserved == requests):
+            target = current.migration_target == migration_target
+            if (
+                target
+                and current.confirmed
+                and (current.vm is not None or current.reserved == requests)
+            ):
                 return
-            new = dataclasses.replace(current, confirmed=True)
+            new = dataclasses.replace(
+                current,
+                confirmed=True,
+                migration_target=migration_target,
+                migrating=(current.migrating and not migration_target),
+            )
             if current.vm is None:
                 new.reserved = requests
             self.replace_pod(current, new)
@@ -455,6 +510,7 @@ class State:
         elif not vm.autoscaling_enabled:
             use = Amounts(vm.cpu_use, vm.mem_use)
             pod = PodState(key=key, uid=uid, node=node_name, reserved=use, vm=vm, confirmed=True)
+            pod.migration_target = migration_target
         else:
             maximum = Amounts(vm.cpu_max, vm.mem_max)
             use = Amounts(vm.cpu_use, vm.mem_use)
@@ -466,6 +522,7 @@ class State:
                 buffer=maximum.minus(use),
                 vm=vm,
                 confirmed=True,
+                migration_target=migration_target,
             )
         self._attach(pod)
 
@@ -511,16 +568,16 @@ class State:
                 for key, pod in old.pods.items():
                     if self.pods.get(key) is pod:
                         del self.pods[key]
-                        vm_key = pod.vm_key
-                        if vm_key is not None and self._pods_by_vm.get(vm_key) == key:
-                            del self._pods_by_vm[vm_key]
+                        self._unindex(pod)
             if node is not None:
                 self.nodes[name] = node
                 for key, pod in node.pods.items():
+                    previous = self.pods.get(key)
+                    if previous is not None and previous is not pod:
+                        del self.pods[key]  # moved here; its old node's copy follows
+                        self._unindex(previous)
                     self.pods[key] = pod
-                    vm_key = pod.vm_key
-                    if vm_key is not None:
-                        self._pods_by_vm[vm_key] = key
+                    self._index(pod)
             self._max_total = None
 
     # --------------------------------------------------------------- tests
@@ -568,6 +625,7 @@ def _dump_node(node: NodeState) -> dict[str, object]:
             "migrating": pod.migrating,
             "migrateTold": pod.migrate_told,
             "agentContact": pod.agent_contact,
+            "migrationTarget": pod.migration_target,
         }
         for key, pod in sorted(node.pods.items())
     }

@@ -152,3 +152,29 @@ class VmInfoCache:
             self._infos.clear()
         self._infos[key] = (raw, info)
         return info
+
+
+MIGRATION_KIND = "VirtualMachineMigration"
+VM_API_VERSION = "vm.neon.tech/v1"
+
+
+@dataclass(frozen=True, slots=True)
+class MigrationRole:
+    """The part a pod plays in a live migration, from its ownerReferences as
+    NeonVM sets them (Neon's ``MigrationOwnerForPod``): the migration
+    controls the target pod and merely owns the source."""
+
+    migration: str  # the VirtualMachineMigration's name (the pod's namespace)
+    target: bool
+
+
+def migration_role(metadata: Mapping[str, Any]) -> MigrationRole | None:
+    """The pod's role in a live migration, None if no migration owns it."""
+    for ref in metadata.get("ownerReferences") or ():
+        if (
+            isinstance(ref, Mapping)
+            and ref.get("apiVersion") == VM_API_VERSION
+            and ref.get("kind") == MIGRATION_KIND
+        ):
+            return MigrationRole(str(ref.get("name") or ""), ref.get("controller") is True)
+    return None
