@@ -270,6 +270,8 @@ class ProcessListener:
         if self._process is None:
             self._pending.append(message)
             return
+        if self._lost_reason and self._sock is not None:
+            return  # no child until ``restart``: dropped (the plugin resends its state)
         self._out += encode((_SEND, message))
         if self._sock is not None and not self._flush_soon and not self._writer:
             # One write per loop iteration for every message sent in it.
