@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from prometheus_client import CollectorRegistry
 
 from scheduler.framework.services import (
+    DebugHandler,
     HttpHandler,
     ListenerLimits,
     PluginHttp,
@@ -40,7 +41,7 @@ class DaemonPluginServices:
         self._registry = registry
         self.listeners: list[Listener] = []
         self.process_listeners: list[ProcessListener] = []
-        self.debug_routes: dict[str, HttpHandler] = {}
+        self.debug_routes: dict[str, DebugHandler] = {}
         self.start_steps: list[tuple[str, StartStep]] = []
         self.workers: list[tuple[str, Worker]] = []
 
@@ -99,7 +100,7 @@ class DaemonPluginServices:
                     f"plugin endpoint {name!r} wants port {port}, already used by {existing!r}"
                 )
 
-    def debug(self, path: str, handler: HttpHandler) -> None:
+    def debug(self, path: str, handler: DebugHandler) -> None:
         path = path.strip("/")
         if path in self.debug_routes:
             raise ValueError(f"debug route /debug/plugins/{path} registered twice")

@@ -48,6 +48,7 @@ nothing else here runs off the daemon's loop. On that thread only ``gate``
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import ssl
 from collections.abc import Awaitable, Callable, Sequence
@@ -60,7 +61,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 
 from scheduler.connlimits import LimitedSite, Limits
 from scheduler.delegation import Decision
-from scheduler.framework.services import HttpHandler, HttpRequest, HttpResponse
+from scheduler.framework.services import DebugHandler, HttpHandler, HttpRequest
 from scheduler.health import Endpoint, HealthChecks, HealthResponse, render, render_one
 from scheduler.listener import ListenerThread
 from scheduler.listenerprocess import ProcessListener
@@ -124,12 +125,15 @@ def _plain(status: int, text: str) -> web.Response:
     return web.Response(status=status, body=text.encode(), content_type="text/plain")
 
 
-def _call(name: str, handler: HttpHandler, request: web.Request, body: bytes) -> web.Response:
+async def _call(
+    name: str, handler: HttpHandler | DebugHandler, request: web.Request, body: bytes
+) -> web.Response:
     plugin_request = HttpRequest(
         method=request.method, path=request.path, body=body, remote=request.remote or ""
     )
     try:
-        response: HttpResponse = handler(plugin_request)
+        answer = handler(plugin_request)
+        response = await answer if inspect.isawaitable(answer) else answer
     except Exception:
         log.exception("plugin endpoint %s failed", name)
         return _plain(500, "internal error")
@@ -152,7 +156,7 @@ class OpsServer:
         config_dump: Callable[[], dict[str, Any]] | None = None,
         listeners: Sequence[Listener] = (),
         process_listeners: Sequence[ProcessListener] = (),
-        debug_routes: dict[str, HttpHandler] | None = None,
+        debug_routes: dict[str, DebugHandler] | None = None,
         gate: ListenerGate | None = None,
         gate_expiry: GateExpiry | None = None,
         cache_report: Callable[[], Awaitable[dict[str, Any]]] | None = None,
@@ -334,9 +338,9 @@ class OpsServer:
 
         return handler
 
-    def _plugin_debug(self, plugin_handler: HttpHandler) -> Handler:
+    def _plugin_debug(self, plugin_handler: DebugHandler) -> Handler:
         async def handler(request: web.Request) -> web.Response:
-            return _call(request.path, plugin_handler, request, b"")
+            return await _call(request.path, plugin_handler, request, b"")
 
         return handler
 

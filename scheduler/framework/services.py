@@ -79,6 +79,9 @@ class HttpResponse:
 
 
 HttpHandler = Callable[[HttpRequest], HttpResponse]
+# A debug route may also answer asynchronously (it runs on the daemon's loop):
+# e.g. one that asks a process listener's child without blocking the loop.
+DebugHandler = Callable[[HttpRequest], HttpResponse | Awaitable[HttpResponse]]
 
 
 # How often the daemon checks a process listener's child is alive.
@@ -215,8 +218,9 @@ class PluginHttp(Protocol):
         (before the lease can pass to another replica) unless renewed, so a
         child whose daemon stalls stops serving."""
 
-    def debug(self, path: str, handler: HttpHandler) -> None:
-        """Serve ``handler`` for GET ``/debug/plugins/<path>`` on the ops port."""
+    def debug(self, path: str, handler: DebugHandler) -> None:
+        """Serve ``handler`` for GET ``/debug/plugins/<path>`` on the ops port
+        (on the daemon's loop; a coroutine function is awaited)."""
 
 
 class PluginServices(Protocol):

@@ -6,6 +6,7 @@ reservations of pods being bound included (issue 25 #4, issue 20)."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import random
 import signal
@@ -13,12 +14,13 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, cast
 
+import orjson
 import pytest
 
 from plugins.autoscale_enforcer import AutoscaleEnforcer, AutoscaleEnforcerArgs
 from plugins.autoscale_enforcer.authority import Dump
-from plugins.autoscale_enforcer.plugin import AUTHORITY_WATCH, REASON_NO_ROOM
-from scheduler.framework import Code, CycleState, Handle, ListenerLimits
+from plugins.autoscale_enforcer.plugin import AUTHORITY_WATCH, REASON_NO_ROOM, STATE_DUMP_PATH
+from scheduler.framework import Code, CycleState, Handle, HttpRequest, ListenerLimits
 from scheduler.listenerprocess import ProcessListener
 from tests.support.builders import make_node
 from tests.unit.plugins.support import node_info, pod
@@ -168,3 +170,24 @@ async def test_a_lost_authority_is_restarted_and_keeps_bound_pods_and_pods_being
             watching.cancel()
             with pytest.raises(asyncio.CancelledError):
                 await watching
+
+
+async def test_the_state_dump_waits_for_a_stopped_authority_without_blocking_the_loop() -> None:
+    async with with_authority() as (_plugin, handle, listener):
+        pid = listener.pid
+        assert pid is not None
+        route = handle.services.debug_routes[STATE_DUMP_PATH]
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            answer = route(HttpRequest("GET", "/", b""))
+            # Before: a blocking call, 503 after 5 s with the loop held meanwhile.
+            assert inspect.isawaitable(answer)
+            pending = asyncio.ensure_future(answer)
+            for _ in range(20):  # the loop turns while the authority is stopped
+                await asyncio.sleep(0)
+            assert not pending.done()
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        response = await asyncio.wait_for(pending, 30)
+        assert response.status == 200
+        assert "n1" in orjson.loads(response.body)["nodes"]

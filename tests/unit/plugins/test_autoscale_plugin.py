@@ -492,7 +492,7 @@ async def test_agent_api_and_state_dump_through_the_services() -> None:
     response = serve(listener, HttpRequest("POST", "/", body))
     assert response.status == 200
     assert orjson.loads(response.body)["permit"] == {"vCPUs": 3, "mem": 3}
-    dump = handle.services.debug_routes[STATE_DUMP_PATH](HttpRequest("GET", "/", b""))
+    dump = await handle.services.debug_routes[STATE_DUMP_PATH](HttpRequest("GET", "/", b""))
     node = orjson.loads(dump.body)["nodes"]["n1"]
     assert node["reserved"] == {"cpu": 3000, "mem": 3 * GI}
     assert node["pods"]["default/vm-pod"]["agentContact"] is True
