@@ -499,6 +499,120 @@ async def test_a_node_over_its_watermark_gets_a_migration_that_is_cleaned_up_whe
         await eventually(gone, what="finished migration deleted")
 
 
+def owner(kind: str, raw: dict[str, Any], *, controller: bool) -> dict[str, Any]:
+    metadata = raw["metadata"]
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": kind,
+        "name": metadata["name"],
+        "uid": metadata["uid"],
+        "controller": controller,
+    }
+
+
+async def test_after_a_failed_live_migration_the_source_scales_again(
+    control_plane: Cluster, env: Env, nodes: NodePool
+) -> None:
+    """Migration state per pod (issue 25 #2): NeonVM's target pod, controlled
+    by the migration, never takes the source's state; once the migration
+    failed, the source's agent is answered again (before: 400 on every
+    resize, its migrating state stuck on the source)."""
+    await env.put_config(enforcer_config(env.name, watermark=0.5, doMigration=True))
+    source_node = await nodes.create(
+        make_node("lm-a").capacity(cpu="4", memory="4Gi", pods="20").obj()
+    )
+    body = make_vm("lm", env.namespace).cpus(1, 4, 3).memory_slots(1, 4, 3).pod_name("lm-pod")
+    body = body.label("autoscaling.neon.tech/auto-migration-enabled", "true")
+    body = body.label("autoscaling.neon.tech/enabled", "true")
+    raw_vm = body.obj()
+    raw_vm["spec"]["schedulerName"] = env.name
+    vm = await env.custom.create_namespaced_custom_object(
+        GROUP, VERSION, env.namespace, "virtualmachines", raw_vm
+    )
+    async with enforcer(control_plane, env) as (app, session, url):
+        await env.create_vm_pod("lm")
+        placed = await eventually(lambda: env.node_of("lm-pod"), what="VM pod placed")
+        assert placed == source_node
+        target_node = await nodes.create(
+            make_node("lm-b").capacity(cpu="4", memory="4Gi", pods="20").obj()
+        )
+        pod = {"namespace": env.namespace, "name": "lm-pod"}
+        request = {"protoVersion": 3, "pod": pod, "resources": {"vCPUs": 3, "mem": 3}}
+        request["metrics"] = {"loadAvg1M": 0.3, "loadAvg5M": 0.2}
+        assert (await post(session, url, request))[0] == 200
+
+        async def told() -> bool:
+            status, answer = await post(session, url, request)
+            return status == 200 and answer.get("migrate") == {}
+
+        await eventually(told, what="agent told to migrate")
+        migration = await env.custom.get_namespaced_custom_object(
+            GROUP, VERSION, env.namespace, "virtualmachinemigrations", "schedplugin-lm-pod"
+        )
+        # NeonVM: the source stays controlled by its VM and is owned by the
+        # migration too; the target pod is controlled by the migration.
+        source = await read_pod(env.core, env.namespace, "lm-pod")
+        refs = [
+            owner("VirtualMachine", vm, controller=True),
+            owner("VirtualMachineMigration", migration, controller=False),
+        ]
+        await env.core.patch_namespaced_pod(
+            "lm-pod", env.namespace, {"metadata": {"ownerReferences": refs}}
+        )
+        target = (
+            make_pod("lm-pod-target", env.namespace)
+            .scheduler(env.name)
+            .label("vm.neon.tech/name", "lm")
+            .node(target_node)
+            .obj()
+        )
+        target["metadata"]["ownerReferences"] = [
+            owner("VirtualMachineMigration", migration, controller=True)
+        ]
+        await env.core.create_namespaced_pod(env.namespace, target)
+        token = kubeconfig_token(control_plane.kubeconfig)
+        ops = f"https://127.0.0.1:{app.server.bound_port}"
+
+        async def pod_state(name: str) -> dict[str, Any] | None:
+            status, text = await ops_get(ops, f"/debug/plugins/{STATE_DUMP_PATH}", token)
+            if status != 200:
+                return None
+            for node in orjson.loads(text)["nodes"].values():
+                if f"{env.namespace}/{name}" in node["pods"]:
+                    return dict(node["pods"][f"{env.namespace}/{name}"])
+            return None
+
+        seen = await eventually(lambda: pod_state("lm-pod-target"), what="target pod seen")
+        assert (seen["migrationTarget"], seen["migrating"]) == (True, False)
+        source_state = await pod_state("lm-pod")
+        assert source_state is not None
+        assert source_state["migrating"] is True
+        await env.custom.patch_namespaced_custom_object(
+            GROUP,
+            VERSION,
+            env.namespace,
+            "virtualmachinemigrations",
+            "schedplugin-lm-pod",
+            [
+                {
+                    "op": "add",
+                    "path": "/status",
+                    "value": {"phase": "Failed", "sourcePodName": source["metadata"]["name"]},
+                }
+            ],
+        )
+        grow = {**request, "resources": {"vCPUs": 4, "mem": 4}}
+
+        async def scales_again() -> bool:
+            status, _ = await post(session, url, grow)
+            return status == 200
+
+        await eventually(scales_again, what="the source's agent answered after the failure")
+        after = await pod_state("lm-pod")
+        assert after is not None
+        assert after["migrating"] is False
+
+
 async def test_only_the_leader_answers_agents_and_a_follower_takes_over(
     control_plane: Cluster, env: Env, nodes: NodePool
 ) -> None:
