@@ -521,6 +521,14 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         status = self._reserve_status(node_name, answer)
         waiting = self._handle.waiting_pod(pod.uid)
         if waiting is None:
+            if status is not None:  # nobody held the pod: Permit is not enabled for us
+                log.error(
+                    "%s: pod %s went on to bind though its reservation was refused (%s); "
+                    "enable the plugin at Permit too (multiPoint does)",
+                    NAME,
+                    pod.key,
+                    status.message(),
+                )
             return
         if status is None:
             waiting.allow(NAME)
