@@ -22,6 +22,9 @@ protocol module has already turned wire units into millicores and bytes):
   request is refused (400, nothing changed; a decrease is always accepted):
   no granted increase ever takes a node above its total;
 - the pod's start-up buffer is cleared: the agent has told us what it uses;
+- a ``lastPermit`` counts only up to the VM's maximum (issue 25 #7; Neon
+  shares the defect): a forged one cannot push a node above its total
+  beyond what the VM could take;
 - the outcome is checked before it is committed: no permit field is zero,
   above the request, (for an increase) below the old reservation, or not
   expressible in the request's protocol version. A
@@ -211,7 +214,9 @@ def handle_request(state: State, request: AgentInput, *, migration_allowed: bool
         )
 
     remaining = node.remaining  # node.reserved includes this pod's reservation
+    vm = pod.vm
     last = request.last_permit or ZERO
+    last = Amounts(min(last.cpu, vm.cpu_max), min(last.mem, vm.mem_max))
     grain, reserved = request.granularity, pod.reserved
     if migrate:  # no increase: the request is held at the reservation (on the grid)
         last = ZERO

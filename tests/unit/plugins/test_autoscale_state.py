@@ -358,6 +358,19 @@ def test_agent_request(c: Case) -> None:
     state.check_invariants()
 
 
+def test_a_forged_last_permit_counts_only_up_to_the_vms_maximum() -> None:
+    state = state_with_node(8, 8)
+    state.observe_pod("default/other", "uo", "n1", amounts(6, 6), None)
+    with_vm_pod(state, "default/vm", amounts(2, 2), max_=(3, 3))
+    forged = request("default/vm", amounts(5, 5), last_permit=amounts(5, 5))
+    outcome = handle_request(state, forged, migration_allowed=False)
+    assert outcome.permit == amounts(3, 3)  # before: 5/5, the node at 11 of 8
+    node = state.nodes["n1"]
+    assert node.reserved == amounts(9, 9)  # over by the VM's own maximum only
+    assert node.pressure == amounts(2, 2)
+    state.check_invariants()
+
+
 class OffGrid(NamedTuple):
     """An increase from a reservation the request's version cannot express,
     on a node of 8 CPU / 8 GiB (whole-unit shorthand); ``permit`` None: refused."""
