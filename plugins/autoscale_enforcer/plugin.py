@@ -173,10 +173,8 @@ class _Pending:
     """A Reserve the authority has not answered yet: counted by Filter and
     Score on its node as if held, and held at Permit until answered."""
 
-    uid: str
     node: str
     amount: Amounts
-    vm: VmInfo | None
     answer: asyncio.Future[object]
 
 
@@ -498,7 +496,7 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         answer = self._authority.ask(request, self._reserve_timeout + 1.0)
         if answer.done():  # inline (no ops server), or no process to ask
             return self._reserve_status(node_name, answer)
-        self._pending[pod.key] = _Pending(pod.uid, node_name, amount, vm, answer)
+        self._pending[pod.key] = _Pending(node_name, amount, answer)
         answer.add_done_callback(lambda done: self._reserve_answered(pod, node_name, done))
         return None
 
@@ -516,6 +514,8 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         """The authority answered a Reserve Permit holds: allow or reject the pod."""
         pending = self._pending.get(pod.key)
         if pending is None or pending.answer is not answer:
+            if not answer.cancelled():
+                answer.exception()  # retrieved: nobody waits for it any more
             return  # unreserved meanwhile (Permit timed out, another plugin failed)
         del self._pending[pod.key]
         status = self._reserve_status(node_name, answer)
