@@ -127,7 +127,11 @@ def vm(index: int) -> Obj:
     return {
         "apiVersion": "vm.neon.tech/v1",
         "kind": "VirtualMachine",
-        "metadata": {"name": f"vm-{index}", "namespace": NAMESPACE},
+        "metadata": {
+            "name": f"vm-{index}",
+            "namespace": NAMESPACE,
+            "labels": {"autoscaling.neon.tech/enabled": "true"},  # it has an agent
+        },
         "spec": {
             "schedulerName": PROFILE,
             "guest": {

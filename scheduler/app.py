@@ -45,6 +45,7 @@ import os
 import random
 import socket
 import ssl
+import time
 import uuid
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
@@ -279,6 +280,7 @@ class SchedulerApp:
             process_listeners=self.plugin_services.process_listeners,
             debug_routes=self.plugin_services.debug_routes,
             gate=self._plugin_gate,
+            gate_expiry=self._plugin_gate_expiry,
             cache_report=self.cache_debugger.report_json,
             ssl_context=serving_context(
                 self.options.tls_cert_file,
@@ -311,6 +313,19 @@ class SchedulerApp:
         if leader_only and self.elector is not None and not self.elector.is_leader:
             return "not the leader: ask the leading scheduler"
         return None
+
+    def _plugin_gate_expiry(self, leader_only: bool) -> float | None:
+        """Until when (``time.monotonic``: the one clock every process of the
+        host shares) a process listener may serve on the gate it last heard:
+        the end of the leadership our last renewal bought, which comes before
+        any other replica may take the lease (``ElectionState.leading_until``).
+        None: no limit (no election, or not leader-only)."""
+        if not leader_only or self.elector is None:
+            return None
+        until = self.elector.leading_until
+        if until is None:
+            return None
+        return round(until - self.clock.now() + time.monotonic(), 3)
 
     # --------------------------------------------------------------- control
     def stop(self) -> None:

@@ -37,6 +37,10 @@ over Go's net/http, tests, the bench):
   request whose head and body take longer than 30 s from its first byte too;
 - back-pressure: above ``HIGH_WATER_BYTES`` of answers the client has not
   taken, the connection is not read and its buffered requests wait;
+- at most ``requests_per_turn`` requests answered per connection per loop
+  turn: the rest of a pipelined batch waits in ``HttpCore``'s backlog for the
+  next turn, so one pipelining client cannot make a turn (and what waits
+  behind it: other clients, a process listener's daemon messages) long;
 - at most ``max_connections`` connections (more are closed when accepted);
   an accept error (e.g. EMFILE) pauses accepting for a second, and such
   warnings are logged at most once per ``LOG_EVERY_SECONDS``;
@@ -59,7 +63,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 
-from scheduler.framework.services import HttpHandler, HttpRequest, HttpResponse
+from scheduler.framework.services import HttpHandler, HttpRequest, HttpResponse, ListenerLimits
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +86,7 @@ REQUEST_SECONDS = 30.0
 # connection is not read (nor its buffered requests answered) until it drains.
 HIGH_WATER_BYTES = 256 << 10
 MAX_CONNECTIONS = 1024  # per listener; beyond it new connections are closed at once
+REQUESTS_PER_TURN = 16  # per connection per loop turn; the rest wait for the next turn
 ACCEPT_BACKOFF_SECONDS = 1.0  # after an accept error (e.g. EMFILE) stop accepting this long
 LOG_EVERY_SECONDS = 10.0  # accept errors and refused connections: one warning per period
 SWEEP_SECONDS = 1.0  # how often idle connections are looked for
@@ -98,6 +103,17 @@ _LENGTH = re.compile(f"[0-9]{{1,{MAX_LENGTH_DIGITS}}}", re.ASCII)
 
 # Why a listener refuses now (None: serve), given its ``leader_only``.
 Gate = Callable[[], str | None]
+
+
+def default_limits(max_connections: int = MAX_CONNECTIONS) -> ListenerLimits:
+    """The module's limits as they are now (tests shorten the constants)."""
+    return ListenerLimits(
+        max_connections=max_connections,
+        request_seconds=REQUEST_SECONDS,
+        idle_seconds=IDLE_SECONDS,
+        high_water_bytes=HIGH_WATER_BYTES,
+        requests_per_turn=REQUESTS_PER_TURN,
+    )
 
 
 def listener_switch_interval(environ: Mapping[str, str]) -> float:
@@ -207,8 +223,11 @@ class _Connection:
         "_listener",
         "_out",
         "_remote",
+        "_served",
         "_started",
+        "_turn",
         "last_active",
+        "postponed",
         "sock",
     )
 
@@ -221,8 +240,11 @@ class _Connection:
         self._discard = 0  # body bytes beyond the limit still to skip
         self._remote = remote
         self._closing = False
-        self.last_active = time.monotonic()
+        self.last_active = listener.clock()
         self._started: float | None = None  # first byte of the request being read
+        self._turn = -1  # the listener's turn in which ``_served`` was counted
+        self._served = 0
+        self.postponed = False  # requests wait for the next turn: not read meanwhile
 
     @property
     def closed(self) -> bool:
@@ -248,14 +270,18 @@ class _Connection:
     @property
     def paused(self) -> bool:
         """Too many answers not taken by the client: read nothing more for now."""
-        return len(self._out) > HIGH_WATER_BYTES
+        return len(self._out) > self._listener.limits.high_water_bytes
 
     def overdue(self, now: float) -> bool:
-        """Idle too long, or a request's head/body too slow to arrive."""
-        if now - self.last_active > IDLE_SECONDS:
+        """Idle too long, or a request's head/body too slow to arrive (counted
+        from its first byte: more bytes never extend it)."""
+        limits = self._listener.limits
+        if now - self.last_active > limits.idle_seconds:
             return True
         return (
-            self._started is not None and not self.paused and now - self._started > REQUEST_SECONDS
+            self._started is not None
+            and not self.paused
+            and now - self._started > limits.request_seconds
         )
 
     def close(self) -> None:
@@ -327,7 +353,7 @@ class _Connection:
         self.data_received(data)
 
     def data_received(self, data: bytes) -> None:
-        self.last_active = now = time.monotonic()
+        self.last_active = now = self._listener.clock()
         if self._discard:
             skipped = min(self._discard, len(data))
             self._discard -= skipped
@@ -338,12 +364,31 @@ class _Connection:
         self._process()
 
     def _process(self) -> None:
+        listener = self._listener
+        if self._turn != listener.turn:
+            self._turn, self._served = listener.turn, 0
+        budget = listener.limits.requests_per_turn
         while not self._closing:
             if self.paused:  # the client does not read: stop reading it too
-                self._listener.watch(self)
+                listener.watch(self)
+                return
+            if self._served >= budget:  # the rest of the batch waits a turn
+                self.postponed = True
+                listener.postpone(self)
+                listener.watch(self)
                 return
             if not self._step():
                 return
+
+    def resume(self) -> None:
+        """A new turn: answer more of what the buffer holds."""
+        self.postponed = False
+        if self._closing or self.closed:
+            return
+        if not self.paused and self._buffer:
+            self._process()
+        if not self.closed:
+            self._listener.watch(self)
 
     def _step(self) -> bool:
         """Handle what the buffer holds; False when more bytes are needed."""
@@ -376,7 +421,8 @@ class _Connection:
         del buffer[: wanted + skipped]
         self._discard = rest - skipped
         self._head = None
-        self._started = time.monotonic() if buffer or self._discard else None
+        self._started = self._listener.clock() if buffer or self._discard else None
+        self._served += 1
         status, content_type, payload = self._listener.answer(
             head.method, head.path, body, self._remote
         )
@@ -424,10 +470,16 @@ class HttpCore:
         server: socket.socket,
         run_after: Callable[[Callable[[], None]], None] | None = None,
         max_connections: int = MAX_CONNECTIONS,
+        limits: ListenerLimits | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.name = name
         self.max_body_bytes = max(max_body_bytes, 0)
-        self.max_connections = max(max_connections, 1)
+        self.limits = limits if limits is not None else default_limits(max_connections)
+        self.max_connections = max(self.limits.max_connections, 1)
+        self.clock = clock
+        self.turn = 0  # counts the loop's turns (``new_turn``)
+        self._backlog: dict[_Connection, None] = {}  # postponed, in order
         self._accept_resume: float | None = None  # not accepting until then
         self._warned_at = -math.inf
         self._unlogged = 0  # accept errors and refusals since the last warning
@@ -437,6 +489,28 @@ class HttpCore:
         self.connections: set[_Connection] = set()  # the loop's thread only
         server.setblocking(False)
         selector.register(server, selectors.EVENT_READ, self)
+
+    def new_turn(self) -> None:
+        """The loop begins a turn: each connection may answer
+        ``requests_per_turn`` more; the postponed ones are served first."""
+        self.turn += 1
+        backlog, self._backlog = self._backlog, {}
+        for connection in backlog:
+            try:
+                connection.resume()
+            except Exception:  # contained to this connection, as in ``dispatch``
+                log.exception(
+                    "plugin endpoint %s: connection %s failed", self.name, connection.remote
+                )
+                connection.abort()
+
+    @property
+    def has_backlog(self) -> bool:
+        """Requests read but postponed to the next turn (don't wait in select)."""
+        return bool(self._backlog)
+
+    def postpone(self, connection: _Connection) -> None:
+        self._backlog[connection] = None
 
     def dispatch(self, key: selectors.SelectorKey, mask: int) -> bool:
         """Handle one ready key if it is ours (the server or a connection)."""
@@ -467,7 +541,7 @@ class HttpCore:
 
     def _warn(self, message: str, *args: object) -> None:
         """At most one warning per ``LOG_EVERY_SECONDS``, counting the rest."""
-        now = time.monotonic()
+        now = self.clock()
         if now - self._warned_at < LOG_EVERY_SECONDS:
             self._unlogged += 1
             return
@@ -497,7 +571,7 @@ class HttpCore:
                 self._warn(
                     "accept failed: %s; not accepting for %.1f s", error, ACCEPT_BACKOFF_SECONDS
                 )
-                self._accept_resume = time.monotonic() + ACCEPT_BACKOFF_SECONDS
+                self._accept_resume = self.clock() + ACCEPT_BACKOFF_SECONDS
                 with contextlib.suppress(KeyError, ValueError):
                     self._selector.unregister(self._server)
                 return
@@ -517,10 +591,18 @@ class HttpCore:
         readable while closing or paused (back-pressure)."""
         if connection.closed:
             return
-        events = 0 if connection.closing or connection.paused else selectors.EVENT_READ
+        held = connection.closing or connection.paused or connection.postponed
+        events = 0 if held else selectors.EVENT_READ
         if connection.wants_write:
             events |= selectors.EVENT_WRITE
-        self._selector.modify(connection.sock, events, connection)
+        if not events:  # postponed with nothing to write: not watched until resumed
+            with contextlib.suppress(KeyError, ValueError):
+                self._selector.unregister(connection.sock)
+            return
+        try:
+            self._selector.modify(connection.sock, events, connection)
+        except KeyError:
+            self._selector.register(connection.sock, events, connection)
 
     def forget(self, connection: _Connection) -> None:
         """Close the connection's socket and stop watching it; idempotent."""
@@ -530,6 +612,7 @@ class HttpCore:
             self._selector.unregister(connection.sock)
         connection.sock.close()
         self.connections.discard(connection)
+        self._backlog.pop(connection, None)
 
     def answer(self, method: str, path: str, body: bytes, remote: str) -> tuple[int, str, bytes]:
         refusal = self._gate()
@@ -634,7 +717,8 @@ class ListenerThread:
     def _serve(self, selector: selectors.BaseSelector, core: HttpCore) -> None:
         next_sweep = time.monotonic() + SWEEP_SECONDS
         while True:
-            for key, mask in selector.select(SWEEP_SECONDS):
+            core.new_turn()
+            for key, mask in selector.select(0 if core.has_backlog else SWEEP_SECONDS):
                 if not core.dispatch(key, mask):  # ``stop`` wrote to the wake-up socket
                     return
             now = time.monotonic()

@@ -16,10 +16,27 @@ Daemon side, ``ProcessListener`` (the ``ProcessChannel`` a plugin holds):
   written when it is writable (the loop's writer): it never blocks;
 - ``call`` writes and then blocks (``poll``) until its answer, delivering to
   ``on_message`` every message the child sent before it, in order; a timeout,
-  the child's exception or its death raise ``ChannelError``;
+  the child's exception or its death raise ``ChannelError``. It blocks the
+  daemon's loop: only for tests and tools. ``ask`` is the same call without
+  blocking: a future resolved by the loop's reader (after the messages the
+  child sent before answering), failed after its budget or on the child's
+  loss;
+- liveness: every ``HEARTBEAT_SECONDS`` the daemon reads what is waiting and
+  sends a ping, which the child's loop answers as it reads it (before any
+  daemon message or client request of that turn); no answer for
+  ``ListenerLimits.liveness_seconds`` (a hung handler, a deadlock, SIGSTOP)
+  and the child is killed (SIGKILL), which resolves ``wait_lost``;
+- ``restart`` (after a loss) spawns a new child on the same listening socket,
+  which the daemon keeps open (connections made meanwhile wait in its
+  backlog); what was sent while no child ran is dropped;
 - messages between calls are read by the loop's reader and delivered in order;
 - ``update_gate`` forwards the daemon's gate (synced, leading, shutting down)
-  when it changes; the child answers 503 with the reason meanwhile;
+  when it changes; the child answers 503 with the reason meanwhile. The gate
+  may carry an expiry (``until``, ``time.monotonic`` seconds: CLOCK_MONOTONIC
+  is one clock for every process of the host): past it the child refuses as
+  a follower does (``LEADERSHIP_UNCONFIRMED``) until the daemon renews it, so
+  a child whose daemon stalls stops serving before the lease can pass to
+  another replica;
 - end of file from the child, unless ``stop`` closed it, resolves
   ``wait_lost``; ``stop`` closes the channel (the child exits on end of file)
   and waits up to ``STOP_SECONDS`` before killing it.
@@ -33,10 +50,13 @@ Child side, ``main``: at the ``nice`` asked for (where permitted: a lower
 value needs CAP_SYS_NICE; otherwise it says so and runs at the default), one
 thread, one ``selectors`` loop over the listening
 socket, its connections (``scheduler.listener.HttpCore``) and the channel.
-Daemon messages are handled in arrival order, first in each loop turn (a
-call blocks the scheduling loop) but for at most ``TURN_SECONDS``, then the
-clients' requests of that turn, so HTTP requests interleave with a burst of
-messages; after each turn ``ProcessEndpoint.idle`` runs and the queued frames
+Daemon messages are handled in arrival order, first in each loop turn: every
+one up to the last call read (a call's answer is what the daemon waits for),
+then more for at most ``TURN_SECONDS``, and what they produced is written at
+once; only then the clients' requests of that turn, at most
+``ListenerLimits.requests_per_turn`` per connection (``HttpCore``), so HTTP
+requests interleave with a burst of messages and no client makes a turn
+long; after each turn ``ProcessEndpoint.idle`` runs and the queued frames
 are written. SIGINT
 is ignored (the daemon owns shutdown); the child exits when the channel ends.
 
@@ -85,12 +105,14 @@ from pathlib import Path
 from typing import Any
 
 from scheduler.framework.services import (
+    HEARTBEAT_SECONDS,
     ChannelError,
     HttpRequest,
     HttpResponse,
+    ListenerLimits,
     ProcessEndpoint,
 )
-from scheduler.listener import SWEEP_SECONDS, HttpCore, bind
+from scheduler.listener import SWEEP_SECONDS, HttpCore, bind, default_limits
 from scheduler.logsetup import JsonFormatter, configure_logging
 
 log = logging.getLogger(__name__)
@@ -101,14 +123,15 @@ STOP_SECONDS = 5.0
 # again (a burst of informer events must not hold up their requests).
 TURN_SECONDS = 0.0003
 NOT_STARTED = "not ready: informers syncing or plugins starting"
+LEADERSHIP_UNCONFIRMED = "not the leader: leadership not confirmed by the scheduler in time"
 _READ_BYTES = 65536
 AUTOGROUP = Path("/proc/self/autogroup")
 _HEADER = struct.Struct("!I")
 
-# Frame tags. Daemon to child: boot, gate, send, call. Child to daemon:
-# ready, failed, send, reply.
-_BOOT, _GATE, _SEND, _CALL = "boot", "gate", "send", "call"
-_READY, _FAILED, _REPLY = "ready", "failed", "reply"
+# Frame tags. Daemon to child: boot, gate, send, call, ping. Child to daemon:
+# ready, failed, send, reply, pong.
+_BOOT, _GATE, _SEND, _CALL, _PING = "boot", "gate", "send", "call", "ping"
+_READY, _FAILED, _REPLY, _PONG = "ready", "failed", "reply", "pong"
 
 Factory = Callable[[Any], ProcessEndpoint]
 OnMessage = Callable[[object], None]
@@ -170,6 +193,23 @@ class _InlineChild:
         self.outbox.append(_round_trip(message))
 
 
+class ChildGate:
+    """The child's view of the daemon's gate: a refusal reason (None: serve)
+    and, while serving, an expiry after which it refuses as a follower does.
+    Pure (``now`` passed in)."""
+
+    def __init__(self, reason: str | None = NOT_STARTED, until: float | None = None) -> None:
+        self.reason, self.until = reason, until
+
+    def update(self, reason: str | None, until: float | None) -> None:
+        self.reason, self.until = reason, until
+
+    def refusal(self, now: float) -> str | None:
+        if self.reason is None and self.until is not None and now >= self.until:
+            return LEADERSHIP_UNCONFIRMED
+        return self.reason
+
+
 class ProcessListener:
     """The daemon's end of one process listener (see the module docstring)."""
 
@@ -183,6 +223,8 @@ class ProcessListener:
         max_body_bytes: int,
         leader_only: bool,
         nice: int = 0,
+        limits: ListenerLimits | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.name = name
         self.nice = nice
@@ -190,10 +232,18 @@ class ProcessListener:
         self.factory = factory
         self.max_body_bytes = max(max_body_bytes, 0)
         self.leader_only = leader_only
+        self.limits = limits if limits is not None else default_limits()
+        self._clock = clock
         self._on_message = on_message
         self._out = bytearray()  # frames not yet written (once started)
         self._frames = Frames()
         self._next_call = 0
+        self._asks: dict[int, tuple[asyncio.Future[object], asyncio.TimerHandle]] = {}
+        self._server: socket.socket | None = None  # kept open for restarts
+        self._host = ""
+        self._last_pong = 0.0
+        self._heartbeat: asyncio.TimerHandle | None = None
+        self.restarts = 0
         self._sock: socket.socket | None = None
         self._process: asyncio.subprocess.Process | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -204,6 +254,7 @@ class ProcessListener:
         self._lost_reason = ""
         self._stopping = False
         self._gate: str | None = NOT_STARTED
+        self._gate_until: float | None = None
         # Inline mode (no ops server): the endpoint in this process.
         self._inline: ProcessEndpoint | None = None
         self._inline_child: _InlineChild | None = None
@@ -219,6 +270,8 @@ class ProcessListener:
         if self._process is None:
             self._pending.append(message)
             return
+        if self._lost_reason and self._sock is not None:
+            return  # no child until ``restart``: dropped (the plugin resends its state)
         self._out += encode((_SEND, message))
         if self._sock is not None and not self._flush_soon and not self._writer:
             # One write per loop iteration for every message sent in it.
@@ -233,6 +286,61 @@ class ProcessListener:
         if self._inline is not None:
             return self._deliver_inline(message)
         return self._call(message, timeout)
+
+    def ask(self, message: object, timeout: float) -> asyncio.Future[object]:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[object] = loop.create_future()
+        if self._inline is not None or self._process is None:
+            try:
+                future.set_result(self.call(message, timeout))
+            except ChannelError as error:
+                future.set_exception(error)
+            return future
+        if self._sock is None or self._lost_reason or self._stopping:
+            future.set_exception(
+                ChannelError(
+                    f"plugin endpoint {self.name}: no process "
+                    f"({self._lost_reason or 'not running'})"
+                )
+            )
+            return future
+        self._next_call += 1
+        number = self._next_call
+        timer = loop.call_later(timeout, self._ask_expired, number, timeout)
+        self._asks[number] = (future, timer)
+        self._queue(encode((_CALL, number, message)))
+        return future
+
+    def _ask_expired(self, number: int, timeout: float) -> None:
+        entry = self._asks.pop(number, None)
+        if entry is not None and not entry[0].done():
+            entry[0].set_exception(
+                ChannelError(
+                    f"plugin endpoint {self.name}: no answer from its process in {timeout:g}s"
+                )
+            )
+
+    def _answer_ask(self, number: int, ok: bool, value: object) -> None:
+        entry = self._asks.pop(number, None)
+        if entry is None:
+            return  # timed out: nobody waits for it
+        future, timer = entry
+        timer.cancel()
+        if future.done():
+            return
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(ChannelError(f"plugin endpoint {self.name}: {value}"))
+
+    def _fail_asks(self) -> None:
+        asks, self._asks = self._asks, {}
+        for future, timer in asks.values():
+            timer.cancel()
+            if not future.done():
+                future.set_exception(
+                    ChannelError(f"plugin endpoint {self.name}: {self._lost_reason}")
+                )
 
     async def wait_lost(self) -> str:
         if self._lost is None:
@@ -285,11 +393,39 @@ class ProcessListener:
         """Bind, spawn the child, boot it and wait until it is ready."""
         if self._inline is not None:
             raise RuntimeError(f"process listener {self.name!r} already runs inline")
-        loop = self._loop = asyncio.get_running_loop()
-        server = bind(host, self.port)
+        self._loop = asyncio.get_running_loop()
+        self._server = server = bind(host, self.port)
+        self.port = int(server.getsockname()[1])
+        await self._spawn()
+
+    async def restart(self) -> None:
+        """A new child on the same port, after the last one was lost."""
+        process = self._process
+        if process is None or self._server is None or self._stopping:
+            raise RuntimeError(f"process listener {self.name!r} was not started")
+        if not self._lost_reason:
+            raise RuntimeError(f"process listener {self.name!r}: its process is still running")
+        if process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            await process.wait()
+        if self._sock is not None:
+            self._sock.close()
+        self._sock = None
+        self._out = bytearray()
+        self._frames = Frames()
+        self._pending = []
+        self._writer = self._flush_soon = False
+        self._lost_reason = ""
+        self.restarts += 1
+        await self._spawn()
+
+    async def _spawn(self) -> None:
+        loop, server = self._loop, self._server
+        assert loop is not None
+        assert server is not None
         ours, theirs = socket.socketpair()
         try:
-            self.port = int(server.getsockname()[1])
             environment = dict(os.environ)
             environment["PYTHONPATH"] = os.pathsep.join(sys.path)
             self._process = await asyncio.create_subprocess_exec(
@@ -308,7 +444,6 @@ class ProcessListener:
             raise
         finally:
             theirs.close()
-            server.close()
         ours.setblocking(False)
         self._sock = ours
         self._ready = loop.create_future()
@@ -324,8 +459,9 @@ class ProcessListener:
                     self.max_body_bytes,
                     logging.getLevelName(root.getEffectiveLevel()),
                     json_logs,
-                    self._gate,
+                    (self._gate, self._gate_until),
                     self.nice,
+                    self.limits,
                 ),
             )
         )
@@ -344,14 +480,53 @@ class ProcessListener:
         except BaseException:
             await self.stop()
             raise
+        self._last_pong = self._clock()
+        self._beat()
 
-    def update_gate(self, reason: str | None) -> None:
-        """The daemon's gate for this listener now (None: serve)."""
-        if reason == self._gate:
+    def _beat(self) -> None:
+        """The heartbeat (see the module docstring): judge, then ping."""
+        self._heartbeat = None
+        loop, process = self._loop, self._process
+        if loop is None or process is None or self._stopping or self._lost_reason:
             return
-        self._gate = reason
-        if self._process is not None:
-            self._queue(encode((_GATE, reason)))
+        self._drain()  # a pong already here counts, however late this timer ran
+        if self._lost_reason:
+            return
+        liveness = self.limits.liveness_seconds
+        if self._clock() - self._last_pong > liveness:
+            log.error(
+                "plugin endpoint %s: its process did not answer for %gs; killing it",
+                self.name,
+                liveness,
+            )
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            self._gone(f"no heartbeat answer in {liveness:g}s: killed")
+            return
+        self._queue(encode((_PING,)))
+        self._heartbeat = loop.call_later(HEARTBEAT_SECONDS, self._beat)
+
+    def _drain(self) -> None:
+        sock = self._sock
+        while sock is not None and not self._lost_reason:
+            try:
+                ready = select.select([sock], [], [], 0)[0]
+            except (OSError, ValueError):
+                return
+            if not ready:
+                return
+            self._readable()
+
+    def update_gate(self, reason: str | None, until: float | None = None) -> None:
+        """The daemon's gate for this listener now (None: serve), and when
+        serving stops unless renewed (``time.monotonic`` seconds, None: never)."""
+        if reason is not None:
+            until = None
+        if reason == self._gate and until == self._gate_until:
+            return
+        self._gate, self._gate_until = reason, until
+        if self._process is not None and not self._lost_reason:
+            self._queue(encode((_GATE, reason, until)))
 
     async def stop(self) -> None:
         """Close the channel, wait for the child (kill it if it lingers); idempotent."""
@@ -359,10 +534,17 @@ class ProcessListener:
         if process is None or self._stopping:
             return
         self._stopping = True
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+            self._heartbeat = None
         if sock is not None and loop is not None:
             loop.remove_reader(sock)
             loop.remove_writer(sock)
             sock.close()
+        if self._server is not None:
+            self._server.close()
+        self._lost_reason = self._lost_reason or "stopped"
+        self._fail_asks()
         try:
             await asyncio.wait_for(process.wait(), STOP_SECONDS)
         except TimeoutError:
@@ -432,7 +614,9 @@ class ProcessListener:
             _, number, ok, value = frame
             if number == waiting:
                 return ok, value
-            # the answer to a call that timed out: nobody waits for it
+            self._answer_ask(number, ok, value)  # or a call that timed out: dropped
+        elif tag == _PONG:
+            self._last_pong = self._clock()
         elif tag == _READY:
             if self._ready is not None and not self._ready.done():
                 self._ready.set_result(None)
@@ -514,6 +698,10 @@ class ProcessListener:
                     f"plugin endpoint {self.name}: its process exited: {self._lost_reason}"
                 )
             )
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+            self._heartbeat = None
+        self._fail_asks()
         if self._lost is not None and not self._lost.done():
             self._lost.set_result(self._lost_reason)
 
@@ -547,15 +735,18 @@ class _Child:
         self.server = server
         self.frames = Frames()
         self.out = _ChildChannel()
-        self.gate: str | None = NOT_STARTED
+        self.gate = ChildGate()
+        self.limits = ListenerLimits()
+        self.calls_waiting = 0  # calls read, not yet answered
 
     def run(self) -> int:
         early = _read_frame(self.channel, self.frames)
         tag, boot = early[0]
         if tag != _BOOT:
             raise RuntimeError(f"expected the boot message, got {tag!r}")
-        factory, name, max_body_bytes, level, json_logs, gate, nice = boot
-        self.gate = gate
+        factory, name, max_body_bytes, level, json_logs, gate, nice, limits = boot
+        self.gate.update(*gate)
+        self.limits = limits
         configure_logging(level, json_logs)
         _renice(name, nice)
         try:
@@ -566,29 +757,35 @@ class _Child:
         gc.freeze()  # see the module docstring
         self.out.out[:0] = encode((_READY,))
         for message in early[1:]:
-            self._message(endpoint, message)
+            if message[0] == _PING:
+                self.out.out += encode((_PONG,))
+            else:
+                self._message(endpoint, message)
         return self._serve(endpoint, name, max_body_bytes)
 
     def _serve(self, endpoint: ProcessEndpoint, name: str, max_body_bytes: int) -> int:
         selector = selectors.DefaultSelector()
+        gate = self.gate
         core = HttpCore(
             name,
             endpoint.handle,
             max_body_bytes=max_body_bytes,
-            gate=lambda: self.gate,
+            gate=lambda: gate.refusal(time.monotonic()),
             selector=selector,
             server=self.server,
+            limits=self.limits,
         )
         self.channel.setblocking(False)
         selector.register(self.channel, selectors.EVENT_READ, self)
         writing = False
         next_sweep = time.monotonic() + SWEEP_SECONDS
-        inbox: collections.deque[bytes] = collections.deque()
+        inbox: collections.deque[tuple[Any, ...]] = collections.deque()
         timeout = SWEEP_SECONDS
         try:
             while True:
                 clients = []
-                for key, mask in selector.select(0 if inbox else timeout):
+                busy = bool(inbox) or core.has_backlog
+                for key, mask in selector.select(0 if busy else timeout):
                     if key.data is not self:
                         clients.append((key, mask))
                     elif mask & selectors.EVENT_READ:
@@ -598,24 +795,22 @@ class _Child:
                             data = None
                         if data == b"":
                             return 0  # the daemon is done with us
-                        inbox.extend(self.frames.feed_raw(data or b""))
-                # The daemon first (bounded by TURN_SECONDS): its calls block
-                # the scheduling loop, an agent waits at most one budget more.
+                        self._read(data or b"", inbox)
+                # The daemon first: every message up to its last call (the
+                # daemon waits for that answer), then more within TURN_SECONDS;
+                # what they produced goes out before any client is served.
                 if inbox:
                     self._some_messages(endpoint, inbox)
+                    if not self._write_out():
+                        return 0  # the daemon is gone
+                core.new_turn()
                 for key, mask in clients:
                     core.dispatch(key, mask)
                 again = endpoint.idle()
                 timeout = SWEEP_SECONDS if again is None else min(again, SWEEP_SECONDS)
+                if not self._write_out():
+                    return 0
                 pending = self.out.out
-                if pending:
-                    try:
-                        sent = self.channel.send(pending)
-                    except BlockingIOError:
-                        sent = 0
-                    except OSError:
-                        return 0  # the daemon is gone
-                    del pending[:sent]
                 if bool(pending) != writing:
                     writing = bool(pending)
                     events = selectors.EVENT_READ | (selectors.EVENT_WRITE if writing else 0)
@@ -629,19 +824,50 @@ class _Child:
             core.close()
             selector.close()
 
-    def _some_messages(self, endpoint: ProcessEndpoint, inbox: collections.deque[bytes]) -> None:
-        """Handle daemon messages for at most ``TURN_SECONDS`` (one at least),
-        so that agents' requests are not kept waiting behind a burst."""
+    def _read(self, data: bytes, inbox: collections.deque[tuple[Any, ...]]) -> None:
+        """Queue the daemon's frames; a ping is answered at once (liveness is
+        this loop turning, not the inbox being empty)."""
+        for frame in self.frames.feed(data):
+            tag = frame[0]
+            if tag == _PING:
+                self.out.out += encode((_PONG,))
+                continue
+            if tag == _CALL:
+                self.calls_waiting += 1
+            inbox.append(frame)
+
+    def _write_out(self) -> bool:
+        """Write what the socket takes of the queued frames; False if the daemon is gone."""
+        pending = self.out.out
+        if pending:
+            try:
+                sent = self.channel.send(pending)
+            except BlockingIOError:
+                sent = 0
+            except OSError:
+                return False
+            del pending[:sent]
+        return True
+
+    def _some_messages(
+        self, endpoint: ProcessEndpoint, inbox: collections.deque[tuple[Any, ...]]
+    ) -> None:
+        """Handle daemon messages: every one up to the last call read, then
+        more for at most ``TURN_SECONDS`` (one at least), so that agents'
+        requests are not kept waiting behind a burst of events."""
         deadline = time.monotonic() + TURN_SECONDS
         while inbox:
-            self._message(endpoint, pickle.loads(inbox.popleft()))
-            if time.monotonic() >= deadline:
+            frame = inbox.popleft()
+            if frame[0] == _CALL:
+                self.calls_waiting -= 1
+            self._message(endpoint, frame)
+            if not self.calls_waiting and time.monotonic() >= deadline:
                 return
 
     def _message(self, endpoint: ProcessEndpoint, frame: tuple[Any, ...]) -> None:
         tag = frame[0]
         if tag == _GATE:
-            self.gate = frame[1]
+            self.gate.update(frame[1], frame[2])
         elif tag == _SEND:
             try:
                 endpoint.receive(frame[1])

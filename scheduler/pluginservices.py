@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from prometheus_client import CollectorRegistry
 
 from scheduler.framework.services import (
+    DebugHandler,
     HttpHandler,
+    ListenerLimits,
     PluginHttp,
     ProcessChannel,
     StartStep,
@@ -39,7 +41,7 @@ class DaemonPluginServices:
         self._registry = registry
         self.listeners: list[Listener] = []
         self.process_listeners: list[ProcessListener] = []
-        self.debug_routes: dict[str, HttpHandler] = {}
+        self.debug_routes: dict[str, DebugHandler] = {}
         self.start_steps: list[tuple[str, StartStep]] = []
         self.workers: list[tuple[str, Worker]] = []
 
@@ -73,6 +75,7 @@ class DaemonPluginServices:
         max_body_bytes: int,
         leader_only: bool = True,
         nice: int = 0,
+        limits: ListenerLimits | None = None,
     ) -> ProcessChannel:
         self._check_port(name, port)
         listener = ProcessListener(
@@ -83,6 +86,7 @@ class DaemonPluginServices:
             max_body_bytes=max_body_bytes,
             leader_only=leader_only,
             nice=nice,
+            limits=limits,
         )
         self.process_listeners.append(listener)
         return listener
@@ -96,7 +100,7 @@ class DaemonPluginServices:
                     f"plugin endpoint {name!r} wants port {port}, already used by {existing!r}"
                 )
 
-    def debug(self, path: str, handler: HttpHandler) -> None:
+    def debug(self, path: str, handler: DebugHandler) -> None:
         path = path.strip("/")
         if path in self.debug_routes:
             raise ValueError(f"debug route /debug/plugins/{path} registered twice")

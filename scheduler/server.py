@@ -38,7 +38,9 @@ method and path, with the guarantees stated in ``scheduler.framework.services``:
 Process listeners (``PluginHttp.listen_process``) are started after the
 thread listeners (``scheduler.listenerprocess.ProcessListener``: the port is
 bound here, the child spawned and waited for) and stopped first; their gate
-is pushed to them every ``GATE_SECONDS`` when it changes.
+is pushed to them every ``GATE_SECONDS`` when it changes, with its expiry
+(``gate_expiry``: while leading, the end of the leadership the last renewal
+bought), so a child whose daemon stalls stops serving on its own.
 
 Threads: each plugin listener is served by a ``scheduler.listener.ListenerThread``
 (its own thread, ``selectors`` loop and minimal HTTP/1.1 protocol), started by
@@ -50,6 +52,7 @@ nothing else here runs off the daemon's loop. On that thread only ``gate``
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import ssl
 from collections.abc import Awaitable, Callable, Iterator, Sequence
@@ -63,7 +66,7 @@ from prometheus_client.metrics_core import Metric
 
 from scheduler.connlimits import LimitedSite, Limits
 from scheduler.delegation import Decision
-from scheduler.framework.services import HttpHandler, HttpRequest, HttpResponse
+from scheduler.framework.services import DebugHandler, HttpHandler, HttpRequest
 from scheduler.health import Endpoint, HealthChecks, HealthResponse, render, render_one
 from scheduler.listener import ListenerThread
 from scheduler.listenerprocess import ProcessListener
@@ -82,6 +85,9 @@ _TEXT = "text/plain; charset=utf-8"
 # Why a plugin listener refuses now (None: serve). Given the listener's
 # ``leader_only``; the composition root knows sync, start and leadership.
 ListenerGate = Callable[[bool], str | None]
+# Until when (``time.monotonic`` seconds) a process listener may serve on its
+# last gate without hearing again, given its ``leader_only`` (None: no limit).
+GateExpiry = Callable[[bool], float | None]
 
 
 class DiagnosticsSource(Protocol):
@@ -124,12 +130,15 @@ def _plain(status: int, text: str) -> web.Response:
     return web.Response(status=status, body=text.encode(), content_type="text/plain")
 
 
-def _call(name: str, handler: HttpHandler, request: web.Request, body: bytes) -> web.Response:
+async def _call(
+    name: str, handler: HttpHandler | DebugHandler, request: web.Request, body: bytes
+) -> web.Response:
     plugin_request = HttpRequest(
         method=request.method, path=request.path, body=body, remote=request.remote or ""
     )
     try:
-        response: HttpResponse = handler(plugin_request)
+        answer = handler(plugin_request)
+        response = await answer if inspect.isawaitable(answer) else answer
     except Exception:
         log.exception("plugin endpoint %s failed", name)
         return _plain(500, "internal error")
@@ -155,8 +164,9 @@ class OpsServer:
         resource_metrics: CollectorRegistry | None = None,
         listeners: Sequence[Listener] = (),
         process_listeners: Sequence[ProcessListener] = (),
-        debug_routes: dict[str, HttpHandler] | None = None,
+        debug_routes: dict[str, DebugHandler] | None = None,
         gate: ListenerGate | None = None,
+        gate_expiry: GateExpiry | None = None,
         cache_report: Callable[[], Awaitable[dict[str, Any]]] | None = None,
         ssl_context: ssl.SSLContext | None = None,
         guard: RequestGuard | None = None,
@@ -167,6 +177,7 @@ class OpsServer:
         self._listeners = tuple(listeners)
         self._debug_routes = dict(debug_routes or {})
         self._gate = gate or (lambda _leader_only: None)
+        self._gate_expiry = gate_expiry or (lambda _leader_only: None)
         self._listener_threads: list[ListenerThread] = []
         self._process_listeners = tuple(process_listeners)
         self._started_processes: list[ProcessListener] = []
@@ -231,7 +242,7 @@ class OpsServer:
             for listener in self._listeners:
                 await self._start_listener(listener)
             for process in self._process_listeners:
-                process.update_gate(self._gate(process.leader_only))
+                self._update_gate(process)
                 self._started_processes.append(process)
                 await process.start(self._host)
         except BaseException:
@@ -244,9 +255,13 @@ class OpsServer:
         """Forward the gate to process listeners every ``GATE_SECONDS``
         (they cannot ask it per request)."""
         for process in self._started_processes:
-            process.update_gate(self._gate(process.leader_only))
+            self._update_gate(process)
         loop = asyncio.get_running_loop()
         self._gate_timer = loop.call_later(GATE_SECONDS, self._push_gates)
+
+    def _update_gate(self, process: ProcessListener) -> None:
+        leader_only = process.leader_only
+        process.update_gate(self._gate(leader_only), self._gate_expiry(leader_only))
 
     async def _start_listener(self, listener: Listener) -> None:
         thread = ListenerThread(
@@ -344,9 +359,9 @@ class OpsServer:
 
         return handler
 
-    def _plugin_debug(self, plugin_handler: HttpHandler) -> Handler:
+    def _plugin_debug(self, plugin_handler: DebugHandler) -> Handler:
         async def handler(request: web.Request) -> web.Response:
-            return _call(request.path, plugin_handler, request, b"")
+            return await _call(request.path, plugin_handler, request, b"")
 
         return handler
 

@@ -22,6 +22,9 @@ protocol module has already turned wire units into millicores and bytes):
   request is refused (400, nothing changed; a decrease is always accepted):
   no granted increase ever takes a node above its total;
 - the pod's start-up buffer is cleared: the agent has told us what it uses;
+- a ``lastPermit`` counts only up to the VM's maximum (issue 25 #7; Neon
+  shares the defect): a forged one cannot push a node above its total
+  beyond what the VM could take;
 - the outcome is checked before it is committed: no permit field is zero,
   above the request, (for an increase) below the old reservation, or not
   expressible in the request's protocol version. A
@@ -167,7 +170,10 @@ def migration_order(node: NodeState) -> Sequence[PodState]:
     candidates = [
         pod
         for pod in node.pods.values()
-        if pod.vm is not None and not pod.migrating and (pod.vm.migratable or pod.vm.always_migrate)
+        if pod.vm is not None
+        and not pod.migrating
+        and not pod.migration_target
+        and (pod.vm.migratable or pod.vm.always_migrate)
     ]
     candidates.sort(
         key=lambda pod: (pod.metrics is None, pod.metrics or 0.0, pod.key),
@@ -190,7 +196,7 @@ def handle_request(state: State, request: AgentInput, *, migration_allowed: bool
 
     # The order (a sort of the node's pods) only matters under too much pressure.
     should_migrate = too_much_pressure(node) and _first_to_migrate(node) is pod
-    forced = pod.vm.always_migrate and pod.metrics is not None
+    forced = pod.vm.always_migrate and pod.metrics is not None and not pod.migration_target
     wants_migration = (should_migrate or forced) and not pod.migrating and migration_allowed
     # Tell the agent only once its migration object exists (the pod is migrating).
     migrate = pod.migrating and not pod.migrate_told
@@ -208,7 +214,9 @@ def handle_request(state: State, request: AgentInput, *, migration_allowed: bool
         )
 
     remaining = node.remaining  # node.reserved includes this pod's reservation
+    vm = pod.vm
     last = request.last_permit or ZERO
+    last = Amounts(min(last.cpu, vm.cpu_max), min(last.mem, vm.mem_max))
     grain, reserved = request.granularity, pod.reserved
     if migrate:  # no increase: the request is held at the reservation (on the grid)
         last = ZERO

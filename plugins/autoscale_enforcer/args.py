@@ -8,7 +8,9 @@ key ``autoscaler-enforcer-config.json``, start-up wait 5 s, agent port 10299.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+import math
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
 from plugins.autoscale_enforcer.config import (
@@ -17,9 +19,19 @@ from plugins.autoscale_enforcer.config import (
     CONFIG_MAP_NAMESPACE,
     INIT_CONFIG_MAP_TIMEOUT_SECONDS,
 )
+from scheduler.framework import HEARTBEAT_SECONDS, ListenerLimits
 
 AGENT_PROCESS_NICE = -10
 AGENT_PORT = 10299
+# The agent port's limits (``scheduler.framework.ListenerLimits``' defaults).
+AGENT_MAX_CONNECTIONS = 1024
+AGENT_REQUEST_TIMEOUT_SECONDS = 30.0
+AGENT_IDLE_TIMEOUT_SECONDS = 75.0
+AGENT_MAX_UNREAD_RESPONSE_BYTES = 256 << 10
+AGENT_REQUESTS_PER_TURN = 16
+AGENT_LIVENESS_SECONDS = 5.0
+RESERVE_TIMEOUT_SECONDS = 5.0
+MAX_SECONDS = 3600.0
 
 
 class AutoscaleEnforcerArgs(BaseModel):
@@ -36,3 +48,65 @@ class AutoscaleEnforcerArgs(BaseModel):
     # on a busy node, which keeps the agents' latency low; needs
     # CAP_SYS_NICE, without which it runs at the default priority (logged).
     agent_process_nice: int = Field(default=AGENT_PROCESS_NICE, ge=-20, le=19)
+    # The agent port's limits (see ``scheduler.framework.ListenerLimits``).
+    agent_max_connections: int = AGENT_MAX_CONNECTIONS
+    agent_request_timeout_seconds: float = AGENT_REQUEST_TIMEOUT_SECONDS
+    agent_idle_timeout_seconds: float = AGENT_IDLE_TIMEOUT_SECONDS
+    agent_max_unread_response_bytes: int = AGENT_MAX_UNREAD_RESPONSE_BYTES
+    agent_requests_per_turn: int = AGENT_REQUESTS_PER_TURN
+    # A hung or stopped agent process is killed (and restarted) after this long.
+    agent_liveness_seconds: float = AGENT_LIVENESS_SECONDS
+    # How long a pod waits at Permit for the agent process to confirm its
+    # Reserve before it is rejected and retried.
+    reserve_timeout_seconds: float = RESERVE_TIMEOUT_SECONDS
+
+    @field_validator("agent_max_connections", "agent_requests_per_turn")
+    @classmethod
+    def _positive(cls, value: int) -> int:
+        if value <= 0:
+            raise ValueError("must be greater than zero")
+        return value
+
+    @field_validator("agent_max_unread_response_bytes")
+    @classmethod
+    def _at_least_a_body(cls, value: int) -> int:
+        if value < 1024:
+            raise ValueError("must be greater than or equal to 1024")
+        return value
+
+    @field_validator(
+        "agent_request_timeout_seconds",
+        "agent_idle_timeout_seconds",
+        "agent_liveness_seconds",
+        "reserve_timeout_seconds",
+    )
+    @classmethod
+    def _duration(cls, value: float) -> float:
+        if not math.isfinite(value):
+            raise ValueError("must be a finite number of seconds")
+        if value <= 0:
+            raise ValueError("must be greater than zero")
+        if value > MAX_SECONDS:
+            raise ValueError(f"must be less than or equal to {MAX_SECONDS:g}")
+        return value
+
+    @field_validator("agent_liveness_seconds")
+    @classmethod
+    def _liveness_above_heartbeat(cls, value: float) -> float:
+        if value <= 2 * HEARTBEAT_SECONDS:
+            raise ValueError(
+                f"must be greater than {2 * HEARTBEAT_SECONDS:g} "
+                f"(twice the heartbeat interval of {HEARTBEAT_SECONDS:g}s)"
+            )
+        return value
+
+    def agent_limits(self) -> ListenerLimits:
+        """The agent port's limits as the listener takes them."""
+        return ListenerLimits(
+            max_connections=self.agent_max_connections,
+            request_seconds=self.agent_request_timeout_seconds,
+            idle_seconds=self.agent_idle_timeout_seconds,
+            high_water_bytes=self.agent_max_unread_response_bytes,
+            requests_per_turn=self.agent_requests_per_turn,
+            liveness_seconds=self.agent_liveness_seconds,
+        )

@@ -63,10 +63,24 @@ class SetConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class Held:
+    """A reservation the daemon knows of and no informer has confirmed (a pod
+    being bound): carried over when a new authority process is built."""
+
+    key: str
+    uid: str
+    node: str
+    amount: Amounts
+    vm: VmInfo | None
+
+
+@dataclass(frozen=True, slots=True)
 class Start:
-    """Build the state from what was forwarded; answered True once it exists."""
+    """Build the state from what was forwarded, then hold ``held`` (after a
+    restart of this process); answered True once it exists."""
 
     config: Config
+    held: tuple[Held, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +180,8 @@ class Authority:
             return None
         if isinstance(message, Start):
             state = self._feed.start(message.config)
+            for held in message.held:
+                state.hold(held.key, held.uid, held.node, held.amount, held.vm)
             if self._api is None:
                 self._api = AgentApi(state, lambda: state.config.migration_enabled)
             state.dirty.update(state.nodes)  # the daemon's mirror starts empty

@@ -18,6 +18,14 @@ stored, and ``start`` rebuilds from the stores); after it every event is
 applied synchronously, in the order the informers delivered them; a VM pod
 first seen bound is held at its maximum until its agent reports
 (``State.observe_pod``).
+
+Migrations are tracked per pod (issue 25 #2): a pod's ownerReferences say
+whether it is the source or the target of a live migration
+(``vm.migration_role``); the source is migrating while its migration is not
+finished (the object's phase), the target never is, and a VirtualMachine
+event applies to the source while both exist. Without ownerReferences (a
+NeonVM that sets none yet), an ongoing migration object marks the pod its
+``status.sourcePodName`` names, else the VM's pod.
 """
 
 from __future__ import annotations
@@ -44,6 +52,7 @@ from plugins.autoscale_enforcer.vm import (
     VmError,
     VmInfo,
     VmInfoCache,
+    migration_role,
     vm_info,
     vm_name_of_pod,
 )
@@ -82,9 +91,11 @@ def forwarded(resource: str, old: Raw | None, new: Raw | None) -> bool:
     if resource == PODS:
         if not _spec(new).get("nodeName"):
             return False
+        old_metadata, new_metadata = _metadata(old), _metadata(new)
         return not (
             _same(_spec(old), _spec(new))
-            and _same(_metadata(old).get("labels"), _metadata(new).get("labels"))
+            and _same(old_metadata.get("labels"), new_metadata.get("labels"))
+            and _same(old_metadata.get("ownerReferences"), new_metadata.get("ownerReferences"))
             and _same(_status(old).get("phase"), _status(new).get("phase"))
         )
     if resource == NODES:
@@ -290,7 +301,13 @@ class ClusterFeed:
             return
         vm = self._vm_of(pod)
         requests = Amounts(pod.requests.milli_cpu, pod.requests.memory)
-        state.observe_pod(pod.key, pod.uid, pod.node_name, requests, vm)
+        role = migration_role(raw.get("metadata") or {}) if vm is not None else None
+        target = role is not None and role.target
+        state.observe_pod(pod.key, pod.uid, pod.node_name, requests, vm, migration_target=target)
+        if role is not None and not role.target:  # the source: migrating until it finishes
+            migration = self._stores.get(MIGRATION_RESOURCE, f"{pod.namespace}/{role.migration}")
+            finished = migration is not None and phase_of(migration) in FINISHED_PHASES
+            state.set_migrating(pod.key, not finished)
 
     def _vm_changed(self, old: Raw | None, new: Raw | None) -> None:
         state = self._state
@@ -324,10 +341,13 @@ class ClusterFeed:
         metadata = raw.get("metadata") or {}
         namespace, name = metadata.get("namespace") or "", metadata.get("name") or ""
         vm_name = (raw.get("spec") or {}).get("vmName") or ""
-        pod = state.pod_of_vm(f"{namespace}/{vm_name}")
+        source = (raw.get("status") or {}).get("sourcePodName")
+        pod = state.pods.get(f"{namespace}/{source}") if source else None
+        if pod is None or pod.vm_key != f"{namespace}/{vm_name}":
+            pod = state.pod_of_vm(f"{namespace}/{vm_name}")  # the source while both exist
         phase = "" if new is None else phase_of(new)
         ongoing = new is not None and phase not in FINISHED_PHASES
-        if pod is not None:
+        if pod is not None and not pod.migration_target:
             state.set_migrating(pod.key, ongoing)
         if new is not None and phase in FINISHED_PHASES and created_by_us(new):
             self._effects.migration_finished(namespace, name, phase)

@@ -160,6 +160,9 @@ class AutoscaleMetrics:
         self.reserve_should_deny = counter(
             "reserve_should_deny", "Reserve calls for a pod that does not fit", ("node",)
         )
+        self.authority_restarts = counter(
+            "agent_process_restarts", "Times the agent API's process was restarted after a loss"
+        )
         self.config_rejected = counter(
             "config_rejected", "ConfigMap updates rejected (the last good config stays)"
         )

@@ -10,12 +10,14 @@ Two processes (ARCHITECTURE.md, AutoscaleEnforcer):
   (nodes, pods, VirtualMachines, migrations) and each good config to it, in
   order, and keeps a **mirror** of the state, updated from the nodes the
   authority reports changed. Filter and Score read the mirror; Reserve asks
-  the authority (a synchronous call: a mirror that lags can only make Filter
-  stricter or Reserve refuse, never overcommit a node); Unreserve is a
-  one-way message.
+  the authority without waiting (``ProcessChannel.ask``) and Permit holds the
+  pod until the answer comes (``reserveTimeoutSeconds`` at most): the room is
+  decided there, so a mirror that lags can only make Filter stricter or the
+  pod wait and retry, never overcommit a node, and the daemon's loop never
+  waits for the agent process; Unreserve is a one-way message.
 
 Extension points (lifecycle order): Filter, Score (+ NormalizeScore, which
-randomizes only when configured), Reserve, Unreserve. No API call per Filter.
+randomizes only when configured), Reserve, Unreserve, Permit. No API call per Filter.
 
 - VM pods carry the ``vm.neon.tech/name`` label and are sized by their VM's
   current ``use``; other pods by their requests. The pod is sized once per
@@ -36,20 +38,24 @@ randomizes only when configured), Reserve, Unreserve. No API call per Filter.
 - Room freed on a node (an agent shrinking, a pod leaving) wakes the pods
   Filter turned away for room: an agent's request is no cluster event.
 - ``GET /debug/plugins/autoscale-enforcer/state`` dumps the authority's state
-  (a call: the daemon's loop waits for it).
+  (asked without blocking the daemon's loop).
 - Migration (``doMigration``, default on): when an agent of the pod to move
   asks, the authority tells the daemon, whose migration worker creates a
   VirtualMachineMigration; the informer shows it, the pod is marked
   migrating and its agent is told ``migrate`` on its next request; finished
   migrations we created are deleted.
-- If the authority's process dies, the plugin's worker fails and stops the
-  daemon (its state is rebuilt from the cluster on restart).
+- If the authority's process dies (or hangs: the listener's heartbeat kills
+  it), the plugin's worker restarts it with a doubling backoff and rebuilds
+  its state: every object the informers hold is forwarded again, then
+  ``Start`` carries the reservations only the daemon still knows of (pods
+  being bound). Pods waiting at Permit are rejected and retried; none is lost.
 
 Threads: everything here runs on the daemon's event loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 import threading
@@ -65,6 +71,7 @@ from plugins.autoscale_enforcer.authority import (
     FACTORY,
     Dump,
     Event,
+    Held,
     MigrationFinished,
     Nodes,
     Reserve,
@@ -101,6 +108,7 @@ from scheduler.framework import (
     HttpResponse,
     NodeInfo,
     NodeScore,
+    PermitPlugin,
     Pod,
     ReservePlugin,
     ScoreExtensions,
@@ -119,11 +127,14 @@ AUTHORITY_WATCH = "autoscale-enforcer-authority"
 STATE_DUMP_PATH = "autoscale-enforcer/state"
 
 MAX_WAITING_FOR_ROOM = 10_000
-# How long Reserve waits for the authority (it answers in well under a
-# millisecond when it gets a CPU; this bounds a stuck process).
-RESERVE_TIMEOUT_SECONDS = 5.0
 START_TIMEOUT_SECONDS = 60.0
 DUMP_TIMEOUT_SECONDS = 5.0
+# Restarting a lost authority: the first try after this long, doubling to the cap;
+# a process that lived HEALTHY_SECONDS resets the delay.
+RESTART_BACKOFF_SECONDS = 0.5
+RESTART_BACKOFF_MAX_SECONDS = 30.0
+HEALTHY_SECONDS = 60.0
+REASON_WAIT_AUTHORITY = "waiting for the agent API's process to confirm the reservation"
 REASON_NO_ROOM = "Not enough resources for pod"
 REASON_NO_ROOM_RESERVE = "Not enough resources to reserve for pod"
 REASON_NOT_STARTED = "AutoscaleEnforcer has no configuration yet"
@@ -157,7 +168,17 @@ class _Sizing:
 _SIZING: StateKey[_Sizing] = StateKey(f"{NAME}/sizing")
 
 
-class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugin):
+@dataclass(slots=True)
+class _Pending:
+    """A Reserve the authority has not answered yet: counted by Filter and
+    Score on its node as if held, and held at Permit until answered."""
+
+    node: str
+    amount: Amounts
+    answer: asyncio.Future[object]
+
+
+class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugin, PermitPlugin):
     name = NAME
 
     def __init__(
@@ -184,6 +205,10 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         self._pods = handle.informers.store(PODS)
         self._vm_infos = VmInfoCache()
         self._config = ConfigWatch(args, handle, self._metrics, self._config_changed)
+        self._reserve_timeout = args.reserve_timeout_seconds
+        self._pending: dict[str, _Pending] = {}
+        self._unreserved_while_lost: set[str] = set()
+        self._authority_lost = False
         services = handle.services
         self._authority = services.http.listen_process(
             AGENT_LISTENER,
@@ -192,6 +217,7 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
             self._from_authority,
             max_body_bytes=MAX_HTTP_BODY_SIZE,
             nice=args.agent_process_nice,
+            limits=args.agent_limits(),
         )
         for resource in FED_RESOURCES:
             handle.informers.on_change(resource, self._forwarder(resource))
@@ -210,7 +236,7 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         mirror = State(config)
         self._mirror = mirror
         try:
-            self._authority.call(Start(config), START_TIMEOUT_SECONDS)
+            await self._authority.ask(Start(config), START_TIMEOUT_SECONDS)
         except ChannelError:
             self._mirror = None
             raise
@@ -220,8 +246,56 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         )
 
     async def _watch_authority(self) -> None:
-        reason = await self._authority.wait_lost()
-        raise RuntimeError(f"{NAME}: the agent API's process is gone ({reason})")
+        """Restart the authority whenever it is lost, with a doubling backoff."""
+        clock = self._handle.clock
+        delay = RESTART_BACKOFF_SECONDS
+        started_at = clock.now()
+        while True:
+            reason = await self._authority.wait_lost()
+            self._authority_lost = True
+            if clock.now() - started_at >= HEALTHY_SECONDS:
+                delay = RESTART_BACKOFF_SECONDS
+            while True:
+                log.error(
+                    "%s: the agent API's process is gone (%s); restarting it in %gs",
+                    NAME,
+                    reason,
+                    delay,
+                )
+                await clock.sleep(delay)
+                delay = min(delay * 2, RESTART_BACKOFF_MAX_SECONDS)
+                try:
+                    await self._authority.restart()
+                    await self._rebuild()
+                except (ChannelError, RuntimeError) as error:
+                    reason = str(error)
+                    continue
+                break
+            started_at = clock.now()
+            self._metrics.authority_restarts.inc()
+            log.info("%s: the agent API's process was restarted and its state rebuilt", NAME)
+
+    async def _rebuild(self) -> None:
+        """A new authority: forward what the informers hold, then ``Start`` with
+        the reservations only this side knows of (pods being bound)."""
+        mirror = self._mirror
+        if mirror is None:  # lost before the start step: it rebuilds itself
+            self._authority_lost = False
+            return
+        send = self._authority.send
+        for resource in FED_RESOURCES:
+            for raw in self._handle.informers.store(resource).list():
+                if forwarded(resource, None, raw):
+                    send(Event(resource, raw))
+        skip = self._unreserved_while_lost
+        held = tuple(
+            Held(pod.key, pod.uid, pod.node, pod.reserved, pod.vm)
+            for pod in mirror.pods.values()
+            if not pod.confirmed and pod.key not in skip
+        )
+        self._authority_lost = False
+        self._unreserved_while_lost = set()
+        await self._authority.ask(Start(mirror.config, held), START_TIMEOUT_SECONDS)
 
     # ---------------------------------------------------- to the authority
     def _forwarder(self, resource: str) -> Callable[[Raw | None, Raw | None], None]:
@@ -319,10 +393,15 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         for key, ours in held.items():
             if ours.uid not in listed or key == pod.key:
                 reserved = reserved.minus(ours.reserved)
+        pending = self._pending
         for uid, other in listed.items():
             known = state.pods.get(other.key)
             if uid != pod.uid and (known is None or known.node != node.name):
-                reserved = reserved + Amounts(other.requests.milli_cpu, other.requests.memory)
+                asked = pending.get(other.key)
+                if asked is not None and asked.node == node.name:
+                    reserved = reserved + asked.amount  # what its Reserve asked for
+                else:
+                    reserved = reserved + Amounts(other.requests.milli_cpu, other.requests.memory)
         return node, reserved + amount
 
     # --------------------------------------------------------- extension points
@@ -413,27 +492,73 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         except _PodError as error:
             return self._fail(Method.RESERVE, error.status)
         request = Reserve(pod.key, pod.uid, node_name, amount, vm)
-        try:
-            reserved = self._authority.call(request, RESERVE_TIMEOUT_SECONDS)
-        except ChannelError as error:
+        # A budget beyond Permit's, so the pod's own timeout rejects it first.
+        answer = self._authority.ask(request, self._reserve_timeout + 1.0)
+        if answer.done():  # inline (no ops server), or no process to ask
+            return self._reserve_status(node_name, answer)
+        self._pending[pod.key] = _Pending(node_name, amount, answer)
+        answer.add_done_callback(lambda done: self._reserve_answered(pod, node_name, done))
+        return None
+
+    def _reserve_status(self, node_name: str, answer: asyncio.Future[object]) -> Status | None:
+        """The authority's answer to a Reserve as a status (None: reserved)."""
+        error = answer.exception()
+        if error is not None:
             return self._fail(Method.RESERVE, Status.as_error(str(error)))
-        if not reserved:
+        if not answer.result():
             self._metrics.reserve_should_deny.labels(node_name).inc()
             return self._fail(Method.RESERVE, Status.unschedulable(REASON_NO_ROOM_RESERVE))
         return None
 
+    def _reserve_answered(self, pod: Pod, node_name: str, answer: asyncio.Future[object]) -> None:
+        """The authority answered a Reserve Permit holds: allow or reject the pod."""
+        pending = self._pending.get(pod.key)
+        if pending is None or pending.answer is not answer:
+            if not answer.cancelled():
+                answer.exception()  # retrieved: nobody waits for it any more
+            return  # unreserved meanwhile (Permit timed out, another plugin failed)
+        del self._pending[pod.key]
+        status = self._reserve_status(node_name, answer)
+        waiting = self._handle.waiting_pod(pod.uid)
+        if waiting is None:
+            if status is not None:  # nobody held the pod: Permit is not enabled for us
+                log.error(
+                    "%s: pod %s went on to bind though its reservation was refused (%s); "
+                    "enable the plugin at Permit too (multiPoint does)",
+                    NAME,
+                    pod.key,
+                    status.message(),
+                )
+            return
+        if status is None:
+            waiting.allow(NAME)
+        else:
+            waiting.reject(NAME, status.message())
+
     def unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
         self._calls[Method.UNRESERVE] += 1
+        pending = self._pending.get(pod.key)
+        if pending is not None and pending.node == node_name:
+            del self._pending[pod.key]
         if self._mirror is not None:
+            if self._authority_lost:
+                self._unreserved_while_lost.add(pod.key)
             self._authority.send(Unreserve(pod.key, node_name))
 
+    def permit(self, state: CycleState, pod: Pod, node_name: str) -> tuple[Status | None, float]:
+        """Hold the pod until the authority has answered its Reserve."""
+        pending = self._pending.get(pod.key)
+        if pending is None or pending.node != node_name:
+            return None, 0.0
+        return Status.wait(REASON_WAIT_AUTHORITY), self._reserve_timeout
+
     # ------------------------------------------------------------------ HTTP
-    def _serve_dump(self, request: HttpRequest) -> HttpResponse:
+    async def _serve_dump(self, request: HttpRequest) -> HttpResponse:
         """The authority's state (not the mirror): what agents are answered from."""
         if self._mirror is None:
             return HttpResponse(503, "text/plain", b"not ready")
         try:
-            dump = self._authority.call(Dump(), DUMP_TIMEOUT_SECONDS)
+            dump = await self._authority.ask(Dump(), DUMP_TIMEOUT_SECONDS)
         except ChannelError as error:
             return HttpResponse(503, "text/plain", str(error).encode())
         body = orjson.dumps(dump, option=orjson.OPT_NON_STR_KEYS)

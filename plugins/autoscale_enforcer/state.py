@@ -8,8 +8,9 @@ Per node and per resource (cpu in millicores, memory in bytes):
   reservation is the upper bound its agent may use; any other pod counts by
   its requests (whoever scheduled it, requests of zero included);
 - ``buffer``: the part of ``reserved`` that only exists because the plugin
-  does not know yet what a VM uses (a VM first seen bound, e.g. after a
-  restart, is reserved at its maximum until its agent reports);
+  does not know yet what a VM uses (a VM with autoscaling enabled first seen
+  bound, e.g. after a restart, is reserved at its maximum until its agent
+  reports; a VM without it has no agent and is reserved at its ``use``);
 - ``pressure``: increases asked for by agents and denied for lack of room;
 - ``pressure_accounted_for``: ``reserved + pressure`` of migrating pods;
 - ``migrating``: ``reserved`` of migrating pods.
@@ -22,7 +23,8 @@ Invariants (``check_invariants`` proves them in tests):
   node's sums stay exact; arithmetic on remaining room saturates at zero;
 - ``reserved`` may exceed ``total`` only through events the plugin does not
   decide (pods bound by others, a node shrinking, start-up buffers, an
-  agent's ``lastPermit``), never through ``reserve`` or a granted increase.
+  agent's ``lastPermit``, reservations carried over a restart of the
+  authority by ``hold``), never through ``reserve`` or a granted increase.
 
 ``fits``/``what_if`` answer Filter and Score without changing anything;
 ``reserve``/``unreserve`` are symmetric and idempotent: ``unreserve`` drops
@@ -89,6 +91,10 @@ class PodState:
     migrate_told: bool = False  # its agent has been answered ``migrate``
     metrics: float | None = None  # the agent's last loadAvg1M
     agent_contact: bool = False  # has had a successful agent request
+    # The target of a live migration (its pod is controlled by the migration):
+    # never migrating, never a migration candidate, and its VM's pod only when
+    # no other pod of that VM is known.
+    migration_target: bool = False
 
     @property
     def vm_key(self) -> str | None:
@@ -116,6 +122,7 @@ class PodState:
                     self.migrate_told,
                     self.metrics,
                     self.agent_contact,
+                    self.migration_target,
                 ),
             ),
         )
@@ -138,6 +145,7 @@ def _restore_pod(fields: tuple[Any, ...]) -> PodState:
         migrate_told,
         metrics,
         agent_contact,
+        migration_target,
     ) = fields
     return PodState(
         key,
@@ -152,6 +160,7 @@ def _restore_pod(fields: tuple[Any, ...]) -> PodState:
         migrate_told,
         metrics,
         agent_contact,
+        migration_target,
     )
 
 
@@ -246,6 +255,7 @@ class State:
         self.nodes: dict[str, NodeState] = {}
         self.pods: dict[str, PodState] = {}
         self._pods_by_vm: dict[str, str] = {}
+        self._vm_pods: dict[str, set[str]] = {}  # every pod of each VM (a migration: two)
         self._max_total: Amounts | None = None  # cached; None after node changes
         # Names of the nodes changed since the last ``take_dirty`` (a node's
         # counters, budget or pods): what a mirror must copy to stay equal.
@@ -296,9 +306,10 @@ class State:
             return
         self._max_total = None
         self.dirty.add(name)
-        for key in list(node.pods):
-            self.pods.pop(key, None)
-        self._pods_by_vm = {vm: key for vm, key in self._pods_by_vm.items() if key in self.pods}
+        for key, pod in list(node.pods.items()):
+            if self.pods.get(key) is pod:
+                del self.pods[key]
+                self._unindex(pod)
 
     def _node(self, name: str) -> NodeState:
         node = self.nodes.get(name)
@@ -318,9 +329,39 @@ class State:
         node.pressure_accounted_for += accounted
         node.pods[pod.key] = pod
         self.pods[pod.key] = pod
+        self._index(pod)
+
+    def _index(self, pod: PodState) -> None:
         vm_key = pod.vm_key
         if vm_key is not None:
-            self._pods_by_vm[vm_key] = pod.key
+            self._vm_pods.setdefault(vm_key, set()).add(pod.key)
+            self._reindex(vm_key)
+
+    def _unindex(self, pod: PodState) -> None:
+        vm_key = pod.vm_key
+        if vm_key is None:
+            return
+        keys = self._vm_pods.get(vm_key)
+        if keys is not None:
+            keys.discard(pod.key)
+            if not keys:
+                del self._vm_pods[vm_key]
+        self._reindex(vm_key)
+
+    def _reindex(self, vm_key: str) -> None:
+        """The VM's pod: one that is no migration target if any (the source
+        during a live migration), else a target; the same whatever the order
+        pods came in, so a mirror's index equals the authority's."""
+        candidates = [
+            pod
+            for key in self._vm_pods.get(vm_key, ())
+            if (pod := self.pods.get(key)) is not None and pod.vm_key == vm_key
+        ]
+        if not candidates:
+            self._pods_by_vm.pop(vm_key, None)
+            return
+        best = min(candidates, key=lambda pod: (pod.migration_target, pod.key))
+        self._pods_by_vm[vm_key] = best.key
 
     def _detach(self, pod: PodState) -> None:
         node = self.nodes[pod.node]
@@ -333,9 +374,7 @@ class State:
         node.pressure_accounted_for = node.pressure_accounted_for.minus(accounted)
         del node.pods[pod.key]
         del self.pods[pod.key]
-        vm_key = pod.vm_key
-        if vm_key is not None and self._pods_by_vm.get(vm_key) == pod.key:
-            del self._pods_by_vm[vm_key]
+        self._unindex(pod)
         if node.budget is None and not node.pods:
             del self.nodes[node.name]
 
@@ -351,9 +390,10 @@ class State:
             self._detach(pod)
 
     def set_migrating(self, key: str, migrating: bool) -> None:
-        """A migration object for the pod appeared (True) or ended (False)."""
+        """A migration of the pod (its source) began (True) or ended (False);
+        a migration's target is never migrating."""
         pod = self.pods.get(key)
-        if pod is None or pod.migrating == migrating:
+        if pod is None or pod.migrating == migrating or (migrating and pod.migration_target):
             return
         told = pod.migrate_told and migrating
         self.replace_pod(pod, dataclasses.replace(pod, migrating=migrating, migrate_told=told))
@@ -408,6 +448,14 @@ class State:
         self._attach(PodState(key=key, uid=uid, node=node_name, reserved=amount, vm=vm))
         return True
 
+    def hold(self, key: str, uid: str, node_name: str, amount: Amounts, vm: VmInfo | None) -> None:
+        """Carry over a reservation made before this state existed (the
+        authority's process restarted while the pod was being bound): held
+        as ``reserve`` would, without the fit check (it fitted when it was
+        made). A pod already known (seen bound) is left as it is."""
+        if key not in self.pods:
+            self._attach(PodState(key=key, uid=uid, node=node_name, reserved=amount, vm=vm))
+
     def unreserve(self, key: str, node_name: str) -> None:
         """Undo ``reserve``: only a pod no informer has confirmed bound there.
         Callable any number of times, with or without a prior Reserve."""
@@ -417,22 +465,40 @@ class State:
 
     # ----------------------------------------------------- what we observe
     def observe_pod(
-        self, key: str, uid: str, node_name: str, requests: Amounts, vm: VmInfo | None
+        self,
+        key: str,
+        uid: str,
+        node_name: str,
+        requests: Amounts,
+        vm: VmInfo | None,
+        *,
+        migration_target: bool = False,
     ) -> None:
         """A pod the informer shows bound to ``node_name``.
 
         Known on that node: confirmed; a non-VM pod follows its requests (in-place
         resize). New (bound by someone else, or before a restart): a non-VM pod
-        counts its requests; a VM pod is assumed at its maximum, the excess over
-        its use held as buffer until its agent reports."""
+        counts its requests; a VM pod with autoscaling enabled is assumed at its
+        maximum, the excess over its use held as buffer until its agent reports;
+        one without (no agent will come) at its use."""
         current = self.pods.get(key)
         if current is not None and current.uid != uid:
             self._detach(current)  # same name, new pod
             current = None
         if current is not None and current.node == node_name:
-            if current.confirmed and (current.vm is not None or current.reserved == requests):
+            target = current.migration_target == migration_target
+            if (
+                target
+                and current.confirmed
+                and (current.vm is not None or current.reserved == requests)
+            ):
                 return
-            new = dataclasses.replace(current, confirmed=True)
+            new = dataclasses.replace(
+                current,
+                confirmed=True,
+                migration_target=migration_target,
+                migrating=(current.migrating and not migration_target),
+            )
             if current.vm is None:
                 new.reserved = requests
             self.replace_pod(current, new)
@@ -441,6 +507,10 @@ class State:
             self._detach(current)
         if vm is None:
             pod = PodState(key=key, uid=uid, node=node_name, reserved=requests, confirmed=True)
+        elif not vm.autoscaling_enabled:
+            use = Amounts(vm.cpu_use, vm.mem_use)
+            pod = PodState(key=key, uid=uid, node=node_name, reserved=use, vm=vm, confirmed=True)
+            pod.migration_target = migration_target
         else:
             maximum = Amounts(vm.cpu_max, vm.mem_max)
             use = Amounts(vm.cpu_use, vm.mem_use)
@@ -452,20 +522,25 @@ class State:
                 buffer=maximum.minus(use),
                 vm=vm,
                 confirmed=True,
+                migration_target=migration_target,
             )
         self._attach(pod)
 
     def observe_vm(self, vm: VmInfo) -> None:
         """A VM changed (resized by hand or by its agent, bounds, labels).
 
-        Before any agent contact the pod is reserved at exactly the VM's use
+        Without autoscaling (no agent) the pod is reserved at exactly the VM's
+        use, up or down, unless an agent did contact us (then it is treated as
+        autoscaled: what was granted stays). Before any agent contact likewise
         (buffers aside); afterwards the reservation never drops below use."""
         pod = self.pod_of_vm(f"{vm.namespace}/{vm.name}")
         if pod is None:
             return
         use = Amounts(vm.cpu_use, vm.mem_use)
         new = dataclasses.replace(pod, vm=vm)
-        if pod.agent_contact or pod.buffer != ZERO:
+        if not vm.autoscaling_enabled and not pod.agent_contact:
+            new.reserved, new.buffer = use, ZERO
+        elif pod.agent_contact or pod.buffer != ZERO:
             new.reserved = Amounts(max(pod.reserved.cpu, use.cpu), max(pod.reserved.mem, use.mem))
         else:
             new.reserved = use
@@ -493,16 +568,16 @@ class State:
                 for key, pod in old.pods.items():
                     if self.pods.get(key) is pod:
                         del self.pods[key]
-                        vm_key = pod.vm_key
-                        if vm_key is not None and self._pods_by_vm.get(vm_key) == key:
-                            del self._pods_by_vm[vm_key]
+                        self._unindex(pod)
             if node is not None:
                 self.nodes[name] = node
                 for key, pod in node.pods.items():
+                    previous = self.pods.get(key)
+                    if previous is not None and previous is not pod:
+                        del self.pods[key]  # moved here; its old node's copy follows
+                        self._unindex(previous)
                     self.pods[key] = pod
-                    vm_key = pod.vm_key
-                    if vm_key is not None:
-                        self._pods_by_vm[vm_key] = key
+                    self._index(pod)
             self._max_total = None
 
     # --------------------------------------------------------------- tests
@@ -550,6 +625,7 @@ def _dump_node(node: NodeState) -> dict[str, object]:
             "migrating": pod.migrating,
             "migrateTold": pod.migrate_told,
             "agentContact": pod.agent_contact,
+            "migrationTarget": pod.migration_target,
         }
         for key, pod in sorted(node.pods.items())
     }

@@ -19,6 +19,9 @@ from typing import Any
 from scheduler.framework.quantity import QuantityError, to_milli, to_units
 
 LABEL_VM = "vm.neon.tech/name"
+# Only VMs with this label set to "true" have an autoscaler-agent (Neon's
+# ``api.HasAutoscalingEnabled``); the others never change but by hand.
+LABEL_AUTOSCALING_ENABLED = "autoscaling.neon.tech/enabled"
 LABEL_AUTO_MIGRATION = "autoscaling.neon.tech/auto-migration-enabled"
 LABEL_ALWAYS_MIGRATE = "autoscaling.neon.tech/testing-only-always-migrate"
 LABEL_ALWAYS_MIGRATE_OLD = "autoscaler/testing-only-always-migrate"
@@ -44,6 +47,7 @@ class VmInfo:
     slot_bytes: int
     migratable: bool
     always_migrate: bool
+    autoscaling_enabled: bool = False
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled as its fields: several times cheaper than a slotted
@@ -62,6 +66,7 @@ class VmInfo:
                 self.slot_bytes,
                 self.migratable,
                 self.always_migrate,
+                self.autoscaling_enabled,
             ),
         )
 
@@ -115,6 +120,7 @@ def vm_info(raw: Mapping[str, Any]) -> VmInfo:
         slot_bytes=slot_bytes,
         migratable=labels.get(LABEL_AUTO_MIGRATION) == "true",
         always_migrate=LABEL_ALWAYS_MIGRATE in labels or LABEL_ALWAYS_MIGRATE_OLD in labels,
+        autoscaling_enabled=labels.get(LABEL_AUTOSCALING_ENABLED) == "true",
     )
 
 
@@ -146,3 +152,29 @@ class VmInfoCache:
             self._infos.clear()
         self._infos[key] = (raw, info)
         return info
+
+
+MIGRATION_KIND = "VirtualMachineMigration"
+VM_API_VERSION = "vm.neon.tech/v1"
+
+
+@dataclass(frozen=True, slots=True)
+class MigrationRole:
+    """The part a pod plays in a live migration, from its ownerReferences as
+    NeonVM sets them (Neon's ``MigrationOwnerForPod``): the migration
+    controls the target pod and merely owns the source."""
+
+    migration: str  # the VirtualMachineMigration's name (the pod's namespace)
+    target: bool
+
+
+def migration_role(metadata: Mapping[str, Any]) -> MigrationRole | None:
+    """The pod's role in a live migration, None if no migration owns it."""
+    for ref in metadata.get("ownerReferences") or ():
+        if (
+            isinstance(ref, Mapping)
+            and ref.get("apiVersion") == VM_API_VERSION
+            and ref.get("kind") == MIGRATION_KIND
+        ):
+            return MigrationRole(str(ref.get("name") or ""), ref.get("controller") is True)
+    return None

@@ -88,11 +88,13 @@ from scheduler.framework.resource import (
     pod_requests,
 )
 from scheduler.framework.services import (
+    HEARTBEAT_SECONDS,
     ChannelError,
     ChildChannel,
     HttpHandler,
     HttpRequest,
     HttpResponse,
+    ListenerLimits,
     PluginHttp,
     PluginServices,
     ProcessChannel,
@@ -119,6 +121,7 @@ from scheduler.framework.types import (
 __all__ = [
     "CPU",
     "EPHEMERAL_STORAGE",
+    "HEARTBEAT_SECONDS",
     "IMPLICIT_PREFIX",
     "KNOWN_GATES",
     "MAX_NODE_SCORE",
@@ -149,6 +152,7 @@ __all__ = [
     "HttpRequest",
     "HttpResponse",
     "InformerAccess",
+    "ListenerLimits",
     "Node",
     "NodeInfo",
     "NodeScore",

@@ -37,8 +37,13 @@ with the importable ``factory`` and talks to the plugin only by messages
   the plugin's ``on_message`` on its event loop, in order, and before a
   ``call`` returns every message the child sent before answering it.
 The child serves one thread: ``ProcessEndpoint.handle``, ``receive`` and
-``idle`` never run concurrently. If the child dies, ``wait_lost`` returns and
-the plugin decides (the AutoscaleEnforcer stops the daemon). In unit tests
+``idle`` never run concurrently. ``ProcessChannel.ask`` is the call that
+never blocks the daemon's loop (a future with a budget). The daemon checks
+the child's liveness (a heartbeat every second, answered by the child's loop
+before any client request); a child that does not answer for
+``ListenerLimits.liveness_seconds`` (hung, stopped) is killed. If the child
+dies, ``wait_lost`` returns and the plugin decides: ``restart`` spawns a new
+one on the same port (the AutoscaleEnforcer rebuilds its state). In unit tests
 (``DaemonPluginServices`` without a server) the endpoint is built in the
 calling process and messages are delivered at once, still pickled.
 """
@@ -50,6 +55,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    import asyncio
+
     from prometheus_client import CollectorRegistry
 
 
@@ -72,6 +79,40 @@ class HttpResponse:
 
 
 HttpHandler = Callable[[HttpRequest], HttpResponse]
+# A debug route may also answer asynchronously (it runs on the daemon's loop):
+# e.g. one that asks a process listener's child without blocking the loop.
+DebugHandler = Callable[[HttpRequest], HttpResponse | Awaitable[HttpResponse]]
+
+
+# How often the daemon checks a process listener's child is alive.
+HEARTBEAT_SECONDS = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerLimits:
+    """Per-connection and per-listener limits of a plugin listener (defaults:
+    the listener's; a plugin may expose them in its args).
+
+    - ``max_connections``: connections open at once; more are closed at accept;
+    - ``request_seconds``: a request's head and body must arrive within this
+      long of its first byte (never extended by more bytes: a client that
+      trickles one byte at a time is closed when it runs out);
+    - ``idle_seconds``: a keep-alive connection with nothing to do is closed;
+    - ``high_water_bytes``: answers a client has not taken above which its
+      connection is not read (back-pressure);
+    - ``requests_per_turn``: requests answered per connection per loop turn (a
+      pipelining client waits for the next turn, after the other connections
+      and, in a process listener, the daemon's messages);
+    - ``liveness_seconds`` (process listeners): a child whose loop does not
+      answer the daemon's heartbeat this long is killed (hung or stopped).
+    """
+
+    max_connections: int = 1024
+    request_seconds: float = 30.0
+    idle_seconds: float = 75.0
+    high_water_bytes: int = 256 << 10
+    requests_per_turn: int = 16
+    liveness_seconds: float = 5.0
 
 
 class ChannelError(Exception):
@@ -120,9 +161,22 @@ class ProcessChannel(Protocol):
         ``ChannelError``. Messages the child sent meanwhile are delivered to
         ``on_message`` first."""
 
+    def ask(self, message: object, timeout: float) -> asyncio.Future[object]:
+        """As ``call``, without blocking: a future (on the daemon's loop) for
+        what ``receive`` returns, failing with ``ChannelError`` after
+        ``timeout`` seconds or when the child is lost. Done at once when the
+        endpoint runs inline (unit tests). Messages the child sent before
+        answering are delivered to ``on_message`` before it resolves."""
+
     async def wait_lost(self) -> str:
         """Return (with the reason) once the child is gone, unless the daemon
         stopped it; never returns in unit tests."""
+
+    async def restart(self) -> None:
+        """After ``wait_lost`` returned: spawn a new child on the same port and
+        wait until it is ready. What was sent while no child ran is dropped
+        (the plugin sends its state again); raises ``RuntimeError`` if the new
+        child fails to start."""
 
 
 StartStep = Callable[[], Awaitable[None]]
@@ -152,15 +206,21 @@ class PluginHttp(Protocol):
         max_body_bytes: int,
         leader_only: bool = True,
         nice: int = 0,
+        limits: ListenerLimits | None = None,
     ) -> ProcessChannel:
         """Serve an extra ``port`` from a child process: ``factory``
         (``"package.module:function"``, called there with a ``ChildChannel``)
         builds its ``ProcessEndpoint`` (see the module docstring). The child
         runs at ``nice`` where permitted (below 0 needs CAP_SYS_NICE): its
-        clients then wait less for a CPU on a busy machine."""
+        clients then wait less for a CPU on a busy machine. ``limits``:
+        connection limits and the liveness budget (None: the defaults). With
+        ``leader_only``, the leadership the daemon forwards expires on its own
+        (before the lease can pass to another replica) unless renewed, so a
+        child whose daemon stalls stops serving."""
 
-    def debug(self, path: str, handler: HttpHandler) -> None:
-        """Serve ``handler`` for GET ``/debug/plugins/<path>`` on the ops port."""
+    def debug(self, path: str, handler: DebugHandler) -> None:
+        """Serve ``handler`` for GET ``/debug/plugins/<path>`` on the ops port
+        (on the daemon's loop; a coroutine function is awaited)."""
 
 
 class PluginServices(Protocol):

@@ -149,6 +149,16 @@ class ElectionState:
             return 0.0
         return self._renewed_at + self._config.renew_deadline - now
 
+    def leading_until(self) -> float | None:
+        """When our leadership ends without another successful renewal (the
+        clock's time), None if we do not hold the lease. Every other
+        candidate waits a full lease duration (> renew_deadline) from when it
+        saw our last write, so whoever stops acting by then never overlaps
+        with the next leader."""
+        if self._renewed_at is None or not self.holds_lease:
+            return None
+        return self._renewed_at + self._config.renew_deadline
+
     def loss(self, now: float) -> str | None:
         """Why we no longer lead, or None while we still do."""
         if not self.holds_lease:

@@ -49,6 +49,11 @@ class LeaderElector:
         return self._state.is_leader(self._clock.now())
 
     @property
+    def leading_until(self) -> float | None:
+        """``ElectionState.leading_until`` (this clock's time)."""
+        return self._state.leading_until()
+
+    @property
     def leader(self) -> str:
         """The holder identity last observed ("" when none or released)."""
         return self._state.leader

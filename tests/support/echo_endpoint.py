@@ -11,6 +11,8 @@ from scheduler.framework import ChildChannel, HttpRequest, HttpResponse
 CRASH = "crash"  # receive: exit the process at once (code 3)
 FAIL = "fail"  # receive: raise
 SLOW = "slow"  # receive: take 2 seconds to answer
+COUNT = "count"  # receive: answer how many HTTP requests were handled so far
+HANG = "hang"  # receive: never return (a deadlocked endpoint)
 
 
 class Echo:
@@ -18,10 +20,12 @@ class Echo:
         self._channel = channel
         self.received: list[object] = []
         self._outbox: list[object] = []
+        self.http_requests = 0
 
     def handle(self, request: HttpRequest) -> HttpResponse:
         if request.path == "/boom":
             raise RuntimeError("boom")
+        self.http_requests += 1
         self._outbox.append(("http", request.method, request.body))
         text = f"{request.method} {request.path} {request.body.decode()} after {len(self.received)}"
         return HttpResponse(200, "text/plain", text.encode())
@@ -33,6 +37,10 @@ class Echo:
             raise ValueError("asked to fail")
         if message == SLOW:
             time.sleep(2)
+        if message == COUNT:
+            return self.http_requests
+        while message == HANG:
+            time.sleep(3600)
         self.received.append(message)
         self._outbox.append(("got", message))
         return ("answer", message, len(self.received))

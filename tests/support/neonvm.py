@@ -41,7 +41,7 @@ async def install_neonvm_crds(kube: client.ApiClient) -> None:
                 )
             )
             conditions = {
-                c["type"]: c["status"] for c in raw.get("status", {}).get("conditions", [])
+                c["type"]: c["status"] for c in (raw.get("status") or {}).get("conditions") or []
             }
             if conditions.get("Established") != "True":
                 return False

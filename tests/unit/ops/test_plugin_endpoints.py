@@ -26,7 +26,7 @@ from prometheus_client import CollectorRegistry
 
 import scheduler.listener as listener_module
 from scheduler.diagnostics import AttemptLog
-from scheduler.framework import HttpRequest, HttpResponse
+from scheduler.framework import HttpRequest, HttpResponse, ListenerLimits
 from scheduler.health import HealthChecks
 from scheduler.listener import (
     ACCEPT_BACKOFF_SECONDS,
@@ -587,3 +587,102 @@ async def test_answers_are_delivered_when_the_client_shuts_its_side_first() -> N
         answer = await asyncio.wait_for(reader.read(), 30)  # until the server closes
         writer.close()
     assert answer.count(b"HTTP/1.1 200 OK\r\n") == 2
+
+
+class _Timeline:
+    """An injected clock for ``HttpCore``: moves only when the test says."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _turn(selector: selectors.BaseSelector, core: HttpCore) -> None:
+    """One loop turn, as the listener thread and the agent process run it."""
+    core.new_turn()
+    for key, mask in selector.select(0.02):
+        core.dispatch(key, mask)
+
+
+def _counting_core(
+    limits: ListenerLimits | None = None, clock: _Timeline | None = None
+) -> tuple[HttpCore, selectors.BaseSelector, dict[str, int]]:
+    handled: dict[str, int] = {}
+
+    def count(request: HttpRequest) -> HttpResponse:
+        handled[request.path] = handled.get(request.path, 0) + 1
+        return HttpResponse(200, "text/plain", b"ok")
+
+    server = socket.create_server(("127.0.0.1", 0))
+    selector = selectors.DefaultSelector()
+    core = HttpCore(
+        "core",
+        count,
+        max_body_bytes=8,
+        gate=lambda: None,
+        selector=selector,
+        server=server,
+        limits=limits,
+        clock=clock or time.monotonic,
+    )
+    return core, selector, handled
+
+
+def test_a_pipelining_client_is_answered_a_budget_per_turn_and_others_go_first() -> None:
+    core, selector, handled = _counting_core(ListenerLimits(requests_per_turn=16))
+    port = core._server.getsockname()[1]
+    batch = b"".join(post("/pipelined", b"") for _ in range(100))
+    pipeliner = socket.create_connection(("127.0.0.1", port))
+    other = socket.create_connection(("127.0.0.1", port))
+    try:
+        _turn(selector, core)  # accepts both
+        _turn(selector, core)
+        pipeliner.sendall(batch)
+        for _ in range(50):  # until the batch is read
+            _turn(selector, core)
+            if handled.get("/pipelined"):
+                break
+        assert handled["/pipelined"] == 16  # before: all 100 in one turn
+        other.sendall(post("/other", b""))
+        for _ in range(50):
+            _turn(selector, core)
+            if handled.get("/other"):
+                break
+        assert handled["/other"] == 1
+        assert handled["/pipelined"] <= 16 * 3  # it waited its turns meanwhile
+        for _ in range(50):
+            _turn(selector, core)
+        assert handled["/pipelined"] == 100  # nothing lost
+    finally:
+        pipeliner.close()
+        other.close()
+        core.close()
+        selector.close()
+
+
+def test_a_client_trickling_one_byte_at_a_time_cannot_keep_a_request_head_open() -> None:
+    clock = _Timeline()
+    core, selector, handled = _counting_core(ListenerLimits(request_seconds=30.0), clock)
+    port = core._server.getsockname()[1]
+    trickler = socket.create_connection(("127.0.0.1", port))
+    head = b"POST / HTTP/1.1\r\n" + b"X-Slow: " + b"a" * 200
+    try:
+        _turn(selector, core)  # accepted
+        closed_at = None
+        for byte in head:  # one byte a second, each one resetting nothing
+            trickler.send(bytes([byte]))
+            _turn(selector, core)
+            clock.now += 1.0
+            core.sweep(clock.now)
+            if not core.connections:
+                closed_at = clock.now
+                break
+        assert closed_at is not None
+        assert closed_at - 1000.0 <= 32.0  # the 30 s from its first byte, swept each second
+        assert handled == {}
+    finally:
+        trickler.close()
+        core.close()
+        selector.close()

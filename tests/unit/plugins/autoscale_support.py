@@ -49,6 +49,7 @@ def vm(
     migratable: bool = False,
     always_migrate: bool = False,
     namespace: str = "default",
+    autoscaling: bool = True,
 ) -> VmInfo:
     return VmInfo(
         namespace=namespace,
@@ -62,6 +63,7 @@ def vm(
         slot_bytes=GI,
         migratable=migratable,
         always_migrate=always_migrate,
+        autoscaling_enabled=autoscaling,
     )
 
 

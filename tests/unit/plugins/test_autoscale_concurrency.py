@@ -22,7 +22,7 @@ import orjson
 
 from plugins.autoscale_enforcer import AutoscaleEnforcer, AutoscaleEnforcerArgs
 from plugins.autoscale_enforcer.authority import Dump
-from scheduler.framework import CycleState, Handle
+from scheduler.framework import Code, CycleState, Handle, Pod
 from scheduler.listenerprocess import ProcessListener
 from tests.support.builders import make_node, make_vm
 from tests.unit.plugins.support import node_info, pod
@@ -52,6 +52,21 @@ def agent(port: int, name: str, seed: int, errors: list[BaseException]) -> None:
         errors.append(error)
     finally:
         connection.close()
+
+
+async def reserved_and_permitted(plugin: AutoscaleEnforcer, handle: FakeHandle, pod: Pod) -> bool:
+    """Reserve then Permit, as the framework runs them: with a real child,
+    Reserve only asks and Permit holds the pod until the answer."""
+    if plugin.reserve(CycleState(), pod, "n1") is not None:
+        return False
+    status, _timeout = plugin.permit(CycleState(), pod, "n1")
+    if status is None:
+        return True
+    assert status.code is Code.WAIT, status
+    verdict = await asyncio.wait_for(handle.hold(pod).verdict, 30)
+    if verdict is not None:
+        plugin.unreserve(CycleState(), pod, "n1")  # the framework's roll-back
+    return verdict is None
 
 
 def check_mirror(plugin: AutoscaleEnforcer) -> None:
@@ -108,7 +123,7 @@ async def race(plugin: AutoscaleEnforcer, handle: FakeHandle, listener: ProcessL
         if step < 0.5:
             info = node_info(node, *vm_pods, *(plain_pod(k.split("/")[1]) for k in reserved))
             fits = plugin.filter(CycleState(), candidate, info) is None
-            if fits and plugin.reserve(CycleState(), candidate, "n1") is None:
+            if fits and await reserved_and_permitted(plugin, handle, candidate):
                 reserved.append(candidate.key)
         elif step < 0.8 and reserved:
             key = reserved.pop(rng.randrange(len(reserved)))

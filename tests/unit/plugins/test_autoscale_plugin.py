@@ -18,9 +18,11 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from plugins.autoscale_enforcer import CONFIG_MAP_KEY, AutoscaleEnforcer, AutoscaleEnforcerArgs
+from plugins.autoscale_enforcer.authority import Dump
 from plugins.autoscale_enforcer.metrics import AutoscaleMetrics
 from plugins.autoscale_enforcer.migration import MigrationController
 from plugins.autoscale_enforcer.plugin import AGENT_LISTENER, MIGRATION_WORKER, STATE_DUMP_PATH
+from plugins.autoscale_enforcer.state import ZERO, Amounts
 from scheduler.clock import RealClock
 from scheduler.framework import (
     Code,
@@ -29,6 +31,7 @@ from scheduler.framework import (
     HttpRequest,
     HttpResponse,
     NodeScore,
+    Pod,
     object_key,
 )
 from scheduler.listenerprocess import ProcessListener
@@ -96,11 +99,26 @@ class FakeApi:
         return body
 
 
+class FakeWaiting:
+    """A pod held at Permit (``Handle.waiting_pod``): records the verdict."""
+
+    def __init__(self, pod: Pod) -> None:
+        self.pod = pod
+        self.verdict: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+
+    def allow(self, plugin: str) -> None:
+        self.verdict.set_result(None)
+
+    def reject(self, plugin: str, message: str) -> None:
+        self.verdict.set_result(message)
+
+
 class FakeHandle:
     profile_name = "autoscale-scheduler"
     clock = RealClock()
 
     def __init__(self) -> None:
+        self.waiting: dict[str, FakeWaiting] = {}
         self.api = FakeApi()
         self.informers = FakeInformers()
         self.events = FakeEvents()
@@ -108,6 +126,14 @@ class FakeHandle:
         self.services = DaemonPluginServices(self.registry)
 
         self.generators: dict[str, random.Random] = {}
+
+    def waiting_pod(self, uid: str) -> FakeWaiting | None:
+        return self.waiting.get(uid)
+
+    def hold(self, pod: Pod) -> FakeWaiting:
+        """As the framework does when Permit answers Wait."""
+        waiting = self.waiting[pod.uid] = FakeWaiting(pod)
+        return waiting
 
     def rng_for(self, plugin: str) -> random.Random:
         """As the daemon's handle: one generator per plugin, seeded (here by its name)."""
@@ -204,11 +230,22 @@ async def test_start_fails_when_the_config_names_another_profile() -> None:
         await handle.services.start()
 
 
-async def test_start_rebuilds_state_assuming_the_worst_for_bound_vms() -> None:
+@pytest.mark.parametrize(
+    ("enabled", "reserved", "buffer"),
+    [
+        pytest.param("true", amounts(4, 4), amounts(2, 3), id="autoscaled: at its max, buffered"),
+        pytest.param(None, amounts(2, 1), ZERO, id="no agent (not labelled): at its use"),
+        pytest.param("false", amounts(2, 1), ZERO, id="autoscaling off: at its use"),
+    ],
+)
+async def test_start_rebuilds_state_assuming_the_worst_only_for_vms_an_agent_scales(
+    enabled: str | None, reserved: Amounts, buffer: Amounts
+) -> None:
     def cluster(handle: FakeHandle) -> None:
-        handle.informers.put(
-            "virtualmachines", make_vm("vm").cpus(1, 4, 2).memory_slots(1, 4, 1).obj()
-        )
+        builder = make_vm("vm").cpus(1, 4, 2).memory_slots(1, 4, 1)
+        if enabled is not None:
+            builder = builder.label("autoscaling.neon.tech/enabled", enabled)
+        handle.informers.put("virtualmachines", builder.obj())
         handle.informers.put("pods", vm_pod("vm-pod", "vm", node="n1"))
         handle.informers.put("pods", plain_pod("web", node="n1"))
         handle.informers.put("pods", plain_pod("pending"))
@@ -216,8 +253,8 @@ async def test_start_rebuilds_state_assuming_the_worst_for_bound_vms() -> None:
     plugin, _ = await started(before=cluster)
     assert plugin.state is not None
     node = plugin.state.nodes["n1"]
-    assert node.reserved == amounts(4, 4) + amounts(1, 1)
-    assert node.buffer == amounts(2, 3)
+    assert node.reserved == reserved + amounts(1, 1)
+    assert node.buffer == buffer
 
 
 # ------------------------------------------------------------------ decisions
@@ -455,7 +492,7 @@ async def test_agent_api_and_state_dump_through_the_services() -> None:
     response = serve(listener, HttpRequest("POST", "/", body))
     assert response.status == 200
     assert orjson.loads(response.body)["permit"] == {"vCPUs": 3, "mem": 3}
-    dump = handle.services.debug_routes[STATE_DUMP_PATH](HttpRequest("GET", "/", b""))
+    dump = await handle.services.debug_routes[STATE_DUMP_PATH](HttpRequest("GET", "/", b""))
     node = orjson.loads(dump.body)["nodes"]["n1"]
     assert node["reserved"] == {"cpu": 3000, "mem": 3 * GI}
     assert node["pods"]["default/vm-pod"]["agentContact"] is True
@@ -595,6 +632,88 @@ async def test_a_node_over_its_watermark_migrates_the_opted_in_vm_and_cleans_up(
         )
         == 1
     )
+
+
+def migration_ref(name: str, *, controller: bool) -> dict[str, Any]:
+    """An ownerReference to a VirtualMachineMigration, as NeonVM sets it: the
+    controller of the target pod, a plain owner of the source."""
+    return {
+        "apiVersion": "vm.neon.tech/v1",
+        "kind": "VirtualMachineMigration",
+        "name": name,
+        "uid": f"uid-{name}",
+        "controller": controller,
+    }
+
+
+@pytest.mark.parametrize(
+    "phase",
+    [
+        pytest.param("Failed", id="failed: the source scales again"),
+        pytest.param("Succeeded", id="succeeded: the target takes over"),
+    ],
+)
+async def test_a_live_migration_is_tracked_per_pod_source_and_target(phase: str) -> None:
+    _, handle = await started(nodes=("n1", "n2"))
+    vm = (
+        make_vm("vm")
+        .cpus(1, 8, 5)
+        .memory_slots(1, 8, 5)
+        .label("autoscaling.neon.tech/auto-migration-enabled", "true")
+        .label("autoscaling.neon.tech/enabled", "true")
+    )
+    handle.informers.put("virtualmachines", vm.obj())
+    source = vm_pod("vm-pod", "vm", node="n1")
+    handle.informers.put("pods", source)
+    (listener,) = handle.services.process_listeners
+
+    def ask(name: str, cpus: int) -> tuple[int, dict[str, Any]]:
+        body = {"protoVersion": 3, "pod": {"namespace": "default", "name": name}}
+        body |= {"resources": {"vCPUs": cpus, "mem": cpus}, "metrics": {"loadAvg1M": 1}}
+        response = serve(listener, HttpRequest("POST", "/", orjson.dumps(body)))
+        return response.status, dict(orjson.loads(response.body)) if response.status == 200 else {}
+
+    def pods() -> dict[str, Any]:
+        dumped = cast(dict[str, Any], listener.call(Dump(), timeout=5))
+        return {k: v for node in dumped["nodes"].values() for k, v in node["pods"].items()}
+
+    assert ask("vm-pod", 5)[0] == 200
+    await run_worker_until_idle(handle)
+    created = handle.api.calls[0][2]
+    name = created["metadata"]["name"]
+    handle.informers.put("virtualmachinemigrations", created)
+    assert ask("vm-pod", 6)[1]["migrate"] == {}
+    # NeonVM starts the target pod of the same VM, controlled by the migration,
+    # and the source becomes owned by it too.
+    source = {**source, "metadata": {**source["metadata"]}}
+    source["metadata"]["ownerReferences"] = [migration_ref(name, controller=False)]
+    handle.informers.put("pods", source)
+    target = vm_pod("vm-pod-target", "vm", node="n2")
+    target["metadata"]["ownerReferences"] = [migration_ref(name, controller=True)]
+    handle.informers.put("pods", target)
+    running = pods()
+    assert running["default/vm-pod"]["migrating"] is True
+    assert running["default/vm-pod-target"]["migrating"] is False
+    handle.informers.put(
+        "virtualmachinemigrations",
+        {**created, "status": {"phase": phase, "sourcePodName": "vm-pod"}},
+    )
+    if phase == "Failed":
+        handle.informers.delete("pods", target)
+        after = pods()
+        assert after["default/vm-pod"]["migrating"] is False  # before: True (the index's target)
+        status, answer = ask("vm-pod", 6)  # before: 400, "already informed ... migrating"
+        assert status == 200
+        assert "migrate" not in answer
+    else:
+        handle.informers.delete("pods", source)
+        target = {**target, "metadata": {**target["metadata"], "ownerReferences": []}}
+        handle.informers.put("pods", target)  # control handed to the VirtualMachine
+        assert pods()["default/vm-pod-target"]["migrationTarget"] is False
+        status, answer = ask("vm-pod-target", 6)  # its agent takes over
+        assert (status, answer["permit"]["vCPUs"]) == (200, 6)
+        handle.informers.put("virtualmachines", vm.cpus(1, 8, 7).pod_name("vm-pod-target").obj())
+        assert pods()["default/vm-pod-target"]["reserved"]["cpu"] == 7000  # the VM's pod now
 
 
 async def test_do_migration_false_creates_nothing() -> None:

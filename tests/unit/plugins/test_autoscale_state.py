@@ -115,6 +115,19 @@ def test_vm_pod_first_seen_bound_is_held_at_max_with_a_buffer() -> None:
     state.check_invariants()
 
 
+def test_vm_pod_no_agent_scales_is_held_at_its_use_and_follows_it_both_ways() -> None:
+    state = state_with_node(16, 16)
+    unscaled = vm("vm", use=(1, 2), max_=(4, 4), autoscaling=False)
+    state.observe_pod("default/vm", "u", "n1", ZERO, unscaled)
+    node = state.nodes["n1"]
+    assert (node.reserved, node.buffer) == (amounts(1, 2), ZERO)  # before: (4, 4) buffered
+    state.observe_vm(vm("vm", use=(3, 3), max_=(4, 4), autoscaling=False))  # resized by hand
+    assert state.nodes["n1"].reserved == amounts(3, 3)
+    state.observe_vm(vm("vm", use=(1, 1), max_=(4, 4), autoscaling=False))
+    assert state.nodes["n1"].reserved == amounts(1, 1)
+    state.check_invariants()
+
+
 def test_non_vm_pod_follows_in_place_resize_and_deletion() -> None:
     state = state_with_node()
     state.observe_pod("default/p", "u", "n1", amounts(1, 1), None)
@@ -342,6 +355,19 @@ def test_agent_request(c: Case) -> None:
     assert node.reserved == node_before.minus(amounts(*c.reserved)) + amounts(*c.permit)
     assert node.pressure == amounts(*c.pressure)
     assert node.buffer == ZERO
+    state.check_invariants()
+
+
+def test_a_forged_last_permit_counts_only_up_to_the_vms_maximum() -> None:
+    state = state_with_node(8, 8)
+    state.observe_pod("default/other", "uo", "n1", amounts(6, 6), None)
+    with_vm_pod(state, "default/vm", amounts(2, 2), max_=(3, 3))
+    forged = request("default/vm", amounts(5, 5), last_permit=amounts(5, 5))
+    outcome = handle_request(state, forged, migration_allowed=False)
+    assert outcome.permit == amounts(3, 3)  # before: 5/5, the node at 11 of 8
+    node = state.nodes["n1"]
+    assert node.reserved == amounts(9, 9)  # over by the VM's own maximum only
+    assert node.pressure == amounts(2, 2)
     state.check_invariants()
 
 
