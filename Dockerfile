@@ -15,7 +15,7 @@ ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm@sha256:65a93d69fa75478d554f4ad27c8
 
 FROM ${PYTHON_IMAGE} AS build
 WORKDIR /src
-COPY pyproject.toml README.md constraints.txt ./
+COPY pyproject.toml README.md LICENSE constraints.txt ./
 COPY scheduler/ scheduler/
 COPY plugins/ plugins/
 RUN pip wheel --no-cache-dir --wheel-dir /wheels -c constraints.txt . \

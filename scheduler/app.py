@@ -44,6 +44,7 @@ import logging
 import os
 import random
 import socket
+import ssl
 import uuid
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
@@ -58,6 +59,7 @@ from scheduler.config import (
     PluginRef,
     ResolvedProfile,
     SchedulerConfiguration,
+    advice,
     points_of_classes,
     resolve_profiles,
 )
@@ -78,6 +80,7 @@ from scheduler.kube.reviews import Reviews
 from scheduler.leaderelection import ApiLeaseClient, LeaderElectionConfig, LeaderElector
 from scheduler.listener import listener_switch_interval, switch_interval
 from scheduler.metrics import CacheType
+from scheduler.queue.queue import DEFAULT_MAX_IN_UNSCHEDULABLE
 from scheduler.server import OpsServer
 from scheduler.tls import serving_context
 
@@ -116,6 +119,10 @@ class AppOptions:
     # Secure serving: the given pair or a self-signed one; these paths open to all.
     tls_cert_file: str | None = None
     tls_private_key_file: str | None = None
+    tls_min_version: ssl.TLSVersion = ssl.TLSVersion.TLSv1_2
+    tls_cipher_suites: tuple[str, ...] = ()
+    # kube-scheduler's --pod-max-in-unschedulable-pods-duration.
+    max_in_unschedulable_seconds: float = DEFAULT_MAX_IN_UNSCHEDULABLE
     always_allow_paths: tuple[str, ...] = ("/healthz", "/readyz", "/livez")
     ops_limits: Limits = field(default_factory=Limits)
 
@@ -175,6 +182,7 @@ class SchedulerApp:
             max_binding=self.options.max_binding,
             rng=rng,
             feature_gates=self.options.feature_gates,
+            max_in_unschedulable=self.options.max_in_unschedulable_seconds,
         )
         engine = self.engine
         self.metrics = engine.metrics
@@ -250,13 +258,18 @@ class SchedulerApp:
             health,
             self.attempt_log,
             config_dump=lambda: config.model_dump(mode="json", by_alias=True, exclude_none=True),
+            config_warnings=advice.warnings(config),
             listeners=self.plugin_services.listeners,
             process_listeners=self.plugin_services.process_listeners,
             debug_routes=self.plugin_services.debug_routes,
             gate=self._plugin_gate,
             cache_report=self.cache_debugger.report_json,
             ssl_context=serving_context(
-                self.options.tls_cert_file, self.options.tls_private_key_file, self.clock.wall()
+                self.options.tls_cert_file,
+                self.options.tls_private_key_file,
+                self.clock.wall(),
+                min_version=self.options.tls_min_version,
+                cipher_suites=self.options.tls_cipher_suites,
             ),
             guard=DelegatedAuth(
                 Reviews(authn).token,

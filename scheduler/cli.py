@@ -23,12 +23,15 @@ import sys
 from collections.abc import Sequence
 
 from scheduler.app import AppOptions, SchedulerApp, build_registry, resolve
+from scheduler.buildinfo import version_line
 from scheduler.config import (
     PROTOBUF_CONTENT_TYPE,
     ConfigError,
     SchedulerConfiguration,
+    advice,
     load_config,
 )
+from scheduler.config.effective import effective_yaml
 from scheduler.connlimits import Limits
 from scheduler.flags import apply_flags, log_level, parse_args
 from scheduler.informers import ResourceNotServed
@@ -40,9 +43,14 @@ from scheduler.simulate.cli import main as simulate_main
 
 log = logging.getLogger("pyscheduler")
 USER_AGENT = "pyscheduler"
-EXIT_CONFIG = 2
+# Exit codes (README, "Run the scheduler"): 0 stopped by a signal or after
+# --version/--write-config-to; 1 leadership lost; 2 invalid configuration or
+# flags; 3 an API resource a plugin needs is not served; 4 no usable cluster
+# configuration (kubeconfig missing or unreadable, not in a cluster).
 EXIT_LOST_LEADERSHIP = 1
+EXIT_CONFIG = 2
 EXIT_RESOURCE_NOT_SERVED = 3
+EXIT_NO_CLUSTER = 4
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -50,26 +58,48 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments[:1] == ["simulate"]:
         return simulate_main(arguments[1:])
     args = parse_args(arguments, __doc__)
+    if args.version:
+        print(version_line())
+        return 0
     configure_logging(log_level(args.v), args.logging_format == "json")
     try:
         config = apply_flags(load_config(args.config), args)
-        resolve(config, build_registry(), args.feature_gates)
+        profiles = resolve(config, build_registry(), args.feature_gates)
     except ConfigError as error:
         problems = "\n".join(f"  {problem}" for problem in error.problems)
         where = args.config or "(built-in defaults)"
         print(f"pyscheduler: invalid configuration {where}:\n{problems}", file=sys.stderr)
         return EXIT_CONFIG
+    if args.write_config_to:
+        return _write_config(args.write_config_to, effective_yaml(config, profiles))
+    for note in (*args.notes, *advice.notes(config)):
+        log.info("%s", note)
+    for warning in advice.warnings(config):
+        log.warning("%s", warning)
     try:
         return asyncio.run(_run(config, args))
     except ConnectionConfigError as error:
-        print(f"pyscheduler: cannot reach the cluster: {error}", file=sys.stderr)
+        print(f"pyscheduler: no usable cluster configuration: {error}", file=sys.stderr)
+        return EXIT_NO_CLUSTER
+
+
+def _write_config(path: str, text: str) -> int:
+    """kube-scheduler's --write-config-to: the configuration in force, then exit."""
+    try:
+        with open(path, "w", encoding="utf-8") as out:
+            out.write(text)
+    except OSError as error:
+        print(f"pyscheduler: --write-config-to {path}: {error.strerror}", file=sys.stderr)
         return EXIT_CONFIG
+    log.info("wrote the configuration in force to %s", path)
+    return 0
 
 
 async def _run(config: SchedulerConfiguration, args: argparse.Namespace) -> int:
     connection = config.client_connection
     client = await KubeClient.connect(
         kubeconfig=connection.kubeconfig or None,
+        master=args.master,
         qps=connection.qps,
         burst=connection.burst,
         user_agent=USER_AGENT,
@@ -83,10 +113,17 @@ async def _run(config: SchedulerConfiguration, args: argparse.Namespace) -> int:
         feature_gates=args.feature_gates,
         tls_cert_file=args.tls_cert_file,
         tls_private_key_file=args.tls_private_key_file,
+        tls_min_version=args.tls_min_version,
+        tls_cipher_suites=args.tls_cipher_suites,
         always_allow_paths=args.authorization_always_allow_paths,
         ops_limits=Limits(
             header_timeout=args.ops_header_timeout_seconds,
             max_connections=args.ops_max_connections,
+        ),
+        **(
+            {}
+            if args.pod_max_in_unschedulable_pods_duration is None
+            else {"max_in_unschedulable_seconds": args.pod_max_in_unschedulable_pods_duration}
         ),
     )
     # Reviews go through these, else through a client of the app's own

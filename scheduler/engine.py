@@ -48,6 +48,7 @@ from scheduler.kube.writer import KubeApiWriter
 from scheduler.metrics import SchedulerMetrics
 from scheduler.pluginservices import DaemonPluginServices
 from scheduler.queue import QueueProfile, SchedulingQueue
+from scheduler.queue.queue import DEFAULT_MAX_IN_UNSCHEDULABLE
 from scheduler.runtime.background import BackgroundTasks
 from scheduler.runtime.framework import Framework
 from scheduler.runtime.waiting import WaitingPods
@@ -130,6 +131,7 @@ class Engine:
         max_binding: int = 64,
         rng: random.Random | None = None,  # seeds every generator of the loop and plugins
         feature_gates: FeatureGates | None = None,
+        max_in_unschedulable: float = DEFAULT_MAX_IN_UNSCHEDULABLE,
     ) -> None:
         self.clock = clock
         self.metrics = SchedulerMetrics(metrics_registry)
@@ -195,6 +197,7 @@ class Engine:
             },
             initial_backoff=float(config.pod_initial_backoff_seconds),
             max_backoff=float(config.pod_max_backoff_seconds),
+            max_in_unschedulable=max_in_unschedulable,
             metrics=self.metrics,
         )
         for handle in handles:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import ssl
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -32,7 +33,9 @@ from pydantic import ValidationError
 from scheduler.config import ConfigError, SchedulerConfiguration
 from scheduler.config.errors import problems_from
 from scheduler.connlimits import HEADER_TIMEOUT_SECONDS, MAX_CONNECTIONS
-from scheduler.features import FeatureGateError, FeatureGates, parse_feature_gates
+from scheduler.features import FeatureGateError, parse_feature_gates
+from scheduler.framework.durations import parse_duration
+from scheduler.tls import openssl_cipher_list
 
 DEFAULT_SECURE_PORT = 10259
 DEFAULT_ALWAYS_ALLOW_PATHS = ("/healthz", "/readyz", "/livez")
@@ -79,73 +82,238 @@ def _port(text: str) -> int:
     return port
 
 
-def _gates(text: str) -> FeatureGates:
+def parse_duration_flag(text: str) -> float:
     try:
-        return parse_feature_gates(text)
-    except FeatureGateError as error:
+        return parse_duration(text)
+    except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _normalise(argv: Sequence[str]) -> list[str]:
-    """Go's ``-v=4`` and ``-v 4`` spelled for argparse (``--v``)."""
-    out: list[str] = []
-    for arg in argv:
-        if arg == "-v":
-            out.append("--v")
-        elif arg.startswith("-v="):
-            out.append("--v=" + arg[3:])
-        else:
-            out.append(arg)
-    return out
+    """Go's ``-v=4`` spelled for argparse (``--v=4``)."""
+    return ["--v=" + arg[3:] if arg.startswith("-v=") else arg for arg in argv]
+
+
+# Flags of kube-scheduler v1.36 that cannot apply here: accepted, logged once
+# at start with the reason when given (``notes``), documented in the README.
+# flag -> (metavar, reason). A metavar of None marks a boolean flag.
+NO_OP_FLAGS: dict[str, tuple[str | None, str]] = {
+    "cert-dir": ("DIR", "the self-signed serving pair is made at start and kept in memory"),
+    "disable-http2-serving": (None, "the ops port serves HTTP/1.1 only"),
+    "http2-max-streams-per-connection": ("N", "the ops port serves HTTP/1.1 only"),
+    "permit-address-sharing": (None, "the ops port binds without SO_REUSEADDR sharing"),
+    "permit-port-sharing": (None, "the ops port binds without SO_REUSEPORT sharing"),
+    "tls-curve-preferences": ("IDS", "Python's ssl module picks the key-exchange groups"),
+    "tls-sni-cert-key": ("PAIR", "one serving pair (--tls-cert-file) for every name"),
+    "authentication-skip-lookup": (
+        None,
+        "client certificates and front-proxy headers are never read",
+    ),
+    "authentication-token-webhook-cache-ttl": (
+        "DURATION",
+        "TokenReviews are single-flight, not cached",
+    ),
+    "authentication-tolerate-lookup-failure": (
+        None,
+        "client certificates and front-proxy headers are never read",
+    ),
+    "client-ca-file": ("FILE", "client certificates are not credentials here; send a bearer token"),
+    "requestheader-allowed-names": ("NAMES", "front-proxy headers are never trusted"),
+    "requestheader-client-ca-file": ("FILE", "front-proxy headers are never trusted"),
+    "requestheader-extra-headers-prefix": ("PREFIXES", "front-proxy headers are never trusted"),
+    "requestheader-group-headers": ("HEADERS", "front-proxy headers are never trusted"),
+    "requestheader-uid-headers": ("HEADERS", "front-proxy headers are never trusted"),
+    "requestheader-username-headers": ("HEADERS", "front-proxy headers are never trusted"),
+    "authorization-webhook-cache-authorized-ttl": (
+        "DURATION",
+        "SubjectAccessReviews are single-flight, not cached",
+    ),
+    "authorization-webhook-cache-unauthorized-ttl": (
+        "DURATION",
+        "SubjectAccessReviews are single-flight, not cached",
+    ),
+    "allow-metric-labels": ("MAP", "metric label allow-lists are not implemented"),
+    "allow-metric-labels-manifest": ("FILE", "metric label allow-lists are not implemented"),
+    "disabled-metrics": ("NAMES", "every metric family is served"),
+    "show-hidden-metrics-for-version": ("VERSION", "no metric of ours is hidden"),
+    "log-flush-frequency": ("DURATION", "each log line is written at once"),
+    "log-json-info-buffer-size": ("QUANTITY", "log lines are not buffered"),
+    "log-json-split-stream": (None, "every log line goes to stderr"),
+    "log-text-info-buffer-size": ("QUANTITY", "log lines are not buffered"),
+    "log-text-split-stream": (None, "every log line goes to stderr"),
+    "vmodule": ("PATTERN=N", "verbosity is per process (-v)"),
+}
+# Flags upstream removed, still found in older hardening guides: accepted with
+# a deprecation note and mapped to their successors.
+RENAMED_FLAGS = {
+    "lock-object-name": "leader-elect-resource-name",
+    "lock-object-namespace": "leader-elect-resource-namespace",
+}
+# Deprecated upstream flags that set configuration fields, honoured only
+# without --config, as upstream (``ApplyDeprecated``).
+_DEPRECATED_CONFIG_FLAGS = {
+    "profiling": ("enableProfiling",),
+    "contention_profiling": ("enableContentionProfiling",),
+    "kube_api_qps": ("clientConnection", "qps"),
+    "kube_api_burst": ("clientConnection", "burst"),
+    "kube_api_content_type": ("clientConnection", "contentType"),
+}
+SUPPORTED_VERSION = "1.36"
+TLS_VERSIONS = {
+    "VersionTLS10": ssl.TLSVersion.TLSv1,
+    "VersionTLS11": ssl.TLSVersion.TLSv1_1,
+    "VersionTLS12": ssl.TLSVersion.TLSv1_2,
+    "VersionTLS13": ssl.TLSVersion.TLSv1_3,
+}
+
+
+def _version(text: str) -> str:
+    value = text.strip().removeprefix("kube=").removeprefix("v")
+    if ".".join(value.split(".")[:2]) != SUPPORTED_VERSION:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: pyscheduler implements Kubernetes {SUPPORTED_VERSION} only"
+        )
+    return value
+
+
+def _tls_version(text: str) -> ssl.TLSVersion:
+    if text not in TLS_VERSIONS:
+        raise argparse.ArgumentTypeError(
+            f"unexpected TLS version {text!r} (must be one of: {', '.join(TLS_VERSIONS)})"
+        )
+    return TLS_VERSIONS[text]
+
+
+def _cipher_suites(text: str) -> tuple[str, ...]:
+    names = tuple(part.strip() for part in text.split(",") if part.strip())
+    try:
+        openssl_cipher_list(names)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return names
 
 
 def build_parser(description: str | None = None) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pyscheduler", description=description)
-    add = parser.add_argument
-    add("--config", help="KubeSchedulerConfiguration file (YAML or JSON)")
-    add("--kubeconfig", help="kubeconfig file; wins over clientConnection.kubeconfig")
+    parser = argparse.ArgumentParser(
+        prog="pyscheduler",
+        description=description,
+        allow_abbrev=False,  # Go's flag package takes no abbreviations
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Flags marked (no effect) are kube-scheduler's, accepted so that an existing "
+        "argument list starts; each one given is logged at start with the reason.",
+    )
+    misc = parser.add_argument_group("misc")
+    misc.add_argument(
+        "--config",
+        help="the path to the configuration file (KubeSchedulerConfiguration, YAML or JSON)",
+    )
+    misc.add_argument(
+        "--write-config-to",
+        metavar="FILE",
+        help="write the configuration in force (file, flags and defaults) to FILE and exit",
+    )
+    misc.add_argument(
+        "--master",
+        metavar="URL",
+        help="the address of the Kubernetes API server (overrides any value in kubeconfig)",
+    )
+    misc.add_argument(
+        "--version",
+        action="store_true",
+        help="print the version (and the git revision when known) and exit",
+    )
     serving = parser.add_argument_group("secure serving")
     serving.add_argument(
         "--secure-port",
         type=_port,
         default=DEFAULT_SECURE_PORT,
-        help="HTTPS port for /metrics, /healthz, /readyz, /livez, /configz, /debug",
+        help="HTTPS port for /metrics, /healthz, /readyz, /livez, /configz, /debug "
+        "(0 picks a free one)",
     )
-    serving.add_argument("--bind-address", default="0.0.0.0", help="address to listen on")
-    serving.add_argument("--tls-cert-file", help="x509 certificate (a self-signed one if unset)")
-    serving.add_argument("--tls-private-key-file", help="private key of --tls-cert-file")
-    auth = parser.add_argument_group("authentication and authorization")
-    auth.add_argument(
+    serving.add_argument("--bind-address", default="0.0.0.0", help="the IP address to listen on")
+    serving.add_argument(
+        "--tls-cert-file",
+        help="x509 serving certificate (default: a self-signed one made at start)",
+    )
+    serving.add_argument("--tls-private-key-file", help="the private key of --tls-cert-file")
+    serving.add_argument(
+        "--tls-min-version",
+        type=_tls_version,
+        default=ssl.TLSVersion.TLSv1_2,
+        metavar="VERSION",
+        help="minimum TLS version: VersionTLS10, VersionTLS11, VersionTLS12 (default), "
+        "VersionTLS13",
+    )
+    serving.add_argument(
+        "--tls-cipher-suites",
+        type=_cipher_suites,
+        default=(),
+        metavar="NAMES",
+        help="comma-separated TLS 1.2 cipher suites by their IANA/Go names "
+        "(TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,...); TLS 1.3 suites are always those of OpenSSL",
+    )
+    serving.add_argument(
+        "--ops-header-timeout-seconds",
+        type=float,
+        default=HEADER_TIMEOUT_SECONDS,
+        help="(ours) close an ops-port connection whose request header is not read in time",
+    )
+    serving.add_argument(
+        "--ops-max-connections",
+        type=int,
+        default=MAX_CONNECTIONS,
+        help="(ours) open ops-port connections at most; more are closed at once",
+    )
+    authn = parser.add_argument_group("authentication")
+    authn.add_argument(
         "--authentication-kubeconfig",
-        help="kubeconfig for TokenReview (default: own client, same credentials)",
+        help="kubeconfig for TokenReview (default: the scheduler's credentials, own client)",
     )
-    auth.add_argument(
+    authz = parser.add_argument_group("authorization")
+    authz.add_argument(
         "--authorization-kubeconfig",
-        help="kubeconfig for SubjectAccessReview (default: own client, same credentials)",
+        help="kubeconfig for SubjectAccessReview (default: the scheduler's credentials, "
+        "own client)",
     )
-    auth.add_argument(
+    authz.add_argument(
         "--authorization-always-allow-paths",
         type=_paths,
         default=DEFAULT_ALWAYS_ALLOW_PATHS,
         help="comma-separated paths served without authorization (exact match)",
     )
-    auth.add_argument(
-        "--ops-header-timeout-seconds",
-        type=float,
-        default=HEADER_TIMEOUT_SECONDS,
-        help="close an ops-port connection whose request header is not read in time",
+    deprecated = parser.add_argument_group(
+        "deprecated (as upstream: ignored when --config is given, except --kubeconfig)"
     )
-    auth.add_argument(
-        "--ops-max-connections",
-        type=int,
-        default=MAX_CONNECTIONS,
-        help="open ops-port connections at most; more are closed at once",
+    deprecated.add_argument(
+        "--kubeconfig", help="kubeconfig file; wins over clientConnection.kubeconfig"
     )
-    logs = parser.add_argument_group("logging")
-    logs.add_argument(
-        "--v", type=int, default=0, metavar="N", help=f"verbosity; debug from {DEBUG_VERBOSITY}"
+    for flag, kind, meaning in (
+        ("profiling", _go_bool, "enableProfiling (no /debug/pprof here: no effect)"),
+        ("contention-profiling", _go_bool, "enableContentionProfiling (no effect)"),
+    ):
+        deprecated.add_argument(
+            f"--{flag}",
+            type=kind,
+            nargs="?",
+            const=True,
+            default=None,
+            metavar="BOOL",
+            help=meaning,
+        )
+    deprecated.add_argument("--kube-api-qps", type=float, default=None, help="clientConnection.qps")
+    deprecated.add_argument(
+        "--kube-api-burst", type=int, default=None, help="clientConnection.burst"
     )
-    logs.add_argument("--logging-format", choices=LOGGING_FORMATS, default="text")
+    deprecated.add_argument(
+        "--kube-api-content-type", default=None, help="clientConnection.contentType"
+    )
+    deprecated.add_argument(
+        "--pod-max-in-unschedulable-pods-duration",
+        type=parse_duration_flag,
+        default=None,
+        metavar="DURATION",
+        help="the longest a pod stays unschedulable before it is retried (default 5m0s)",
+    )
     election = parser.add_argument_group(
         "leader election (each flag given wins over the configuration file)"
     )
@@ -154,20 +322,44 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
     )
     for suffix in _LEADER_ELECTION_FLAGS:
         election.add_argument(f"--leader-elect-{suffix.replace('_', '-')}", default=None)
-    parser.add_argument(
+    for old, new in RENAMED_FLAGS.items():
+        election.add_argument(
+            f"--{old}",
+            dest=new.replace("-", "_"),
+            default=None,
+            help=f"removed upstream: use --{new}",
+        )
+    gates = parser.add_argument_group("feature gate")
+    gates.add_argument(
         "--feature-gates",
-        type=_gates,
-        default=FeatureGates(),
+        action="append",
+        default=[],
         metavar="Name=bool,...",
-        help="feature gates read by the plugins and the engine",
+        help="kube-scheduler v1.36's gates (kube: prefix allowed, repeatable); a scheduler "
+        "gate whose other position pyscheduler lacks is refused away from its default",
     )
-    parser.add_argument(
+    for flag in ("emulated-version", "min-compatibility-version"):
+        gates.add_argument(
+            f"--{flag}", type=_version, default=None, metavar="VERSION", help="1.36 only"
+        )
+    logs = parser.add_argument_group("logs")
+    logs.add_argument(
+        "-v",
+        "--v",
+        type=int,
+        default=0,
+        metavar="N",
+        help=f"verbosity; debug from {DEBUG_VERBOSITY}",
+    )
+    logs.add_argument("--logging-format", choices=LOGGING_FORMATS, default="text")
+    ours = parser.add_argument_group("pyscheduler")
+    ours.add_argument(
         "--bind-grace-seconds",
         type=float,
         default=30.0,
         help="on SIGTERM, how long in-flight binds may take before they are rolled back",
     )
-    parser.add_argument(
+    ours.add_argument(
         "--max-concurrent-binds",
         type=_non_negative_int,
         default=64,
@@ -175,7 +367,7 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
         help="at most N Bind requests in flight at once (0: no limit); pods waiting at Permit "
         "or in PreBind never count, so the limit cannot hold up scheduling",
     )
-    parser.add_argument(
+    ours.add_argument(
         "--seed",
         type=int,
         default=None,
@@ -183,14 +375,53 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
         help="seed the scheduling loop's and the plugins' random draws (ties among equal "
         "scores, sampling), as simulate --seed, to replay a decision; default: unseeded",
     )
+    noop = parser.add_argument_group("kube-scheduler flags without effect here")
+    for flag, (metavar, reason) in NO_OP_FLAGS.items():
+        dest = "noop_" + flag.replace("-", "_")
+        if metavar is None:
+            noop.add_argument(
+                f"--{flag}", dest=dest, type=_go_bool, nargs="?", const=True, default=None,
+                metavar="BOOL", help=f"(no effect) {reason}",
+            )  # fmt: skip
+        else:
+            noop.add_argument(
+                f"--{flag}", dest=dest, default=None, metavar=metavar, help=f"(no effect) {reason}"
+            )
     return parser
 
 
 def parse_args(argv: Sequence[str] | None, description: str | None = None) -> argparse.Namespace:
-    args = build_parser(description).parse_args(_normalise(sys.argv[1:] if argv is None else argv))
+    parser = build_parser(description)
+    args = parser.parse_args(_normalise(sys.argv[1:] if argv is None else argv))
     if bool(args.tls_cert_file) != bool(args.tls_private_key_file):
-        build_parser().error("--tls-cert-file and --tls-private-key-file go together")
+        parser.error("--tls-cert-file and --tls-private-key-file go together")
+    try:
+        args.feature_gates = parse_feature_gates(",".join(args.feature_gates))
+    except FeatureGateError as error:
+        parser.error(f"argument --feature-gates: {error}")
+    args.notes = _notes(args, argv if argv is not None else sys.argv[1:])
     return args
+
+
+def _notes(args: argparse.Namespace, argv: Sequence[str]) -> list[str]:
+    """One line per accepted flag that does not do what upstream's does."""
+    notes = [
+        f"--{flag} has no effect here: {reason}"
+        for flag, (_metavar, reason) in NO_OP_FLAGS.items()
+        if getattr(args, "noop_" + flag.replace("-", "_")) is not None
+    ]
+    for old, new in RENAMED_FLAGS.items():
+        if any(arg == f"--{old}" or arg.startswith(f"--{old}=") for arg in argv):
+            notes.append(f"--{old} was removed from kube-scheduler; read as --{new}")
+    if args.config:
+        ignored = [
+            "--" + name.replace("_", "-")
+            for name in _DEPRECATED_CONFIG_FLAGS
+            if getattr(args, name) is not None
+        ]
+        if ignored:
+            notes.append(f"{', '.join(ignored)} ignored: --config is given (as upstream)")
+    return notes
 
 
 def log_level(verbosity: int) -> str:
@@ -204,6 +435,15 @@ def apply_flags(config: SchedulerConfiguration, args: argparse.Namespace) -> Sch
     if args.kubeconfig:
         data["clientConnection"]["kubeconfig"] = args.kubeconfig
         changed = True
+    if not args.config:
+        for name, path in _DEPRECATED_CONFIG_FLAGS.items():
+            value = getattr(args, name)
+            if value is not None:
+                target = data
+                for key in path[:-1]:
+                    target = target[key]
+                target[path[-1]] = value
+                changed = True
     election = data["leaderElection"]
     if args.leader_elect is not None:
         election["leaderElect"] = args.leader_elect

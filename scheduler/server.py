@@ -18,7 +18,8 @@ Endpoints (upstream ``cmd/kube-scheduler/app/server.go``):
 - ``/metrics``: Prometheus text exposition of the registry;
 - ``/healthz``, ``/livez``, ``/readyz`` with ``?verbose``, ``?exclude=name`` and
   per-check paths ``/<endpoint>/<name>``;
-- ``/configz``: ``{"componentconfig": <effective config>}`` (404 when none given);
+- ``/configz``: ``{"componentconfig": <effective config>}`` (404 when none given),
+  plus ``"warnings"`` (dangerous choices, ``scheduler.config.advice``) if any;
 - ``/debug/pods/{namespace}/{name}``: the pod's last scheduling attempts as JSON
   (404 with a JSON error when none are kept);
 - ``/debug/plugins/<path>``: GET routes plugins registered (``PluginHttp.debug``).
@@ -145,6 +146,7 @@ class OpsServer:
         diagnostics: DiagnosticsSource,
         *,
         config_dump: Callable[[], dict[str, Any]] | None = None,
+        config_warnings: Sequence[str] = (),
         listeners: Sequence[Listener] = (),
         process_listeners: Sequence[ProcessListener] = (),
         debug_routes: dict[str, HttpHandler] | None = None,
@@ -169,6 +171,7 @@ class OpsServer:
         self._health = health
         self._diagnostics = diagnostics
         self._config_dump = config_dump
+        self._config_warnings = list(config_warnings)
         self._cache_report = cache_report
         self._ssl_context = ssl_context
         self._guard = guard
@@ -332,7 +335,10 @@ class OpsServer:
     async def _configz(self, _request: web.Request) -> web.Response:
         if self._config_dump is None:
             return _json(404, {"error": "no configuration to show"})
-        return _json(200, {CONFIGZ_KEY: self._config_dump()})
+        body: dict[str, Any] = {CONFIGZ_KEY: self._config_dump()}
+        if self._config_warnings:
+            body["warnings"] = self._config_warnings
+        return _json(200, body)
 
     async def _debug_pod(self, request: web.Request) -> web.Response:
         namespace, name = request.match_info["namespace"], request.match_info["name"]

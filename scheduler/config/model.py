@@ -47,6 +47,7 @@ KIND = "KubeSchedulerConfiguration"
 
 DEFAULT_SCHEDULER_NAME = "pyscheduler"
 DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE = 0  # adaptive
+DEFAULT_PARALLELISM = 16
 DEFAULT_POD_INITIAL_BACKOFF_SECONDS = 1
 DEFAULT_POD_MAX_BACKOFF_SECONDS = 10
 DEFAULT_QPS = 50.0
@@ -288,6 +289,16 @@ class PluginSet(_Model):
     disabled: tuple[PluginEntry, ...] = ()
 
 
+def _no_placement_plugins(value: PluginSet) -> PluginSet:
+    if value.enabled:
+        names = ", ".join(repr(entry.name) for entry in value.enabled)
+        raise ValueError(
+            f"not supported: pyscheduler has no pod-group placement phase"
+            f" (GangScheduling is alpha and off in v1.36); remove {names}"
+        )
+    return value
+
+
 class Plugins(_Model):
     pre_enqueue: PluginSet = PluginSet()
     queue_sort: PluginSet = PluginSet()
@@ -302,6 +313,10 @@ class Plugins(_Model):
     bind: PluginSet = PluginSet()
     post_bind: PluginSet = PluginSet()
     multi_point: PluginSet = PluginSet()
+    # Pod-group placement (gated by GangScheduling/TopologyAwareWorkloadScheduling,
+    # alpha, off in v1.36): accepted empty, as kube-scheduler dumps them.
+    placement_generate: Annotated[PluginSet, AfterValidator(_no_placement_plugins)] = PluginSet()
+    placement_score: Annotated[PluginSet, AfterValidator(_no_placement_plugins)] = PluginSet()
 
     def at(self, point: ExtensionPoint) -> PluginSet:
         plugin_set = getattr(self, _point_attribute(point))
@@ -340,18 +355,14 @@ def _default_profiles() -> tuple[Profile, ...]:
 class SchedulerConfiguration(_Model):
     api_version: StrictStr = API_VERSION
     kind: StrictStr = KIND
-    # Filtering and scoring run sequentially in one event loop: any value set is
-    # refused rather than ignored (None = unset, left out of /configz).
-    parallelism: (
-        Annotated[
-            StrictInt,
-            _refused(
-                "filtering and scoring run sequentially in one event loop; remove the field",
-                allowed=None,
-            ),
-        ]
-        | None
-    ) = None
+    # Upstream's worker count for filtering and scoring. Accepted with
+    # upstream's bounds and shown in /configz; filtering and scoring run on
+    # the one event loop here whatever it says (logged at start).
+    parallelism: Annotated[
+        StrictInt,
+        _check(lambda v: v <= _INT32_MAX, f"must be at most {_INT32_MAX}"),
+        _check(lambda v: v > 0, "should be an integer value greater than zero"),
+    ] = DEFAULT_PARALLELISM
     percentage_of_nodes_to_score: Percentage = DEFAULT_PERCENTAGE_OF_NODES_TO_SCORE
     pod_initial_backoff_seconds: Annotated[
         BackoffSeconds, _check(lambda v: v > 0, "must be > 0")
@@ -365,12 +376,10 @@ class SchedulerConfiguration(_Model):
         StrictBool,
         _refused("the informers always start before leader election is won; set false"),
     ] = False
-    enable_profiling: Annotated[
-        StrictBool, _refused("there is no profiler (/debug/pprof is Go's); set false")
-    ] = False
-    enable_contention_profiling: Annotated[
-        StrictBool, _refused("there is no profiler (/debug/pprof is Go's); set false")
-    ] = False
+    # Upstream's defaults, accepted and shown; there is no /debug/pprof here
+    # (Go's profiler), which the start-up log says when either is true.
+    enable_profiling: StrictBool = True
+    enable_contention_profiling: StrictBool = True
 
     @field_validator("api_version")
     @classmethod

@@ -64,6 +64,9 @@ class ResolvedProfile:
     plugins: Mapping[ExtensionPoint, tuple[PluginRef, ...]]
     # Every enabled plugin -> its validated args model instance, or None.
     plugin_args: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    # The multiPoint set after merging with the defaults, as upstream's
+    # defaulting writes it back: (name, weight as given; 0 = unset).
+    multi_point: tuple[tuple[str, int], ...] = ()
 
     def names_at(self, point: ExtensionPoint) -> tuple[str, ...]:
         return tuple(ref.name for ref in self.plugins[point])
@@ -169,6 +172,7 @@ class _ProfileResolver:
             percentage_of_nodes_to_score=self.profile.percentage_of_nodes_to_score,
             plugins=MappingProxyType(plugins),
             plugin_args=MappingProxyType(plugin_args),
+            multi_point=tuple((entry.name, entry.weight) for entry in self.multi_point),
         )
 
     def _check_entries(self, entries: Sequence[_Entry], point: ExtensionPoint | None) -> None:

@@ -53,5 +53,33 @@ def parse_duration(text: str) -> float:
 
 
 def format_duration(seconds: float) -> str:
-    """Seconds written as a duration in messages: ``15s``, ``0.5s``."""
-    return f"{seconds:g}s"
+    """Seconds written as Go's ``time.Duration.String`` writes them, in
+    messages and in the configuration written back: ``15s``, ``1m0s``,
+    ``10m0s``, ``1h0m0s``, ``1.5s``, ``500ms``, ``0s``."""
+    nanos = round(seconds * 1e9)
+    if nanos == 0:
+        return "0s"
+    sign = "-" if nanos < 0 else ""
+    nanos = abs(nanos)
+    if nanos < 1_000:
+        return f"{sign}{nanos}ns"
+    if nanos < 1_000_000:
+        return f"{sign}{_decimal(nanos, 3)}\u00b5s"
+    if nanos < 1_000_000_000:
+        return f"{sign}{_decimal(nanos, 6)}ms"
+    whole, fraction = divmod(nanos, 1_000_000_000)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    text = _decimal(secs * 1_000_000_000 + fraction, 9) + "s"
+    if hours or minutes:
+        text = f"{minutes}m{text}"
+    if hours:
+        text = f"{hours}h{text}"
+    return sign + text
+
+
+def _decimal(value: int, digits: int) -> str:
+    """``value / 10**digits`` without trailing zeros: 1500, 3 -> ``1.5``."""
+    whole, fraction = divmod(value, 10**digits)
+    tail = f"{fraction:0{digits}d}".rstrip("0")
+    return f"{whole}.{tail}" if tail else str(whole)

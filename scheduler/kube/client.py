@@ -178,6 +178,7 @@ class KubeClient:
         burst: int,
         user_agent: str,
         context: str | None = None,
+        master: str | None = None,
         clock: Clock | None = None,
         request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
@@ -185,11 +186,12 @@ class KubeClient:
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
         protobuf_writes: bool = True,
     ) -> KubeClient:
-        """From the kubeconfig at ``kubeconfig``, else the in-cluster service account.
+        """From the kubeconfig at ``kubeconfig``, else the in-cluster service account;
+        ``master`` overrides the server address (``--master``).
         ``qps``/``burst`` are the clientConnection settings (``qps <= 0``: unlimited);
         ``protobuf_writes`` sends bindings and events as protobuf (contentType)."""
         return cls.open(
-            await load_connection(kubeconfig, context),
+            await load_connection(kubeconfig, context, master),
             qps=qps,
             burst=burst,
             user_agent=user_agent,

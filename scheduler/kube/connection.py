@@ -11,6 +11,7 @@ credentials that expire need a process restart (documented limitation).
 
 from __future__ import annotations
 
+import os
 import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -33,9 +34,15 @@ class Connection:
     proxy: str | None = None
 
 
-async def load_connection(kubeconfig: str | None, context: str | None = None) -> Connection:
+async def load_connection(
+    kubeconfig: str | None, context: str | None = None, master: str | None = None
+) -> Connection:
     """From the kubeconfig file at ``kubeconfig``; else from the in-cluster
-    service account."""
+    service account. ``master`` (kube-scheduler's ``--master``) replaces the
+    server address of either; with neither available it is used alone, without
+    credentials, as client-go's ``BuildConfigFromFlags`` does."""
+    if kubeconfig:
+        _check_file(kubeconfig)
     configuration = k8s_client.Configuration()
     try:
         if kubeconfig:
@@ -48,9 +55,27 @@ async def load_connection(kubeconfig: str | None, context: str | None = None) ->
         else:
             k8s_config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
     except (k8s_config.ConfigException, OSError) as err:
+        if master and not kubeconfig:
+            return _from_configuration(_bare(master))
         where = kubeconfig or "in-cluster service account"
         raise ConfigError(f"cannot load cluster configuration from {where}: {err}") from err
+    if master:
+        configuration.host = master
     return _from_configuration(configuration)
+
+
+def _check_file(kubeconfig: str) -> None:
+    """A missing kubeconfig is named as such (the loader would say that the
+    file lacks current-context)."""
+    if not os.path.isfile(kubeconfig):
+        reason = "no such file" if not os.path.exists(kubeconfig) else "not a regular file"
+        raise ConfigError(f"kubeconfig {kubeconfig}: {reason}")
+
+
+def _bare(master: str) -> Any:
+    configuration = k8s_client.Configuration()
+    configuration.host = master if "://" in master else f"https://{master}"
+    return configuration
 
 
 def _from_configuration(configuration: Any) -> Connection:

@@ -107,7 +107,7 @@ async def test_ops_port_authenticates_and_authorizes_through_the_cluster(
         assert shown["profiles"][0]["schedulerName"] == name
         assert shown["leaderElection"]["leaseDuration"] == "15s"
         assert shown["clientConnection"]["contentType"] == "application/vnd.kubernetes.protobuf"
-        assert "parallelism" not in shown
+        assert shown["parallelism"] == 16
 
 
 HOSTILE_CLIENTS = 300

@@ -89,7 +89,10 @@ def no_connection(monkeypatch: pytest.MonkeyPatch) -> None:
         ),
         pytest.param(
             make_config().set("parallelism", 0).profiles(make_profile("p").set("bogus", 1)).yaml(),
-            ["parallelism: not supported", "profiles[0].bogus: unknown field"],
+            [
+                "parallelism: should be an integer value greater than zero",
+                "profiles[0].bogus: unknown field",
+            ],
             id="every problem reported at once",
         ),
     ],

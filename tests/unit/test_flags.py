@@ -116,6 +116,21 @@ def test_verbosity_maps_to_a_level(verbosity: int, level: str) -> None:
             "NodeDeclaredFeatures=false", {"NodeDeclaredFeatures": False}, id="turned off"
         ),
         pytest.param(" NodeDeclaredFeatures = true ,", {"NodeDeclaredFeatures": True}, id="spaces"),
+        pytest.param(
+            "kube:NodeDeclaredFeatures=false",
+            {"NodeDeclaredFeatures": False},
+            id="component prefix",
+        ),
+        pytest.param(
+            "DynamicResourceAllocation=true,SidecarContainers=true,DRAExtendedResource=true",
+            {"NodeDeclaredFeatures": True},
+            id="a platform's shared list: GA and beta gates at their defaults",
+        ),
+        pytest.param(
+            "RuntimeClassInImageCriApi=true,APIServerIdentity=false",
+            {"NodeDeclaredFeatures": True},
+            id="gates of other components, any value",
+        ),
     ],
 )
 def test_feature_gates(text: str, expected: dict[str, bool]) -> None:
@@ -128,6 +143,22 @@ def test_feature_gates(text: str, expected: dict[str, bool]) -> None:
         pytest.param("Bogus=true", "unrecognized feature gate: Bogus", id="unknown"),
         pytest.param("NodeDeclaredFeatures", "expected Name=true|false", id="no value"),
         pytest.param("NodeDeclaredFeatures=yes", "invalid value 'yes'", id="not a boolean"),
+        pytest.param(
+            "SidecarContainers=false",
+            "cannot set feature gate SidecarContainers to false, feature is locked to true",
+            id="a locked GA gate away from its lock",
+        ),
+        pytest.param(
+            "StorageCapacityScoring=true",
+            "feature gate StorageCapacityScoring=true: pyscheduler implements only the v1.36"
+            " default of this scheduler gate",
+            id="a scheduler gate whose other position is not implemented",
+        ),
+        pytest.param(
+            "AllAlpha=true",
+            r"GangScheduling=true.*\(set by AllAlpha/AllBeta\)",
+            id="AllAlpha turns on scheduler gates we do not have",
+        ),
     ],
 )
 def test_bad_feature_gates(text: str, message: str) -> None:
@@ -215,8 +246,8 @@ def test_configuration_round_trips_through_its_dump() -> None:
 
     dumped = config.model_dump(mode="json", by_alias=True, exclude_none=True)
 
-    assert dumped["leaderElection"]["leaseDuration"] == "60s"
-    assert "parallelism" not in dumped
+    assert dumped["leaderElection"]["leaseDuration"] == "1m0s"
+    assert dumped["parallelism"] == 16
     assert apply_flags(config, parse_args(["--kubeconfig=k"])).leader_election == (
         config.leader_election
     )

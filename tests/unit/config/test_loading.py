@@ -30,7 +30,7 @@ def _parse(builder: ConfigBuilder) -> SchedulerConfiguration:
     [
         pytest.param("api_version", "kubescheduler.config.k8s.io/v1", id="apiVersion"),
         pytest.param("kind", "KubeSchedulerConfiguration", id="kind"),
-        pytest.param("parallelism", None, id="parallelism unset (filtering is sequential)"),
+        pytest.param("parallelism", 16, id="parallelism 16 (accepted; filtering runs on one core)"),
         pytest.param("percentage_of_nodes_to_score", 0, id="percentageOfNodesToScore adaptive"),
         pytest.param("pod_initial_backoff_seconds", 1, id="initial backoff 1s"),
         pytest.param("pod_max_backoff_seconds", 10, id="max backoff 10s"),
@@ -52,8 +52,10 @@ def _parse(builder: ConfigBuilder) -> SchedulerConfiguration:
         pytest.param("leader_election.resource_namespace", "kube-system", id="lock namespace"),
         pytest.param("extenders", (), id="no extenders"),
         pytest.param("delay_cache_until_active", False, id="cache starts before leading"),
-        pytest.param("enable_profiling", False, id="no profiling"),
-        pytest.param("enable_contention_profiling", False, id="no contention profiling"),
+        pytest.param("enable_profiling", True, id="profiling on (no effect here)"),
+        pytest.param(
+            "enable_contention_profiling", True, id="contention profiling on (no effect here)"
+        ),
     ],
 )
 def test_defaults_are_upstreams_except_our_names(attribute: str, expected: Any) -> None:
@@ -325,9 +327,9 @@ def test_json_is_accepted() -> None:
             id="unknown field in a plugin entry",
         ),
         pytest.param(
-            make_config().set("parallelism", 16),
-            "parallelism: not supported: filtering and scoring run sequentially",
-            id="parallelism refused, even upstream's default",
+            make_config().set("parallelism", 0),
+            "parallelism: should be an integer value greater than zero",
+            id="parallelism zero, refused as upstream",
         ),
         pytest.param(
             make_config().set("parallelism", "4"),
@@ -335,14 +337,17 @@ def test_json_is_accepted() -> None:
             id="parallelism as a string",
         ),
         pytest.param(
-            make_config().set("enableProfiling", True),
-            "enableProfiling: not supported: there is no profiler",
-            id="profiling refused",
+            make_config().set("enableProfiling", "yes"),
+            "enableProfiling: must be a boolean",
+            id="profiling not a boolean",
         ),
         pytest.param(
-            make_config().set("enableContentionProfiling", True),
-            "enableContentionProfiling: not supported: there is no profiler",
-            id="contention profiling refused",
+            make_config().profiles(
+                make_profile("p").set("plugins", {"placementScore": {"enabled": [{"name": "X"}]}})
+            ),
+            "profiles[0].plugins.placementScore: not supported: pyscheduler has no pod-group"
+            " placement phase",
+            id="a pod-group placement plugin",
         ),
         pytest.param(
             make_config().set("delayCacheUntilActive", True),
@@ -507,8 +512,7 @@ def test_every_problem_is_reported_at_once() -> None:
         _parse(builder)
 
     assert caught.value.problems == (
-        "parallelism: not supported: filtering and scoring run sequentially in one event loop;"
-        " remove the field",
+        "parallelism: should be an integer value greater than zero",
         "clientConnection.burst: must be >= 1",
         "unknownField: unknown field",
     )
@@ -572,7 +576,7 @@ def test_load_config_reads_a_file(tmp_path: Path) -> None:
         ),
         pytest.param(
             make_config().set("parallelism", 0).yaml().encode(),
-            "scheduler.yaml: parallelism: not supported",
+            "scheduler.yaml: parallelism: should be an integer value greater than zero",
             id="invalid content",
         ),
     ],

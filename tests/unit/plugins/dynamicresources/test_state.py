@@ -163,10 +163,10 @@ def test_bad_args(raw: dict[str, Any]) -> None:
 @pytest.mark.parametrize(
     ("raw", "dumped"),
     [
-        pytest.param({}, {"filterTimeout": "10s", "bindingTimeout": "600s"}, id="defaults"),
+        pytest.param({}, {"filterTimeout": "10s", "bindingTimeout": "10m0s"}, id="defaults"),
         pytest.param(
             {"filterTimeout": "1m30s", "bindingTimeout": 1.5},
-            {"filterTimeout": "90s", "bindingTimeout": "1.5s"},
+            {"filterTimeout": "1m30s", "bindingTimeout": "1.5s"},
             id="fractions",
         ),
     ],
