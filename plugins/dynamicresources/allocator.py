@@ -48,6 +48,7 @@ from typing import Any
 from plugins.dynamicresources.capacity import consumed_capacity, fits_capacity
 from plugins.dynamicresources.cel import CelEnvironment, SelectorError
 from plugins.dynamicresources.constraints import Constraint, DistinctAttribute, MatchAttribute
+from plugins.dynamicresources.features import DEFAULT_FEATURES, Features
 from plugins.dynamicresources.model import (
     ALLOCATION_RESULTS_MAX_SIZE,
     MODE_ALL,
@@ -55,9 +56,11 @@ from plugins.dynamicresources.model import (
     TAINT_NO_EXECUTE,
     TAINT_NO_SCHEDULE,
     Claim,
+    ClaimRequest,
     Device,
     DeviceClass,
     DeviceID,
+    DeviceTaint,
     Request,
     Slice,
 )
@@ -163,8 +166,10 @@ class Allocator:
         new_share_id: Callable[[], str] = lambda: str(uuid.uuid4()),
         clock: Callable[[], float] | None = None,
         pool_cache: PoolCache | None = None,
+        features: Features = DEFAULT_FEATURES,
     ) -> None:
         self.allocated = allocated
+        self.features = features
         self.pool_cache = pool_cache
         self.classes = classes
         self.cel = cel
@@ -208,7 +213,13 @@ class Allocator:
 
         def gather() -> list[Pool]:
             by_node, shared, by_pool = self._index()
-            return gather_pools([*by_node.get(node_name, ()), *shared], node_name, labels, by_pool)
+            return gather_pools(
+                [*by_node.get(node_name, ()), *shared],
+                node_name,
+                labels,
+                by_pool,
+                partitionable=self.features.partitionable_devices,
+            )
 
         cache = self.pool_cache
         pools = gather() if cache is None else cache.get(node_name, labels, gather)
@@ -367,9 +378,11 @@ class _Run:
     def prepare(self) -> None:
         """Validate the claims and build the per-request data and constraints;
         reads the node's pools only for ``All`` requests."""
+        features = self.a.features
         for claim_index, claim in enumerate(self.claims):
             minimum = 0
             for request_index, entry in enumerate(claim.requests):
+                _check_gated_fields(claim, entry, features)
                 if entry.first_available:
                     self.has_subrequests[(claim_index, request_index)] = True
                     counts = []
@@ -398,7 +411,7 @@ class _Run:
                     constraints.append(
                         MatchAttribute(constraint.requests, constraint.match_attribute)
                     )
-                elif constraint.distinct_attribute:
+                elif constraint.distinct_attribute and not features.stable_allocator:
                     constraints.append(
                         DistinctAttribute(constraint.requests, constraint.distinct_attribute)
                     )
@@ -428,6 +441,11 @@ class _Run:
 
     def _validate(self, claim: Claim, request: Request, key: tuple[int, int, int]) -> _RequestData:
         name = request.name
+        if request.admin_access and not self.a.features.admin_access:
+            raise AllocationError(
+                f"claim {claim.key}, request {name}: admin access is requested, "
+                "but the feature is disabled"
+            )
         for index, selector in enumerate(request.selectors):
             if selector is None:
                 raise AllocationError(
@@ -639,6 +657,9 @@ class _Run:
         cached = self.selectable.get(key)
         if cached is not None:
             return cached
+        if device.binding_conditions and not self.a.features.binding_conditions:
+            self.selectable[key] = False
+            return False  # upstream isSelectable: not supported with the feature off
         result = self._selectors_match(slot, data, data.device_class.selectors, device, True)
         if result:
             result = self._selectors_match(slot, data, data.request.selectors, device, False)
@@ -678,6 +699,8 @@ class _Run:
         return True
 
     def _fits_capacity(self, request: Request, device: Device) -> bool:
+        if not self.a.features.consumable_capacity:
+            return True  # upstream checks capacity only with the feature on
         if (
             device.whole_capacity_fits
             and not request.capacity_requests
@@ -702,7 +725,7 @@ class _Run:
         claim_index = slot[0]
         claim = self.claims[claim_index]
         request = data.request
-        multiple = device.allow_multiple
+        multiple, taints = self._traits(device)
         if (
             not multiple
             and request.admin_access
@@ -711,10 +734,12 @@ class _Run:
             return None
         if not request.admin_access and self._in_use(device.id):
             return None
+        if device.consumes_counters and not self.a.features.partitionable_devices:
+            return None  # upstream allocateDevice: counters need the feature
         if (
             not multiple
             and not device.consumes_counters
-            and not device.taints
+            and not taints
             and not self.constraints[claim_index]
         ):
             return self._take_plain(claim_index, request, device, slice_)
@@ -734,7 +759,7 @@ class _Run:
         if any(
             taint.effect in _HARD_TAINTS
             and not any(t.tolerates(taint) for t in request.tolerations)
-            for taint in device.taints
+            for taint in taints
         ):
             undo()
             return None
@@ -784,6 +809,16 @@ class _Run:
         undo_steps.append(drop_result)
         return undo
 
+    def _traits(self, device: Device) -> tuple[bool, tuple[DeviceTaint, ...]]:
+        """Whether the device is shareable and the taints that count, as the
+        features say (no sharing without DRAConsumableCapacity, no taints
+        without DRADeviceTaints)."""
+        features = self.a.features
+        return (
+            device.allow_multiple and features.consumable_capacity,
+            device.taints if features.device_taints else (),
+        )
+
     def _take_plain(
         self, claim_index: int, request: Request, device: Device, slice_: Slice
     ) -> Callable[[], None] | None:
@@ -823,3 +858,29 @@ class _Run:
         for set_name, counters in device.consumes_counters:
             for counter, value in counters.items():
                 consumed[set_name][counter] -= value
+
+
+def _check_gated_fields(claim: Claim, entry: ClaimRequest, features: Features) -> None:
+    """Fields whose feature is off are an error, as upstream's allocator
+    (``Allocate``: subrequests without DRAPrioritizedList; capacity requests
+    without DRAConsumableCapacity, in the incubating allocator only: the
+    stable one, used when consumable capacity and binding conditions are
+    both off, ignores them)."""
+    if entry.first_available and not features.prioritized_list:
+        raise AllocationError(
+            f"claim {claim.key}, request {entry.name}: has subrequests, "
+            "but the DRAPrioritizedList feature is disabled"
+        )
+    if features.consumable_capacity or features.stable_allocator:
+        return
+    if entry.exactly is not None and entry.exactly.capacity_requests is not None:
+        raise AllocationError(
+            f"claim {claim.key}, request {entry.name}: has capacity requests, "
+            "but the DRAConsumableCapacity feature is disabled"
+        )
+    for sub in entry.first_available:
+        if sub.capacity_requests is not None:
+            raise AllocationError(
+                f"claim {claim.key}, subrequest {sub.name}: has capacity requests, "
+                "but the DRAConsumableCapacity feature is disabled"
+            )

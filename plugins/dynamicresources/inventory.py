@@ -59,15 +59,23 @@ class DeviceInventory:
             self.classes[parsed.name] = parsed
 
 
-def validate_requests(claim: Raw, classes: Mapping[str, DeviceClass]) -> Status | None:
+def validate_requests(
+    claim: Raw, classes: Mapping[str, DeviceClass], *, prioritized_list: bool = True
+) -> Status | None:
     """Upstream PreFilter's check of an unallocated claim's requests: a
-    known request type naming classes that exist."""
+    known request type naming classes that exist; ``firstAvailable`` only
+    with ``prioritized_list`` (DRAPrioritizedList)."""
     devices = (claim.get("spec") or {}).get("devices") or {}
     for request in devices.get("requests") or ():
         name = request.get("name", "")
         if request.get("exactly"):
             checks = [(name, request["exactly"].get("deviceClassName", ""))]
         elif request.get("firstAvailable"):
+            if not prioritized_list:
+                return Status.unresolvable(
+                    f"resource claim {claim_key(claim)}, request {name}: has subrequests,"
+                    " but the DRAPrioritizedList feature is disabled"
+                )
             checks = [
                 (f"{name}/{sub.get('name', '')}", sub.get("deviceClassName", ""))
                 for sub in request["firstAvailable"]

@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from plugins.dynamicresources.cel import CelEnvironment
+from plugins.dynamicresources.features import Features
 from plugins.dynamicresources.inventory import DeviceInventory
 from plugins.dynamicresources.state import ClaimTracker
 from plugins.dynamicresources.writes import BackgroundWrites
@@ -46,7 +47,10 @@ MANAGER_KEY: SharedKey[DraManager] = SharedKey("DynamicResources/manager")
 def build_manager(handle: Handle) -> DraManager:
     """The process's DRA state, subscribed to the informers."""
     informers = handle.informers
-    tracker = ClaimTracker(informers.store(RESOURCE_CLAIMS))
+    features = Features.from_gates(handle.feature_gates)  # process-wide, as the state
+    tracker = ClaimTracker(
+        informers.store(RESOURCE_CLAIMS), consumable_capacity=features.consumable_capacity
+    )
     inventory = DeviceInventory()
     informers.on_change(RESOURCE_CLAIMS, tracker.claim_changed)
     informers.on_change(RESOURCE_SLICES, inventory.slice_changed)

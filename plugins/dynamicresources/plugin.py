@@ -68,6 +68,7 @@ from plugins.dynamicresources.claims import (
     reserved_for_pod,
 )
 from plugins.dynamicresources.cycledata import NAME, STATE_KEY, CycleData
+from plugins.dynamicresources.features import Features
 from plugins.dynamicresources.inventory import (
     prioritized_list_score,
     validate_requests,
@@ -156,9 +157,12 @@ class DynamicResources(
 ):
     name = NAME
 
-    def __init__(self, args: DynamicResourcesArgs, handle: Handle) -> None:
+    def __init__(
+        self, args: DynamicResourcesArgs, handle: Handle, features: Features | None = None
+    ) -> None:
         self._args = args
         self._handle = handle
+        self.features = features if features is not None else Features()
         # One claim tracker, inventory and writer for every profile (upstream's
         # shared DRA manager): profiles never allocate one device twice.
         manager = shared_manager(handle)
@@ -176,6 +180,7 @@ class DynamicResources(
             metrics=getattr(handle, "metrics", None),
             events=getattr(handle, "events", None),
             profile=handle.profile_name,
+            binding_conditions=self.features.binding_conditions,
         )
 
     # ----------------------------------------------------------------- events
@@ -295,7 +300,7 @@ class DynamicResources(
             if allocation is not None:
                 if allocation.get("nodeSelector") is not None:
                     data.selectors[index] = allocation["nodeSelector"]
-                if has_binding_conditions(claim):
+                if self.features.binding_conditions and has_binding_conditions(claim):
                     data.conditioned.append(index)
                 continue
             if index == data.extended_index:
@@ -304,7 +309,9 @@ class DynamicResources(
                 return None, Status.unresolvable(
                     f"resource claim {claim_key(claim)} is in the process of being allocated"
                 )
-            status = validate_requests(claim, self.inventory.classes)
+            status = validate_requests(
+                claim, self.inventory.classes, prioritized_list=self.features.prioritized_list
+            )
             if status is not None:
                 return None, status
             try:
@@ -322,11 +329,15 @@ class DynamicResources(
                 self._cel,
                 clock=self._handle.clock.now,
                 pool_cache=self.inventory.pools,
+                features=self.features,
             )
         return None, None
 
     def _extended_requests(self, pod: Pod) -> dict[str, int]:
-        """Requested extended resources some DeviceClass serves."""
+        """Requested extended resources some DeviceClass serves (none
+        without DRAExtendedResource)."""
+        if not self.features.extended_resource:
+            return {}
         scalar = pod.requests.scalar
         if not scalar or not self._extended.any_backed(scalar):
             return {}
@@ -368,7 +379,7 @@ class DynamicResources(
                     return Status.as_error(error)
         solution: Solution | None = None
         if data.allocator is not None and claims:
-            timeout = self._args.filter_timeout
+            timeout = self._args.filter_timeout if self.features.filter_timeout else 0
             deadline = self._handle.clock.now() + timeout if timeout > 0 else None
             try:
                 solution = data.allocator.solve(node.name, node.labels, claims, deadline)
@@ -584,4 +595,23 @@ def new(args: object, handle: Handle) -> DynamicResources:
         args = DynamicResourcesArgs()
     if not isinstance(args, DynamicResourcesArgs):
         raise TypeError(f"{NAME} wants DynamicResourcesArgs, got {type(args).__name__}")
-    return DynamicResources(args, handle)
+    features = Features.from_gates(handle.feature_gates)
+    validate_args_for_features(args, features)
+    return DynamicResources(args, handle, features)
+
+
+def validate_args_for_features(args: DynamicResourcesArgs, features: Features) -> None:
+    """A timeout whose gate is off may not be configured (upstream
+    ``ValidateDynamicResourcesArgs``)."""
+    problems = []
+    if not features.filter_timeout and "filter_timeout" in args.model_fields_set:
+        problems.append(
+            "filterTimeout: Forbidden: DRASchedulingFilterTimeout feature gate is disabled"
+        )
+    if not features.binding_conditions and "binding_timeout" in args.model_fields_set:
+        problems.append(
+            "bindingTimeout: Forbidden: DRADeviceBindingConditions or"
+            " DRAResourceClaimDeviceStatus feature gate is disabled"
+        )
+    if problems:
+        raise ValueError(", ".join(problems))

@@ -63,8 +63,10 @@ class _Usage:
     capacity: tuple[tuple[DeviceID, Mapping[str, Decimal]], ...] = ()
 
 
-def usage_of(allocation: Mapping[str, Any] | None) -> _Usage:
-    """The devices an allocation holds (admin access holds none)."""
+def usage_of(allocation: Mapping[str, Any] | None, *, consumable_capacity: bool = True) -> _Usage:
+    """The devices an allocation holds (admin access holds none). Without
+    DRAConsumableCapacity a shared result holds its device exclusively
+    (upstream ``foreachAllocatedDevice``)."""
     if not allocation:
         return _Usage()
     exclusive: list[DeviceID] = []
@@ -74,7 +76,7 @@ def usage_of(allocation: Mapping[str, Any] | None) -> _Usage:
         if result.get("adminAccess"):
             continue
         device_id = (result.get("driver", ""), result.get("pool", ""), result.get("device", ""))
-        share_id = result.get("shareID")
+        share_id = result.get("shareID") if consumable_capacity else None
         if not share_id:
             exclusive.append(device_id)
             continue
@@ -117,8 +119,9 @@ def _bump(counts: dict[Any, int], key: Any, sign: int) -> None:
 
 
 class ClaimTracker:
-    def __init__(self, store: ObjectStore) -> None:
+    def __init__(self, store: ObjectStore, *, consumable_capacity: bool = True) -> None:
         self._store = store
+        self._consumable_capacity = consumable_capacity
         self._assumed: dict[str, Raw] = {}
         self._in_flight: dict[str, Raw] = {}
         # uid -> (in-flight claim, its usage), computed once per claim object
@@ -200,7 +203,7 @@ class ClaimTracker:
         if previous is not None:
             self._index.apply(previous, -1)
         if claim is not None:
-            usage = usage_of(allocation_of(claim))
+            usage = usage_of(allocation_of(claim), consumable_capacity=self._consumable_capacity)
             if usage.exclusive or usage.shared:
                 self._usage[uid] = usage
                 self._index.apply(usage, +1)
@@ -215,7 +218,10 @@ class ClaimTracker:
                 continue  # already counted from its written version
             usage = self._in_flight_usage.get(uid)
             if usage is None or usage[0] is not claim:
-                usage = self._in_flight_usage[uid] = (claim, usage_of(allocation_of(claim)))
+                usage = self._in_flight_usage[uid] = (
+                    claim,
+                    usage_of(allocation_of(claim), consumable_capacity=self._consumable_capacity),
+                )
             extra.extend(usage[1].exclusive)
             shared.update(usage[1].shared)
             for device_id, consumed in usage[1].capacity:

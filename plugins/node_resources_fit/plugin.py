@@ -214,7 +214,12 @@ def new(args: object, handle: Handle) -> NodeResourcesFit:
         args = NodeResourcesFitArgs()
     if not isinstance(args, NodeResourcesFitArgs):
         raise TypeError(f"{NAME} wants NodeResourcesFitArgs, got {type(args).__name__}")
-    # A handle without informers (some tests) means no DeviceClass index.
+    # A handle without informers (some tests) means no DeviceClass index;
+    # without DRAExtendedResource no extended resource is backed by DRA.
     informers = getattr(handle, "informers", None)
-    extended = ExtendedResourceClasses.subscribe(informers) if informers is not None else None
+    gates = getattr(handle, "feature_gates", None)
+    backed = gates is None or gates.enabled("DRAExtendedResource")
+    extended = (
+        ExtendedResourceClasses.subscribe(informers) if informers is not None and backed else None
+    )
     return NodeResourcesFit(args, extended)
