@@ -40,7 +40,8 @@ predictable except ``shareID``, which comes from the injected
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -104,18 +105,32 @@ _START: _Location = (0, 0, 0)
 class AllocatedState:
     """Devices in use: exclusive allocations (admin access excluded), shared
     allocations by (device, shareID), and the capacity consumed per shared
-    device. Built by the plugin's in-use index, frozen for one cycle."""
+    device. Built by the plugin's in-use index as views over it (no copy
+    per pod), so it is read only during the synchronous scheduling cycle
+    that built it, in which the index does not change.
 
-    devices: frozenset[DeviceID] = frozenset()
-    shared: frozenset[tuple[DeviceID, str]] = frozenset()
+    ``shared_devices`` is the set of devices with a shared allocation;
+    without it, it is derived from ``shared`` once (never per device: the
+    counter bookkeeping asks for every device of a pool, on every node)."""
+
+    devices: AbstractSet[DeviceID] = frozenset()
+    shared: AbstractSet[tuple[DeviceID, str]] = frozenset()
     capacity: Mapping[DeviceID, Mapping[str, Decimal]] = field(default_factory=dict)
+    shared_devices: Container[DeviceID] | None = None
+
+    def __post_init__(self) -> None:
+        if self.shared_devices is None:
+            object.__setattr__(
+                self, "shared_devices", frozenset(device_id for device_id, _ in self.shared)
+            )
 
     def is_allocated(self, device_id: DeviceID) -> bool:
-        """In use in any way (the counter bookkeeping's view)."""
+        """In use in any way (the counter bookkeeping's view); O(1)."""
+        shared_devices = self.shared_devices
         return (
             device_id in self.devices
             or device_id in self.capacity
-            or any(shared_id == device_id for shared_id, _ in self.shared)
+            or (shared_devices is not None and device_id in shared_devices)
         )
 
 
@@ -249,7 +264,7 @@ class Allocator:
         """Some device of a usable pool is not in exclusive use."""
         in_use = self.allocated.devices
         for pool in pools:
-            if not pool.incomplete and not pool.invalid and not in_use.issuperset(pool.device_ids):
+            if not pool.incomplete and not pool.invalid and not in_use >= pool.device_ids:
                 return True
         return False
 
@@ -681,13 +696,14 @@ class _Run:
         for index, expression in enumerate(selectors):
             if expression is None:
                 continue  # rejected by _validate for requests; classes are validated by the API
-            outcome = known.get(expression)
-            if outcome is True:
-                continue
-            if outcome is False:
-                return False
             try:
-                if not compile_(expression).matches(device.cel):
+                compiled = compile_(expression)
+                outcome = known.get(compiled.key)
+                if outcome is True:
+                    continue
+                if outcome is False:
+                    return False
+                if not compiled.matches(device.cel):
                     return False
             except SelectorError as error:
                 prefix = f"claim {self.claims[slot[0]].key}, request {data.request.full_name}: "

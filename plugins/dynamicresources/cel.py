@@ -38,6 +38,7 @@ Synchronous and pure apart from those caches.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 import time
@@ -54,6 +55,10 @@ from scheduler.framework import QuantityError, parse_quantity
 MAX_EXPRESSION_LENGTH = 10 * 1024  # upstream CELSelectorExpressionMaxLength
 DEFAULT_COST_LIMIT_SECONDS = 0.1  # stands in for CELSelectorExpressionMaxCost
 MAX_COMPILED = 4096
+# Selector results kept per device (oldest dropped first), keyed by the
+# compiled selector's number, not its text: at most this many small entries
+# per device whatever the number or length of the expressions pods use.
+MAX_RESULTS_PER_DEVICE = 16
 COST_LIMIT_EXCEEDED = "operation cancelled: actual cost limit exceeded"
 
 _T = cel.Type
@@ -99,8 +104,9 @@ class CelDevice:
         self._capacity = capacity
         self.allow_multiple = allow_multiple
         self._input: dict[str, Any] | SelectorError | None = None
-        # expression -> outcome (True/False, or the error it raised)
-        self.results: dict[str, bool | SelectorError] = {}
+        # CompiledSelector.key -> outcome (True/False, or the error it
+        # raised); at most MAX_RESULTS_PER_DEVICE entries
+        self.results: dict[int, bool | SelectorError] = {}
 
     def input(self) -> dict[str, Any]:
         """The ``device`` variable; raises SelectorError for an attribute
@@ -161,7 +167,7 @@ def _attribute_value(name: str, attribute: Mapping[str, Any]) -> Any:
 class CompiledSelector:
     """One compiled expression; ``matches`` evaluates it on a device."""
 
-    __slots__ = ("_clock", "_cost_limit", "_program", "expression")
+    __slots__ = ("_clock", "_cost_limit", "_program", "expression", "key")
 
     def __init__(
         self,
@@ -169,8 +175,10 @@ class CompiledSelector:
         program: Any,
         clock: Callable[[], float],
         cost_limit: float,
+        key: int = 0,
     ) -> None:
         self.expression = expression
+        self.key = key  # unique per environment: the devices' result-cache key
         self._program = program
         self._clock = clock
         self._cost_limit = cost_limit
@@ -178,7 +186,8 @@ class CompiledSelector:
     def matches(self, device: CelDevice) -> bool:
         """True/False, cached on the device; raises SelectorError (cached too,
         except a wall-time overrun, which depends on the moment)."""
-        cached = device.results.get(self.expression)
+        results = device.results
+        cached = results.get(self.key)
         if cached is None:
             try:
                 cached = self._evaluate(device)
@@ -186,7 +195,9 @@ class CompiledSelector:
                 raise SelectorError("runtime", COST_LIMIT_EXCEEDED) from error
             except SelectorError as error:
                 cached = error
-            device.results[self.expression] = cached
+            if len(results) >= MAX_RESULTS_PER_DEVICE:
+                del results[next(iter(results))]
+            results[self.key] = cached
         if isinstance(cached, SelectorError):
             raise cached
         return cached
@@ -238,6 +249,7 @@ class CelEnvironment:
         self._clock = clock
         self._cost_limit = cost_limit_seconds
         self._compiled: dict[str, CompiledSelector | SelectorError] = {}
+        self._keys = itertools.count(1)
 
     def compile(self, expression: str) -> CompiledSelector:
         """The compiled selector; raises SelectorError("compile", ...)."""
@@ -274,7 +286,9 @@ class CelEnvironment:
                 program = self._env.compile(with_defaults)
             except RuntimeError as error:  # keep the original: no default for missing domains
                 log.warning("DynamicResources: CEL rewrite of %r failed: %s", expression, error)
-        return CompiledSelector(expression, program, self._clock, self._cost_limit)
+        return CompiledSelector(
+            expression, program, self._clock, self._cost_limit, next(self._keys)
+        )
 
 
 def _overload(
