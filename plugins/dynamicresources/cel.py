@@ -48,7 +48,7 @@ from typing import Any
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 
-from plugins.dynamicresources import celdomains
+from plugins.dynamicresources import celdomains, cellists
 from plugins.dynamicresources import celfunctions as fn
 from scheduler.framework import QuantityError, parse_quantity
 
@@ -62,6 +62,18 @@ MAX_RESULTS_PER_DEVICE = 16
 COST_LIMIT_EXCEEDED = "operation cancelled: actual cost limit exceeded"
 
 _T = cel.Type
+# cel-cpp's own extensions that upstream's base environment (k8s.io/apiserver
+# pkg/cel/environment, 1.36) has: ext.Sets, ext.Lists (cel-cpp's newest,
+# version 2, has what cel-go's version 3 adds: first/last), and
+# ext.TwoVarComprehensions; ext.Strings is version 2, as upstream's.
+_LIBRARIES = """\
+name: dra-selectors
+extensions:
+  - name: sets
+  - name: lists
+  - name: two-var-comprehensions
+"""
+STRINGS_VERSION = 2
 log = logging.getLogger(__name__)
 _STATUS_PREFIX = re.compile(r"^[A-Z_]+: ")
 # cel-cpp's comprehension iteration budget: deterministic, so upstream's
@@ -238,11 +250,14 @@ class CelEnvironment:
         cost_limit_seconds: float = DEFAULT_COST_LIMIT_SECONDS,
     ) -> None:
         self._env = cel.NewEnv(
+            config=cel.NewEnvConfigFromYaml(_LIBRARIES),
             variables={"device": _T.Map(_T.STRING, _T.DYN)},
             extensions=[
                 ext_bindings.ExtBindings(),
                 ext_optional.ExtOptional(),
-                ext_strings.ExtStrings(),
+                ext_strings.ExtStrings(STRINGS_VERSION),
+                # after strings: its indexOf/lastIndexOf gain the list overloads
+                cel.CelExtension("kubernetes.lists", _lists_decls()),
             ],
             functions=_function_decls(),
         )
@@ -343,4 +358,23 @@ def _function_decls() -> list[Any]:
         cel.FunctionDecl("major", [member("major", int_, fn.major)]),
         cel.FunctionDecl("minor", [member("minor", int_, fn.minor)]),
         cel.FunctionDecl("patch", [member("patch", int_, fn.patch)]),
+    ]
+
+
+def _lists_decls() -> list[Any]:
+    """Upstream's Kubernetes ``lists`` library on any list."""
+    list_, dyn, int_, bool_ = _T.List(_T.DYN), _T.DYN, _T.INT, _T.BOOL
+
+    def on_list(name: str, result: Any, impl: Callable[..., Any], *args: Any) -> Any:
+        return cel.FunctionDecl(
+            name, [_overload(f"k8s_list_{name}", result, [list_, *args], impl, member=True)]
+        )
+
+    return [
+        on_list("isSorted", bool_, cellists.is_sorted),
+        on_list("sum", dyn, cellists.total),
+        on_list("min", dyn, cellists.minimum),
+        on_list("max", dyn, cellists.maximum),
+        on_list("indexOf", int_, cellists.index_of, dyn),
+        on_list("lastIndexOf", int_, cellists.last_index_of, dyn),
     ]
