@@ -53,7 +53,11 @@ from plugins.dynamicresources.allocator import (
     NodeAllocationError,
     Solution,
 )
-from plugins.dynamicresources.args import DynamicResourcesArgs
+from plugins.dynamicresources.args import (
+    DEFAULT_BINDING_TIMEOUT,
+    DEFAULT_FILTER_TIMEOUT,
+    DynamicResourcesArgs,
+)
 from plugins.dynamicresources.bindingconditions import (
     Binding,
     binding_state,
@@ -602,13 +606,25 @@ def new(args: object, handle: Handle) -> DynamicResources:
 
 def validate_args_for_features(args: DynamicResourcesArgs, features: Features) -> None:
     """A timeout whose gate is off may not be configured (upstream
-    ``ValidateDynamicResourcesArgs``)."""
+    ``ValidateDynamicResourcesArgs``). Unlike upstream, a value equal to the
+    default passes: upstream leaves a gated-off timeout out of its defaults,
+    while our configuration dump (``--write-config-to``) always writes the
+    defaults, and that dump must load again with the gate off."""
     problems = []
-    if not features.filter_timeout and "filter_timeout" in args.model_fields_set:
+    given = args.model_fields_set
+    if (
+        not features.filter_timeout
+        and "filter_timeout" in given
+        and args.filter_timeout != DEFAULT_FILTER_TIMEOUT
+    ):
         problems.append(
             "filterTimeout: Forbidden: DRASchedulingFilterTimeout feature gate is disabled"
         )
-    if not features.binding_conditions and "binding_timeout" in args.model_fields_set:
+    if (
+        not features.binding_conditions
+        and "binding_timeout" in given
+        and args.binding_timeout != DEFAULT_BINDING_TIMEOUT
+    ):
         problems.append(
             "bindingTimeout: Forbidden: DRADeviceBindingConditions or"
             " DRAResourceClaimDeviceStatus feature gate is disabled"

@@ -99,17 +99,20 @@ class _Index:
     exclusive: dict[DeviceID, int] = field(default_factory=dict)
     shared: dict[tuple[DeviceID, str], int] = field(default_factory=dict)
     capacity: dict[DeviceID, dict[str, Decimal]] = field(default_factory=dict)
+    # shared allocations per device: the capacity entry lives as long as one does
+    sharing: dict[DeviceID, int] = field(default_factory=dict)
 
     def apply(self, usage: _Usage, sign: int) -> None:
         for device_id in usage.exclusive:
             _bump(self.exclusive, device_id, sign)
         for shared_id in usage.shared:
             _bump(self.shared, shared_id, sign)
+            _bump(self.sharing, shared_id[0], sign)
         for device_id, consumed in usage.capacity:
             totals = self.capacity.setdefault(device_id, {})
             for name, value in consumed.items():
                 totals[name] = totals.get(name, Decimal(0)) + sign * value
-            if sign < 0 and not any(shared_id[0] == device_id for shared_id in self.shared):
+            if sign < 0 and device_id not in self.sharing:
                 del self.capacity[device_id]
 
 

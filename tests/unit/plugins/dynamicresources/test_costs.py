@@ -116,3 +116,39 @@ def test_selector_results_per_device_are_bounded_in_number_and_size() -> None:
     kept = sum(sys.getsizeof(key) for key in device.results)
     assert kept < 64 * 16  # small keys, not the expressions' text
     assert cel.MAX_RESULTS_PER_DEVICE == 16
+
+
+def test_a_deallocation_does_not_scan_every_shared_allocation() -> None:
+    """Before: dropping a shared allocation's capacity scanned every shared
+    allocation of the cluster to see whether its device was still shared."""
+    store = FakeStore()
+    tracker = ClaimTracker(store)
+
+    def shared_claim(i: int, device: str) -> dict[str, Any]:
+        result = {
+            "request": "r",
+            "driver": "drv",
+            "pool": "p",
+            "device": device,
+            "shareID": f"s{i}",
+            "consumedCapacity": {"bw": "1"},
+        }
+        return (
+            make_claim(f"c{i}")
+            .uid(f"u{i}")
+            .resource_version("1")
+            .allocation({"devices": {"results": [result]}})
+            .obj()
+        )
+
+    claims = [shared_claim(i, f"nic-{i}") for i in range(300)]
+    for claim in claims:
+        store.objects[object_key(claim)] = claim
+        tracker.claim_changed(None, claim)
+    index = tracker._index  # the one seam: count what a deallocation reads
+    index.shared = CountingDict(index.shared)
+    del store.objects[object_key(claims[0])]
+    tracker.claim_changed(claims[0], None)
+    assert index.shared.iterated == 0
+    assert ("drv", "p", "nic-0") not in tracker.allocated_state().capacity
+    assert ("drv", "p", "nic-1") in tracker.allocated_state().capacity

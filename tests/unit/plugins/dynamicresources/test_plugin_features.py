@@ -195,6 +195,12 @@ def test_filter_timeout_gate(gates: str, expected: Status | None) -> None:
         pytest.param("", {"filterTimeout": "5s", "bindingTimeout": "60s"}, "", id="gates on"),
         pytest.param("DRASchedulerFilterTimeout=false", {}, "", id="filterTimeout unset"),
         pytest.param(
+            "DRASchedulerFilterTimeout=false,DRADeviceBindingConditions=false",
+            {"filterTimeout": "10s", "bindingTimeout": "10m0s"},
+            "",
+            id="our own dump's defaults load with the gates off",
+        ),
+        pytest.param(
             "DRASchedulerFilterTimeout=false",
             {"filterTimeout": "5s"},
             "filterTimeout: Forbidden: DRASchedulingFilterTimeout feature gate is disabled",
