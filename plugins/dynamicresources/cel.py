@@ -48,7 +48,7 @@ from typing import Any
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 
-from plugins.dynamicresources import celdomains, cellists
+from plugins.dynamicresources import celdomains, cellists, celnet
 from plugins.dynamicresources import celfunctions as fn
 from scheduler.framework import QuantityError, parse_quantity
 
@@ -258,6 +258,7 @@ class CelEnvironment:
                 ext_strings.ExtStrings(STRINGS_VERSION),
                 # after strings: its indexOf/lastIndexOf gain the list overloads
                 cel.CelExtension("kubernetes.lists", _lists_decls()),
+                cel.CelExtension("kubernetes.net", _net_decls()),
             ],
             functions=_function_decls(),
         )
@@ -377,4 +378,64 @@ def _lists_decls() -> list[Any]:
         on_list("max", dyn, cellists.maximum),
         on_list("indexOf", int_, cellists.index_of, dyn),
         on_list("lastIndexOf", int_, cellists.last_index_of, dyn),
+    ]
+
+
+def _net_decls() -> list[Any]:
+    """Upstream's Kubernetes ``IP`` and ``CIDR`` libraries; an address and a
+    prefix are tagged maps (``celnet``)."""
+    map_, str_, int_, bool_ = _T.MAP, _T.STRING, _T.INT, _T.BOOL
+
+    def on_map(name: str, result: Any, impl: Callable[..., Any], *args: Any) -> Any:
+        ids = "_".join(a.name().lower() for a in args)
+        return _overload(f"k8s_net_{name}_{ids}", result, [map_, *args], impl, member=True)
+
+    def function(name: str, result: Any, impl: Callable[..., Any]) -> Any:
+        return cel.FunctionDecl(name, [_overload(f"k8s_net_{name}", result, [str_], impl)])
+
+    return [
+        cel.FunctionDecl(
+            "ip",
+            [
+                _overload("k8s_net_ip", map_, [str_], celnet.ip),
+                on_map("ip", map_, celnet.cidr_ip),
+            ],
+        ),
+        function("isIP", bool_, celnet.is_ip),
+        function("ip.isCanonical", bool_, celnet.is_canonical),
+        function("cidr", map_, celnet.cidr),
+        function("isCIDR", bool_, celnet.is_cidr),
+        cel.FunctionDecl("family", [on_map("family", int_, celnet.family)]),
+        cel.FunctionDecl("isUnspecified", [on_map("isUnspecified", bool_, celnet.is_unspecified)]),
+        cel.FunctionDecl("isLoopback", [on_map("isLoopback", bool_, celnet.is_loopback)]),
+        cel.FunctionDecl(
+            "isLinkLocalMulticast",
+            [on_map("isLinkLocalMulticast", bool_, celnet.is_link_local_multicast)],
+        ),
+        cel.FunctionDecl(
+            "isLinkLocalUnicast",
+            [on_map("isLinkLocalUnicast", bool_, celnet.is_link_local_unicast)],
+        ),
+        cel.FunctionDecl(
+            "isGlobalUnicast", [on_map("isGlobalUnicast", bool_, celnet.is_global_unicast)]
+        ),
+        cel.FunctionDecl(
+            "containsIP",
+            [
+                on_map("containsIP", bool_, celnet.contains_ip, map_),
+                on_map("containsIP", bool_, celnet.contains_ip, str_),
+            ],
+        ),
+        cel.FunctionDecl(
+            "containsCIDR",
+            [
+                on_map("containsCIDR", bool_, celnet.contains_cidr, map_),
+                on_map("containsCIDR", bool_, celnet.contains_cidr, str_),
+            ],
+        ),
+        cel.FunctionDecl("masked", [on_map("masked", map_, celnet.masked)]),
+        cel.FunctionDecl("prefixLength", [on_map("prefixLength", int_, celnet.prefix_length)]),
+        cel.FunctionDecl(
+            "string", [_overload("k8s_net_string_map", str_, [map_], celnet.to_string)]
+        ),
     ]

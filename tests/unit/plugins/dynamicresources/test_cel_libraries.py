@@ -1,8 +1,10 @@
 """The CEL libraries of upstream's 1.36 environment (issue 23 #5), checked
 against their documented examples: cel-go's ext.Sets, ext.Lists (v3),
 ext.TwoVarComprehensions and ext.Strings (v2) (here cel-cpp's own
-extensions), and Kubernetes' ``lists`` library (k8s.io/apiserver
-pkg/cel/library/lists.go doc comment), on a device's attributes too."""
+extensions), and Kubernetes' ``lists``, ``IP`` and ``CIDR`` libraries
+(k8s.io/apiserver v0.36.2 pkg/cel/library/{lists,ip,cidr}.go doc comments;
+where a comment and the code disagree, the code: a CIDR keeps host bits),
+on a device's attributes too."""
 
 from __future__ import annotations
 
@@ -13,7 +15,12 @@ from plugins.dynamicresources.cel import CelDevice, CelEnvironment, SelectorErro
 ENV = CelEnvironment()
 DEVICE = CelDevice(
     "gpu.example.com",
-    {"model": {"string": "A100"}, "numa": {"int": 1}, "cores": {"int": 96}},
+    {
+        "model": {"string": "A100"},
+        "numa": {"int": 1},
+        "cores": {"int": 96},
+        "address": {"string": "10.1.2.3"},
+    },
     {},
 )
 
@@ -59,6 +66,77 @@ DEVICE = CelDevice(
         pytest.param("['a', 'b', 'b', 'c'].lastIndexOf('b') == 2", id="lastIndexOf"),
         pytest.param("[1.0].indexOf(1.1) == -1 && [].indexOf('string') == -1", id="indexOf absent"),
         pytest.param("'abc'.indexOf('c') == 2", id="strings indexOf kept"),
+        # Kubernetes IP
+        pytest.param("isIP('127.0.0.1') && isIP('::1')", id="isIP"),
+        pytest.param("!isIP('127.0.0.256') && !isIP(':::1')", id="isIP invalid"),
+        pytest.param("!isIP('::ffff:1.2.3.4') && !isIP('fe80::1%eth0')", id="isIP mapped, zone"),
+        pytest.param("!isIP('127.0.0.01')", id="isIP leading zero"),
+        pytest.param("ip.isCanonical('127.0.0.1') && ip.isCanonical('2001:db8::abcd')", id="canon"),
+        pytest.param(
+            "!ip.isCanonical('2001:DB8::ABCD') && !ip.isCanonical('2001:db8::0:0:0:abcd')",
+            id="not canonical",
+        ),
+        pytest.param("ip('127.0.0.1').family() == 4 && ip('::1').family() == 6", id="family"),
+        pytest.param(
+            "ip('0.0.0.0').isUnspecified() && !ip('127.0.0.1').isUnspecified()"
+            " && ip('::').isUnspecified() && !ip('::1').isUnspecified()",
+            id="isUnspecified",
+        ),
+        pytest.param(
+            "ip('127.0.0.1').isLoopback() && !ip('192.168.0.1').isLoopback()"
+            " && ip('::1').isLoopback() && !ip('2001:db8::abcd').isLoopback()",
+            id="isLoopback",
+        ),
+        pytest.param(
+            "ip('224.0.0.1').isLinkLocalMulticast() && !ip('224.0.1.1').isLinkLocalMulticast()"
+            " && ip('ff02::1').isLinkLocalMulticast() && !ip('fd00::1').isLinkLocalMulticast()",
+            id="isLinkLocalMulticast",
+        ),
+        pytest.param(
+            "ip('169.254.169.254').isLinkLocalUnicast() && !ip('192.168.0.1').isLinkLocalUnicast()"
+            " && ip('fe80::1').isLinkLocalUnicast() && !ip('fd80::1').isLinkLocalUnicast()",
+            id="isLinkLocalUnicast",
+        ),
+        pytest.param(
+            "ip('192.168.0.1').isGlobalUnicast() && !ip('255.255.255.255').isGlobalUnicast()"
+            " && ip('2001:db8::abcd').isGlobalUnicast() && !ip('ff00::1').isGlobalUnicast()",
+            id="isGlobalUnicast",
+        ),
+        pytest.param("string(ip('2001:DB8::1')) == '2001:db8::1'", id="string(ip)"),
+        pytest.param("ip('::1') == ip('0:0::1')", id="ip equality"),
+        # Kubernetes CIDR
+        pytest.param("isCIDR('192.168.0.0/16') && isCIDR('::1/128')", id="isCIDR"),
+        pytest.param("!isCIDR('192.168.0.0/33') && !isCIDR('::1/129')", id="isCIDR invalid"),
+        pytest.param(
+            "cidr('192.168.0.0/24').containsIP(ip('192.168.0.1'))"
+            " && !cidr('192.168.0.0/24').containsIP(ip('192.168.1.1'))"
+            " && cidr('192.168.0.0/24').containsIP('192.168.0.1')"
+            " && !cidr('192.168.0.0/24').containsIP('192.168.1.1')",
+            id="containsIP",
+        ),
+        pytest.param(
+            "cidr('192.168.0.0/16').containsCIDR(cidr('192.168.10.0/24'))"
+            " && !cidr('192.168.1.0/24').containsCIDR(cidr('192.168.2.0/24'))"
+            " && cidr('192.168.0.0/16').containsCIDR('192.168.10.0/24')"
+            " && !cidr('192.168.1.0/24').containsCIDR('192.168.2.0/24')",
+            id="containsCIDR",
+        ),
+        pytest.param(
+            "cidr('192.168.0.1/24').ip() == ip('192.168.0.1')"
+            " && cidr('192.168.0.1/24').ip().family() == 4 && cidr('::1/128').ip().family() == 6",
+            id="cidr ip",
+        ),
+        pytest.param(
+            "cidr('192.168.0.1/24').masked() == cidr('192.168.0.0/24')"
+            " && cidr('192.168.0.0/24') == cidr('192.168.0.0/24').masked()"
+            " && cidr('192.168.0.1/24') != cidr('192.168.0.1/24').masked()",
+            id="masked",
+        ),
+        pytest.param(
+            "cidr('192.168.0.0/16').prefixLength() == 16 && cidr('::1/128').prefixLength() == 128",
+            id="prefixLength",
+        ),
+        pytest.param("string(cidr('192.168.0.1/24')) == '192.168.0.1/24'", id="string(cidr)"),
         # on a device
         pytest.param(
             'sets.contains(["A100", "H100"], [device.attributes["gpu.example.com"].model])',
@@ -68,6 +146,10 @@ DEVICE = CelDevice(
             '[device.attributes["gpu.example.com"].numa, 3].isSorted()'
             ' && device.attributes["gpu.example.com"].cores > 95.5',
             id="lists and a cross-type comparison on attributes",
+        ),
+        pytest.param(
+            'cidr("10.0.0.0/8").containsIP(device.attributes["gpu.example.com"].address)',
+            id="a device's address in a network",
         ),
     ],
 )
@@ -80,6 +162,21 @@ def test_upstream_library_examples_hold(expression: str) -> None:
     [
         pytest.param("[].min() == 0", "min called on empty list", id="min of an empty list"),
         pytest.param("[].max() == 0", "max called on empty list", id="max of an empty list"),
+        pytest.param(
+            "ip('127.0.0.256').family() == 4",
+            'IP Address "127.0.0.256" parse error during conversion from string',
+            id="ip of an invalid address",
+        ),
+        pytest.param(
+            "ip('::ffff:1.2.3.4').family() == 6",
+            'IPv4-mapped IPv6 address "::ffff:1.2.3.4" is not allowed',
+            id="ip of an IPv4-mapped address",
+        ),
+        pytest.param(
+            "cidr('192.168.0.0/33').prefixLength() == 33",
+            "network address parse error during conversion from string",
+            id="cidr of an invalid prefix",
+        ),
     ],
 )
 def test_upstream_library_errors(expression: str, message: str) -> None:
