@@ -13,6 +13,10 @@ switches live in one place:
   ``sharedCounters`` or ``perDeviceNodeSelection`` are ignored and a device
   consuming counters is never selected.
 - ``device_taints`` (DRADeviceTaints): when off, device taints are ignored.
+- ``device_taint_rules`` (DRADeviceTaintRules, beta and off in 1.36): when
+  on, DeviceTaintRule objects (``resource.k8s.io/v1beta2``, which the API
+  server must serve) add their taint to the devices they select, as
+  upstream's ResourceSlice tracker does (``applyPatches``).
 - ``binding_conditions`` (DRADeviceBindingConditions *and*
   DRAResourceClaimDeviceStatus, upstream's ``DeviceBindingAndStatus``): when
   off, a device with binding conditions is never selected, Filter does not
@@ -48,6 +52,7 @@ RESOURCE_CLAIM_DEVICE_STATUS = "DRAResourceClaimDeviceStatus"
 CONSUMABLE_CAPACITY = "DRAConsumableCapacity"
 EXTENDED_RESOURCE = "DRAExtendedResource"
 SCHEDULER_FILTER_TIMEOUT = "DRASchedulerFilterTimeout"
+DEVICE_TAINT_RULES = "DRADeviceTaintRules"
 
 # Every gate read here, each of which must be in the framework's KNOWN_GATES.
 GATES = (
@@ -60,12 +65,14 @@ GATES = (
     CONSUMABLE_CAPACITY,
     EXTENDED_RESOURCE,
     SCHEDULER_FILTER_TIMEOUT,
+    DEVICE_TAINT_RULES,
 )
 
 
 @dataclass(frozen=True, slots=True)
 class Features:
-    """The defaults are v1.36's (every one of these gates on)."""
+    """The defaults are v1.36's (every one of these gates on but
+    DRADeviceTaintRules)."""
 
     admin_access: bool = True
     prioritized_list: bool = True
@@ -75,6 +82,7 @@ class Features:
     consumable_capacity: bool = True
     extended_resource: bool = True
     filter_timeout: bool = True
+    device_taint_rules: bool = False
 
     @property
     def stable_allocator(self) -> bool:
@@ -95,6 +103,7 @@ class Features:
             consumable_capacity=gates.enabled(CONSUMABLE_CAPACITY),
             extended_resource=gates.enabled(EXTENDED_RESOURCE),
             filter_timeout=gates.enabled(SCHEDULER_FILTER_TIMEOUT),
+            device_taint_rules=gates.enabled(DEVICE_TAINT_RULES),
         )
 
 

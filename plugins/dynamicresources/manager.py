@@ -31,6 +31,7 @@ from scheduler.framework import Handle, SharedKey
 RESOURCE_CLAIMS = "resourceclaims"
 RESOURCE_SLICES = "resourceslices"
 DEVICE_CLASSES = "deviceclasses"
+DEVICE_TAINT_RULES = "devicetaintrules"
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +56,8 @@ def build_manager(handle: Handle) -> DraManager:
     informers.on_change(RESOURCE_CLAIMS, tracker.claim_changed)
     informers.on_change(RESOURCE_SLICES, inventory.slice_changed)
     informers.on_change(DEVICE_CLASSES, inventory.class_changed)
+    if features.device_taint_rules:
+        informers.on_change(DEVICE_TAINT_RULES, inventory.taint_rule_changed)
     return DraManager(
         tracker=tracker,
         inventory=inventory,

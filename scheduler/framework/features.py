@@ -42,6 +42,7 @@ KNOWN_GATES: Mapping[str, bool] = MappingProxyType(
         "DRAPrioritizedList": True,
         "DRAResourceClaimDeviceStatus": True,
         "DRASchedulerFilterTimeout": True,
+        "DRADeviceTaintRules": False,  # beta, off (its API is beta too)
     }
 )
 

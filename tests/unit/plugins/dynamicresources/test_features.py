@@ -20,10 +20,12 @@ import pytest
 from plugins.dynamicresources.allocator import AllocatedState, AllocationError, Allocator
 from plugins.dynamicresources.cel import CelEnvironment
 from plugins.dynamicresources.features import GATES, Features
+from plugins.dynamicresources.inventory import DeviceInventory
 from plugins.dynamicresources.model import parse_claim, parse_class, parse_slice
 from plugins.dynamicresources.state import usage_of
 from scheduler.features import FeatureGateError, parse_feature_gates
 from scheduler.framework import KNOWN_GATES
+from scheduler.framework.features import CATALOGUE
 from tests.support.drabuilders import Obj, make_claim, make_class, make_device, make_slice, request
 
 NODE = ("node-1", {"region": "region-1"})
@@ -43,7 +45,7 @@ ON = Features()
 # ------------------------------------------------------------------ the gates
 @pytest.mark.parametrize("gate", GATES)
 def test_every_dra_gate_read_by_the_plugin_is_known_with_its_v136_default(gate: str) -> None:
-    assert KNOWN_GATES[gate] is True
+    assert KNOWN_GATES[gate] is CATALOGUE[gate][0]
 
 
 @pytest.mark.parametrize(
@@ -65,11 +67,6 @@ def test_a_dra_gate_is_settable_both_ways(gate: str, value: bool) -> None:
             id="DRAAdminAccess is GA and locked in 1.36",
         ),
         pytest.param(
-            "DRADeviceTaintRules=true",
-            "DRADeviceTaintRules=true: pyscheduler implements only the v1.36 default",
-            id="DeviceTaintRule objects are not implemented",
-        ),
-        pytest.param(
             "DRAListTypeAttributes=true",
             "DRAListTypeAttributes=true: pyscheduler implements only the v1.36 default",
             id="list-type attributes (alpha) are not implemented",
@@ -84,7 +81,10 @@ def test_dra_gates_still_refused(text: str, message: str) -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        pytest.param("", ON, id="v1.36 defaults: all on"),
+        pytest.param("", ON, id="v1.36 defaults: all on but DRADeviceTaintRules"),
+        pytest.param(
+            "DRADeviceTaintRules=true", Features(device_taint_rules=True), id="taint rules on"
+        ),
         pytest.param(
             "DRADeviceBindingConditions=false",
             BINDING_OFF,
@@ -313,3 +313,74 @@ def test_shared_allocations_hold_their_device_exclusively_without_consumable_cap
     }
     assert usage_of(allocation).exclusive == ()
     assert usage_of(allocation, consumable_capacity=False).exclusive == (("d", "p", "x"),)
+
+
+# ------------------------------------------------------ DeviceTaintRules
+def taint_rule(name: str, effect: str = "NoSchedule", **selector: str) -> Obj:
+    return {
+        "apiVersion": "resource.k8s.io/v1beta2",
+        "kind": "DeviceTaintRule",
+        "metadata": {"name": name},
+        "spec": {
+            "deviceSelector": selector,
+            "taint": {"key": "example.com/broken", "effect": effect},
+        },
+    }
+
+
+def taints_by_device(inventory: DeviceInventory) -> dict[str, list[str]]:
+    return {
+        "/".join(device.id): [t.effect for t in device.taints]
+        for slice_ in inventory.slices()
+        for device in slice_.devices
+        if device.taints
+    }
+
+
+TWO_POOLS = [
+    make_slice("slice-1").driver("driver-a").pool("pool-1").node("node-1").device("d1", "d2").obj(),
+    make_slice("slice-2").driver("driver-b").pool("pool-2").node("node-1").device("d1").obj(),
+]
+
+
+@pytest.mark.parametrize(
+    ("selector", "expected"),
+    [
+        pytest.param(
+            {},
+            {
+                "driver-a/pool-1/d1": ["NoSchedule"],
+                "driver-a/pool-1/d2": ["NoSchedule"],
+                "driver-b/pool-2/d1": ["NoSchedule"],
+            },
+            id="applyPatches: no selector taints every device",
+        ),
+        pytest.param(
+            {"driver": "driver-b"}, {"driver-b/pool-2/d1": ["NoSchedule"]}, id="by driver"
+        ),
+        pytest.param(
+            {"pool": "pool-1"},
+            {"driver-a/pool-1/d1": ["NoSchedule"], "driver-a/pool-1/d2": ["NoSchedule"]},
+            id="by pool",
+        ),
+        pytest.param(
+            {"driver": "driver-a", "device": "d1"},
+            {"driver-a/pool-1/d1": ["NoSchedule"]},
+            id="by driver and device",
+        ),
+        pytest.param({"driver": "driver-c"}, {}, id="mismatched driver"),
+    ],
+)
+def test_taint_rules_taint_the_devices_they_select(
+    selector: dict[str, str], expected: dict[str, list[str]]
+) -> None:
+    inventory = DeviceInventory()
+    for slice_ in TWO_POOLS:
+        inventory.slice_changed(None, slice_)
+    assert taints_by_device(inventory) == {}
+    inventory.taint_rule_changed(None, taint_rule("rule", **selector))
+    assert taints_by_device(inventory) == expected
+    inventory.slice_changed(TWO_POOLS[0], TWO_POOLS[0])  # a slice update keeps them
+    assert taints_by_device(inventory) == expected
+    inventory.taint_rule_changed(taint_rule("rule", **selector), None)
+    assert taints_by_device(inventory) == {}

@@ -275,3 +275,38 @@ def test_extended_resource_gate_in_node_resources_fit(gates: str, expected: Stat
     state = CycleState()
     plugin.pre_filter(state, GPU_POD, [])
     assert plugin.filter(state, GPU_POD, node_info(make_node("bare").obj())) == expected
+
+
+def rule_on_instance_1() -> dict[str, Any]:
+    return {
+        "apiVersion": "resource.k8s.io/v1beta2",
+        "kind": "DeviceTaintRule",
+        "metadata": {"name": "broken"},
+        "spec": {
+            "deviceSelector": {"device": "instance-1"},
+            "taint": {"key": "example.com/broken", "effect": "NoSchedule"},
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("gates", "expected"),
+    [
+        pytest.param("", [None], id="DeviceTaintRules ignored with DRADeviceTaintRules off"),
+        pytest.param(
+            "DRADeviceTaintRules=true",
+            [Status.unresolvable("cannot allocate all claims")],
+            id="ListWithDeviceTaintRules: a rule's NoSchedule taint blocks the device",
+        ),
+        pytest.param(
+            "DRADeviceTaintRules=true,DRADeviceTaints=false",
+            [None],
+            id="a rule's taint is ignored without DRADeviceTaints",
+        ),
+    ],
+)
+def test_device_taint_rules_gate(gates: str, expected: list[Status | None]) -> None:
+    plugin, handle = setup(gates, claims=(claim_obj(),), slices=(worker_slice("instance-1"),))
+    handle.informers.put("devicetaintrules", rule_on_instance_1())
+    _, statuses = cycle(plugin, the_pod(), WORKER)
+    assert statuses == expected
