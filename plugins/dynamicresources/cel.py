@@ -48,7 +48,7 @@ from typing import Any
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 
-from plugins.dynamicresources import celdomains, cellists, celnet
+from plugins.dynamicresources import celdomains, cellists, celnet, celurls
 from plugins.dynamicresources import celfunctions as fn
 from scheduler.framework import QuantityError, parse_quantity
 
@@ -259,6 +259,7 @@ class CelEnvironment:
                 # after strings: its indexOf/lastIndexOf gain the list overloads
                 cel.CelExtension("kubernetes.lists", _lists_decls()),
                 cel.CelExtension("kubernetes.net", _net_decls()),
+                cel.CelExtension("kubernetes.urls", _url_decls()),
             ],
             functions=_function_decls(),
         )
@@ -438,4 +439,25 @@ def _net_decls() -> list[Any]:
         cel.FunctionDecl(
             "string", [_overload("k8s_net_string_map", str_, [map_], celnet.to_string)]
         ),
+    ]
+
+
+def _url_decls() -> list[Any]:
+    """Upstream's Kubernetes ``URLs`` library; a URL is a tagged map (``celurls``)."""
+    map_, str_ = _T.MAP, _T.STRING
+
+    def accessor(name: str, result: Any, impl: Callable[..., Any]) -> Any:
+        return cel.FunctionDecl(
+            name, [_overload(f"k8s_url_{name}", result, [map_], impl, member=True)]
+        )
+
+    return [
+        cel.FunctionDecl("url", [_overload("k8s_url", map_, [str_], celurls.url)]),
+        cel.FunctionDecl("isURL", [_overload("k8s_is_url", _T.BOOL, [str_], celurls.is_url)]),
+        accessor("getScheme", str_, celurls.get_scheme),
+        accessor("getHost", str_, celurls.get_host),
+        accessor("getHostname", str_, celurls.get_hostname),
+        accessor("getPort", str_, celurls.get_port),
+        accessor("getEscapedPath", str_, celurls.get_escaped_path),
+        accessor("getQuery", _T.Map(str_, _T.List(str_)), celurls.get_query),
     ]

@@ -1,8 +1,8 @@
 """The CEL libraries of upstream's 1.36 environment (issue 23 #5), checked
 against their documented examples: cel-go's ext.Sets, ext.Lists (v3),
 ext.TwoVarComprehensions and ext.Strings (v2) (here cel-cpp's own
-extensions), and Kubernetes' ``lists``, ``IP`` and ``CIDR`` libraries
-(k8s.io/apiserver v0.36.2 pkg/cel/library/{lists,ip,cidr}.go doc comments;
+extensions), and Kubernetes' ``lists``, ``IP``, ``CIDR`` and ``URLs`` libraries
+(k8s.io/apiserver v0.36.2 pkg/cel/library/{lists,ip,cidr,urls}.go doc comments;
 where a comment and the code disagree, the code: a CIDR keeps host bits),
 on a device's attributes too."""
 
@@ -137,6 +137,52 @@ DEVICE = CelDevice(
             id="prefixLength",
         ),
         pytest.param("string(cidr('192.168.0.1/24')) == '192.168.0.1/24'", id="string(cidr)"),
+        # Kubernetes URLs
+        pytest.param(
+            "isURL('https://user:pass@example.com:80/path?query=val#fragment')"
+            " && isURL('/absolute-path')",
+            id="isURL",
+        ),
+        pytest.param("!isURL('https://a:b:c/') && !isURL('../relative-path')", id="isURL invalid"),
+        pytest.param(
+            "url('/path').getScheme() == '' && url('https://example.com/').getScheme() == 'https'",
+            id="getScheme",
+        ),
+        pytest.param(
+            "url('https://example.com:80/').getHost() == 'example.com:80'"
+            " && url('https://example.com/').getHost() == 'example.com'"
+            " && url('https://[::1]:80/').getHost() == '[::1]:80'"
+            " && url('https://[::1]/').getHost() == '[::1]' && url('/path').getHost() == ''",
+            id="getHost",
+        ),
+        pytest.param(
+            "url('https://example.com:80/').getHostname() == 'example.com'"
+            " && url('https://127.0.0.1:80/').getHostname() == '127.0.0.1'"
+            " && url('https://[::1]:80/').getHostname() == '::1'"
+            " && url('/path').getHostname() == ''",
+            id="getHostname",
+        ),
+        pytest.param(
+            "url('https://example.com:80/').getPort() == '80'"
+            " && url('https://example.com/').getPort() == '' && url('/path').getPort() == ''",
+            id="getPort",
+        ),
+        pytest.param(
+            "url('https://example.com/path').getEscapedPath() == '/path'"
+            " && url('https://example.com/path with spaces/').getEscapedPath()"
+            " == '/path%20with%20spaces/'"
+            " && url('https://example.com').getEscapedPath() == ''",
+            id="getEscapedPath",
+        ),
+        pytest.param(
+            "url('https://example.com/path?k1=a&k2=b&k2=c').getQuery()"
+            " == {'k1': ['a'], 'k2': ['b', 'c']}"
+            " && url('https://example.com/path?key with spaces=value with spaces').getQuery()"
+            " == {'key with spaces': ['value with spaces']}"
+            " && url('https://example.com/path?').getQuery() == {}"
+            " && url('https://example.com/path').getQuery() == {}",
+            id="getQuery",
+        ),
         # on a device
         pytest.param(
             'sets.contains(["A100", "H100"], [device.attributes["gpu.example.com"].model])',
@@ -171,6 +217,11 @@ def test_upstream_library_examples_hold(expression: str) -> None:
             "ip('::ffff:1.2.3.4').family() == 6",
             'IPv4-mapped IPv6 address "::ffff:1.2.3.4" is not allowed',
             id="ip of an IPv4-mapped address",
+        ),
+        pytest.param(
+            "url('../relative-path').getScheme() == ''",
+            "URL parse error during conversion from string",
+            id="url of a relative path",
         ),
         pytest.param(
             "cidr('192.168.0.0/33').prefixLength() == 33",
