@@ -48,7 +48,7 @@ from typing import Any
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 
-from plugins.dynamicresources import celdomains, cellists, celnet, celurls
+from plugins.dynamicresources import celdomains, cellists, celnet, celregex, celurls
 from plugins.dynamicresources import celfunctions as fn
 from scheduler.framework import QuantityError, parse_quantity
 
@@ -260,6 +260,7 @@ class CelEnvironment:
                 cel.CelExtension("kubernetes.lists", _lists_decls()),
                 cel.CelExtension("kubernetes.net", _net_decls()),
                 cel.CelExtension("kubernetes.urls", _url_decls()),
+                cel.CelExtension("kubernetes.regex", _regex_decls(celregex.Regexes())),
             ],
             functions=_function_decls(),
         )
@@ -460,4 +461,23 @@ def _url_decls() -> list[Any]:
         accessor("getPort", str_, celurls.get_port),
         accessor("getEscapedPath", str_, celurls.get_escaped_path),
         accessor("getQuery", _T.Map(str_, _T.List(str_)), celurls.get_query),
+    ]
+
+
+def _regex_decls(regexes: celregex.Regexes) -> list[Any]:
+    """Upstream's Kubernetes ``Regex`` library (RE2, ``celregex``)."""
+    str_ = _T.STRING
+    return [
+        cel.FunctionDecl(
+            "find", [_overload("k8s_find", str_, [str_, str_], regexes.find, member=True)]
+        ),
+        cel.FunctionDecl(
+            "findAll",
+            [
+                _overload("k8s_find_all", _T.List(str_), [str_, str_], regexes.find_all, True),
+                _overload(
+                    "k8s_find_all_n", _T.List(str_), [str_, str_, _T.INT], regexes.find_all, True
+                ),
+            ],
+        ),
     ]

@@ -1,8 +1,9 @@
 """The CEL libraries of upstream's 1.36 environment (issue 23 #5), checked
 against their documented examples: cel-go's ext.Sets, ext.Lists (v3),
 ext.TwoVarComprehensions and ext.Strings (v2) (here cel-cpp's own
-extensions), and Kubernetes' ``lists``, ``IP``, ``CIDR`` and ``URLs`` libraries
-(k8s.io/apiserver v0.36.2 pkg/cel/library/{lists,ip,cidr,urls}.go doc comments;
+extensions), and Kubernetes' ``lists``, ``IP``, ``CIDR``, ``URLs`` and ``Regex``
+libraries (k8s.io/apiserver v0.36.2 pkg/cel/library/{lists,ip,cidr,urls,regex}.go
+doc comments;
 where a comment and the code disagree, the code: a CIDR keeps host bits),
 on a device's attributes too."""
 
@@ -183,6 +184,22 @@ DEVICE = CelDevice(
             " && url('https://example.com/path').getQuery() == {}",
             id="getQuery",
         ),
+        # Kubernetes Regex (the doc's '[0-9]*' examples assume no empty
+        # matches; Go's FindString/FindAllString give them, so '+' here)
+        pytest.param("'abc 123'.find('[0-9]+') == '123'", id="find"),
+        pytest.param("'abc 123'.find('xyz') == ''", id="find no match"),
+        pytest.param("'123 abc 456'.findAll('[0-9]+') == ['123', '456']", id="findAll"),
+        pytest.param("'123 abc 456'.findAll('[0-9]+', 1) == ['123']", id="findAll limit"),
+        pytest.param("'123 abc 456'.findAll('xyz') == []", id="findAll no match"),
+        pytest.param(
+            "'a1'.findAll('[0-9]*') == ['', '1']",
+            id="findAll: Go's empty matches, none right after a match",
+        ),
+        pytest.param(
+            "'a'.find('(a+)+$') == 'a'"
+            " && 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaab'.find('(a+)+$') == ''",
+            id="find is linear on a pattern that makes backtracking engines explode",
+        ),
         # on a device
         pytest.param(
             'sets.contains(["A100", "H100"], [device.attributes["gpu.example.com"].model])',
@@ -218,6 +235,7 @@ def test_upstream_library_examples_hold(expression: str) -> None:
             'IPv4-mapped IPv6 address "::ffff:1.2.3.4" is not allowed',
             id="ip of an IPv4-mapped address",
         ),
+        pytest.param("'x'.find('(') == ''", "error parsing regexp", id="find with a bad pattern"),
         pytest.param(
             "url('../relative-path').getScheme() == ''",
             "URL parse error during conversion from string",
