@@ -276,13 +276,23 @@ class DynamicResources(
     ) -> tuple[PreFilterResult | None, Status | None]:
         data = CycleData()
         state.write(STATE_KEY, data)
+        status = self._pre_filter(data, pod)
+        if status is not None and not status.is_skip():
+            # Upstream records the claims in its cycle state only once PreFilter
+            # succeeds: after a rejection PostFilter has none ("no new claims
+            # to deallocate"), not "still not schedulable".
+            data.claims = []
+            data.extended_index = None
+        return None, status
+
+    def _pre_filter(self, data: CycleData, pod: Pod) -> Status | None:
         extended = self._extended_requests(pod)
         if not pod.spec.get("resourceClaims") and not extended:
-            return None, Status.skip()
+            return Status.skip()
         try:
             data.claims = pod_claims(pod, self.tracker.get)
         except ClaimNotReady as error:
-            return None, Status.unresolvable(str(error))
+            return Status.unresolvable(str(error))
         if extended:
             data.extended = extended
             found = extended_claims.find_claim(pod, self.tracker.claims())
@@ -293,7 +303,7 @@ class DynamicResources(
                 else extended_claims.placeholder(pod, f"{pod.uid}-extended-{id(data)}")
             )
         if not data.claims:
-            return None, Status.skip()
+            return Status.skip()
         data.prioritized = any(
             request.get("firstAvailable")
             for claim in data.claims
@@ -310,18 +320,18 @@ class DynamicResources(
             if index == data.extended_index:
                 continue  # allocated per node in Filter
             if self.tracker.in_flight(claim_uid(claim)) is not None:
-                return None, Status.unresolvable(
+                return Status.unresolvable(
                     f"resource claim {claim_key(claim)} is in the process of being allocated"
                 )
             status = validate_requests(
                 claim, self.inventory.classes, prioritized_list=self.features.prioritized_list
             )
             if status is not None:
-                return None, status
+                return status
             try:
                 data.parsed.append(parse_claim(claim))
             except ModelError as error:
-                return None, Status.as_error(error)
+                return Status.as_error(error)
             data.to_allocate.append(index)
         if data.to_allocate or (
             data.extended_index is not None and data.extended_index not in data.selectors
@@ -335,7 +345,7 @@ class DynamicResources(
                 pool_cache=self.inventory.pools,
                 features=self.features,
             )
-        return None, None
+        return None
 
     def _extended_requests(self, pod: Pod) -> dict[str, int]:
         """Requested extended resources some DeviceClass serves (none
