@@ -102,7 +102,15 @@ class SelectorError(Exception):
 class CelDevice:
     """One device as CEL sees it, built once, with its selector results."""
 
-    __slots__ = ("_attributes", "_capacity", "_input", "allow_multiple", "driver", "results")
+    __slots__ = (
+        "_attributes",
+        "_capacity",
+        "_input",
+        "_plain",
+        "allow_multiple",
+        "driver",
+        "results",
+    )
 
     def __init__(
         self,
@@ -116,6 +124,7 @@ class CelDevice:
         self._capacity = capacity
         self.allow_multiple = allow_multiple
         self._input: dict[str, Any] | SelectorError | None = None
+        self._plain: dict[str, Any] | None = None  # without allowMultipleAllocations
         # CompiledSelector.key -> outcome (True/False, or the error it
         # raised); at most MAX_RESULTS_PER_DEVICE entries
         self.results: dict[int, bool | SelectorError] = {}
@@ -131,6 +140,14 @@ class CelDevice:
         if isinstance(self._input, SelectorError):
             raise self._input
         return self._input
+
+    def input_without_consumable_capacity(self) -> dict[str, Any]:
+        """The ``device`` variable of upstream's environment without
+        DRAConsumableCapacity, which has no ``allowMultipleAllocations``."""
+        if self._plain is None:
+            full = self.input()
+            self._plain = {k: v for k, v in full.items() if k != "allowMultipleAllocations"}
+        return self._plain
 
     def _build(self) -> dict[str, Any]:
         attributes: dict[str, dict[str, Any]] = {}
@@ -179,7 +196,7 @@ def _attribute_value(name: str, attribute: Mapping[str, Any]) -> Any:
 class CompiledSelector:
     """One compiled expression; ``matches`` evaluates it on a device."""
 
-    __slots__ = ("_clock", "_cost_limit", "_program", "expression", "key")
+    __slots__ = ("_clock", "_consumable", "_cost_limit", "_program", "expression", "key")
 
     def __init__(
         self,
@@ -187,9 +204,12 @@ class CompiledSelector:
         program: Any,
         clock: Callable[[], float],
         cost_limit: float,
+        *,
         key: int = 0,
+        consumable_capacity: bool = True,
     ) -> None:
         self.expression = expression
+        self._consumable = consumable_capacity
         self.key = key  # unique per environment: the devices' result-cache key
         self._program = program
         self._clock = clock
@@ -217,7 +237,10 @@ class CompiledSelector:
     def _evaluate(self, device: CelDevice) -> bool:
         started = self._clock()
         try:
-            result = self._program.eval(data={"device": device.input()})
+            variable = (
+                device.input() if self._consumable else device.input_without_consumable_capacity()
+            )
+            result = self._program.eval(data={"device": variable})
         except RuntimeError as error:
             if _ITERATION_BUDGET in str(error):
                 raise SelectorError("runtime", COST_LIMIT_EXCEEDED) from None
@@ -248,7 +271,13 @@ class CelEnvironment:
         self,
         clock: Callable[[], float] = time.perf_counter,
         cost_limit_seconds: float = DEFAULT_COST_LIMIT_SECONDS,
+        *,
+        consumable_capacity: bool = True,
     ) -> None:
+        # DRAConsumableCapacity off: upstream's device type has no
+        # allowMultipleAllocations (cel.Features), so a selector reading it
+        # fails on every device (here at run time: the variable is a map)
+        self._consumable = consumable_capacity
         self._env = cel.NewEnv(
             config=cel.NewEnvConfigFromYaml(_LIBRARIES),
             variables={"device": _T.Map(_T.STRING, _T.DYN)},
@@ -305,7 +334,12 @@ class CelEnvironment:
             except RuntimeError as error:  # keep the original: no default for missing domains
                 log.warning("DynamicResources: CEL rewrite of %r failed: %s", expression, error)
         return CompiledSelector(
-            expression, program, self._clock, self._cost_limit, next(self._keys)
+            expression,
+            program,
+            self._clock,
+            self._cost_limit,
+            key=next(self._keys),
+            consumable_capacity=self._consumable,
         )
 
 

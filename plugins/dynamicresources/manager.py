@@ -61,7 +61,9 @@ def build_manager(handle: Handle) -> DraManager:
     return DraManager(
         tracker=tracker,
         inventory=inventory,
-        cel=CelEnvironment(clock=handle.clock.now),
+        cel=CelEnvironment(
+            clock=handle.clock.now, consumable_capacity=features.consumable_capacity
+        ),
         # A handle without a background runner (unit tests) runs writes on the loop.
         writes=BackgroundWrites(getattr(handle, "spawn", None)),
     )

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from plugins.dynamicresources.allocator import AllocatedState, AllocationError, Allocator
-from plugins.dynamicresources.cel import CelEnvironment
+from plugins.dynamicresources.cel import CelEnvironment, SelectorError
 from plugins.dynamicresources.features import GATES, Features
 from plugins.dynamicresources.inventory import DeviceInventory
 from plugins.dynamicresources.model import parse_claim, parse_class, parse_slice
@@ -384,3 +384,24 @@ def test_taint_rules_taint_the_devices_they_select(
     assert taints_by_device(inventory) == expected
     inventory.taint_rule_changed(taint_rule("rule", **selector), None)
     assert taints_by_device(inventory) == {}
+
+
+@pytest.mark.parametrize(
+    ("consumable", "expected"),
+    [
+        pytest.param(True, True, id="cel.Features: allowMultipleAllocations with the gate on"),
+        pytest.param(False, None, id="cel.Features: no allowMultipleAllocations with it off"),
+    ],
+)
+def test_allow_multiple_allocations_exists_in_cel_only_with_consumable_capacity(
+    consumable: bool, expected: bool | None
+) -> None:
+    env = CelEnvironment(consumable_capacity=consumable)
+    device = parse_slice(SHAREABLE).devices[0].cel
+    selector = env.compile("device.allowMultipleAllocations")
+    if expected is not None:
+        assert selector.matches(device) is expected
+        return
+    with pytest.raises(SelectorError, match="no such key: allowMultipleAllocations"):
+        selector.matches(device)
+    assert env.compile('device.driver == "driver-a"').matches(device) is True
