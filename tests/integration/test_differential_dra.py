@@ -2,7 +2,9 @@
 (counts, selectors on every attribute type, matchAttribute, prioritized
 lists, device taints and tolerations) scheduled by this scheduler and by
 upstream's, from the same control-plane build, agrees pod by pod on
-scheduled-or-not and on the ``PodScheduled`` message, word for word.
+scheduled-or-not and on the ``PodScheduled`` message, word for word, with
+the 1.36 defaults and with DRA gates turned off (both schedulers given the
+same ``--feature-gates``).
 
 Devices are cluster-scoped, so each scheduler gets an identical device
 topology of its own: the same nodes, but its own driver and DeviceClasses
@@ -105,7 +107,12 @@ class Topology:
         return [
             (
                 "numa-pair",
-                make_claim("numa-pair").request("r", self.small, count=2).match(f"{d}/numa").obj(),
+                # never the tainted device, so that with DRADeviceTaints off
+                # it is still the "intolerant" pod that takes it
+                make_claim("numa-pair")
+                .request("r", self.small, count=2, selectors=(f"!{attr}.tainted",))
+                .match(f"{d}/numa")
+                .obj(),
             ),
             (
                 "numa-three",
@@ -224,11 +231,16 @@ DEFAULT_UNSCHEDULABLE = {"numa-three", "five", "no-match", "intolerant", "big-tw
         pytest.param(
             # firstAvailable refused in PreFilter; with consumable capacity and
             # binding conditions off upstream runs its stable allocator.
-            # (DRADeviceTaints=false is left to the unit tests: with the taint
-            # ignored, where numa-pair lands is a tie-break.)
             "DRAPrioritizedList=false,DRAConsumableCapacity=false,DRADeviceBindingConditions=false",
             DEFAULT_UNSCHEDULABLE | {"first-available"},
             id="DRAPrioritizedList, DRAConsumableCapacity, DRADeviceBindingConditions off",
+        ),
+        pytest.param(
+            # the taint ignored: "intolerant" takes the one tainted device
+            # that "tolerant" then lacks
+            "DRADeviceTaints=false",
+            (DEFAULT_UNSCHEDULABLE - {"intolerant"}) | {"tolerant"},
+            id="DRADeviceTaints off",
         ),
     ],
 )
