@@ -7,8 +7,13 @@ and from nothing else in ``scheduler`` (an import-linter contract).
 from scheduler.clock import Clock
 from scheduler.framework.cycle_state import CycleState, StateData, StateKey, StateNotFound
 from scheduler.framework.deviceclasses import (
+    DRA_DEVICES,
     IMPLICIT_PREFIX,
+    DraDeviceCounts,
+    DraDevicesSlot,
     ExtendedResourceClasses,
+    dra_allocatable_and_used,
+    dra_devices,
     is_dra_extended_resource_name,
 )
 from scheduler.framework.events import (
@@ -118,6 +123,7 @@ from scheduler.framework.types import (
 
 __all__ = [
     "CPU",
+    "DRA_DEVICES",
     "EPHEMERAL_STORAGE",
     "IMPLICIT_PREFIX",
     "KNOWN_GATES",
@@ -136,6 +142,8 @@ __all__ = [
     "Code",
     "CycleState",
     "Diagnosis",
+    "DraDeviceCounts",
+    "DraDevicesSlot",
     "EnqueueExtensions",
     "EventRecorder",
     "EventResource",
@@ -202,6 +210,8 @@ __all__ = [
     "Toleration",
     "WaitingPod",
     "default_normalize",
+    "dra_allocatable_and_used",
+    "dra_devices",
     "fit_error_message",
     "go_div",
     "is_dra_extended_resource_name",
