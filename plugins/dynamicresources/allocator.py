@@ -40,7 +40,8 @@ predictable except ``shareID``, which comes from the injected
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -48,6 +49,7 @@ from typing import Any
 from plugins.dynamicresources.capacity import consumed_capacity, fits_capacity
 from plugins.dynamicresources.cel import CelEnvironment, SelectorError
 from plugins.dynamicresources.constraints import Constraint, DistinctAttribute, MatchAttribute
+from plugins.dynamicresources.features import DEFAULT_FEATURES, Features
 from plugins.dynamicresources.model import (
     ALLOCATION_RESULTS_MAX_SIZE,
     MODE_ALL,
@@ -55,9 +57,11 @@ from plugins.dynamicresources.model import (
     TAINT_NO_EXECUTE,
     TAINT_NO_SCHEDULE,
     Claim,
+    ClaimRequest,
     Device,
     DeviceClass,
     DeviceID,
+    DeviceTaint,
     Request,
     Slice,
 )
@@ -101,18 +105,32 @@ _START: _Location = (0, 0, 0)
 class AllocatedState:
     """Devices in use: exclusive allocations (admin access excluded), shared
     allocations by (device, shareID), and the capacity consumed per shared
-    device. Built by the plugin's in-use index, frozen for one cycle."""
+    device. Built by the plugin's in-use index as views over it (no copy
+    per pod), so it is read only during the synchronous scheduling cycle
+    that built it, in which the index does not change.
 
-    devices: frozenset[DeviceID] = frozenset()
-    shared: frozenset[tuple[DeviceID, str]] = frozenset()
+    ``shared_devices`` is the set of devices with a shared allocation;
+    without it, it is derived from ``shared`` once (never per device: the
+    counter bookkeeping asks for every device of a pool, on every node)."""
+
+    devices: AbstractSet[DeviceID] = frozenset()
+    shared: AbstractSet[tuple[DeviceID, str]] = frozenset()
     capacity: Mapping[DeviceID, Mapping[str, Decimal]] = field(default_factory=dict)
+    shared_devices: Container[DeviceID] | None = None
+
+    def __post_init__(self) -> None:
+        if self.shared_devices is None:
+            object.__setattr__(
+                self, "shared_devices", frozenset(device_id for device_id, _ in self.shared)
+            )
 
     def is_allocated(self, device_id: DeviceID) -> bool:
-        """In use in any way (the counter bookkeeping's view)."""
+        """In use in any way (the counter bookkeeping's view); O(1)."""
+        shared_devices = self.shared_devices
         return (
             device_id in self.devices
             or device_id in self.capacity
-            or any(shared_id == device_id for shared_id, _ in self.shared)
+            or (shared_devices is not None and device_id in shared_devices)
         )
 
 
@@ -163,8 +181,10 @@ class Allocator:
         new_share_id: Callable[[], str] = lambda: str(uuid.uuid4()),
         clock: Callable[[], float] | None = None,
         pool_cache: PoolCache | None = None,
+        features: Features = DEFAULT_FEATURES,
     ) -> None:
         self.allocated = allocated
+        self.features = features
         self.pool_cache = pool_cache
         self.classes = classes
         self.cel = cel
@@ -208,7 +228,13 @@ class Allocator:
 
         def gather() -> list[Pool]:
             by_node, shared, by_pool = self._index()
-            return gather_pools([*by_node.get(node_name, ()), *shared], node_name, labels, by_pool)
+            return gather_pools(
+                [*by_node.get(node_name, ()), *shared],
+                node_name,
+                labels,
+                by_pool,
+                partitionable=self.features.partitionable_devices,
+            )
 
         cache = self.pool_cache
         pools = gather() if cache is None else cache.get(node_name, labels, gather)
@@ -238,7 +264,7 @@ class Allocator:
         """Some device of a usable pool is not in exclusive use."""
         in_use = self.allocated.devices
         for pool in pools:
-            if not pool.incomplete and not pool.invalid and not in_use.issuperset(pool.device_ids):
+            if not pool.incomplete and not pool.invalid and not in_use >= pool.device_ids:
                 return True
         return False
 
@@ -367,9 +393,11 @@ class _Run:
     def prepare(self) -> None:
         """Validate the claims and build the per-request data and constraints;
         reads the node's pools only for ``All`` requests."""
+        features = self.a.features
         for claim_index, claim in enumerate(self.claims):
             minimum = 0
             for request_index, entry in enumerate(claim.requests):
+                _check_gated_fields(claim, entry, features)
                 if entry.first_available:
                     self.has_subrequests[(claim_index, request_index)] = True
                     counts = []
@@ -398,7 +426,7 @@ class _Run:
                     constraints.append(
                         MatchAttribute(constraint.requests, constraint.match_attribute)
                     )
-                elif constraint.distinct_attribute:
+                elif constraint.distinct_attribute and not features.stable_allocator:
                     constraints.append(
                         DistinctAttribute(constraint.requests, constraint.distinct_attribute)
                     )
@@ -428,6 +456,11 @@ class _Run:
 
     def _validate(self, claim: Claim, request: Request, key: tuple[int, int, int]) -> _RequestData:
         name = request.name
+        if request.admin_access and not self.a.features.admin_access:
+            raise AllocationError(
+                f"claim {claim.key}, request {name}: admin access is requested, "
+                "but the feature is disabled"
+            )
         for index, selector in enumerate(request.selectors):
             if selector is None:
                 raise AllocationError(
@@ -639,6 +672,9 @@ class _Run:
         cached = self.selectable.get(key)
         if cached is not None:
             return cached
+        if device.binding_conditions and not self.a.features.binding_conditions:
+            self.selectable[key] = False
+            return False  # upstream isSelectable: not supported with the feature off
         result = self._selectors_match(slot, data, data.device_class.selectors, device, True)
         if result:
             result = self._selectors_match(slot, data, data.request.selectors, device, False)
@@ -660,13 +696,14 @@ class _Run:
         for index, expression in enumerate(selectors):
             if expression is None:
                 continue  # rejected by _validate for requests; classes are validated by the API
-            outcome = known.get(expression)
-            if outcome is True:
-                continue
-            if outcome is False:
-                return False
             try:
-                if not compile_(expression).matches(device.cel):
+                compiled = compile_(expression)
+                outcome = known.get(compiled.key)
+                if outcome is True:
+                    continue
+                if outcome is False:
+                    return False
+                if not compiled.matches(device.cel):
                     return False
             except SelectorError as error:
                 prefix = f"claim {self.claims[slot[0]].key}, request {data.request.full_name}: "
@@ -678,6 +715,8 @@ class _Run:
         return True
 
     def _fits_capacity(self, request: Request, device: Device) -> bool:
+        if not self.a.features.consumable_capacity:
+            return True  # upstream checks capacity only with the feature on
         if (
             device.whole_capacity_fits
             and not request.capacity_requests
@@ -702,7 +741,7 @@ class _Run:
         claim_index = slot[0]
         claim = self.claims[claim_index]
         request = data.request
-        multiple = device.allow_multiple
+        multiple, taints = self._traits(device)
         if (
             not multiple
             and request.admin_access
@@ -711,10 +750,12 @@ class _Run:
             return None
         if not request.admin_access and self._in_use(device.id):
             return None
+        if device.consumes_counters and not self.a.features.partitionable_devices:
+            return None  # upstream allocateDevice: counters need the feature
         if (
             not multiple
             and not device.consumes_counters
-            and not device.taints
+            and not taints
             and not self.constraints[claim_index]
         ):
             return self._take_plain(claim_index, request, device, slice_)
@@ -734,7 +775,7 @@ class _Run:
         if any(
             taint.effect in _HARD_TAINTS
             and not any(t.tolerates(taint) for t in request.tolerations)
-            for taint in device.taints
+            for taint in taints
         ):
             undo()
             return None
@@ -784,6 +825,16 @@ class _Run:
         undo_steps.append(drop_result)
         return undo
 
+    def _traits(self, device: Device) -> tuple[bool, tuple[DeviceTaint, ...]]:
+        """Whether the device is shareable and the taints that count, as the
+        features say (no sharing without DRAConsumableCapacity, no taints
+        without DRADeviceTaints)."""
+        features = self.a.features
+        return (
+            device.allow_multiple and features.consumable_capacity,
+            device.taints if features.device_taints else (),
+        )
+
     def _take_plain(
         self, claim_index: int, request: Request, device: Device, slice_: Slice
     ) -> Callable[[], None] | None:
@@ -823,3 +874,29 @@ class _Run:
         for set_name, counters in device.consumes_counters:
             for counter, value in counters.items():
                 consumed[set_name][counter] -= value
+
+
+def _check_gated_fields(claim: Claim, entry: ClaimRequest, features: Features) -> None:
+    """Fields whose feature is off are an error, as upstream's allocator
+    (``Allocate``: subrequests without DRAPrioritizedList; capacity requests
+    without DRAConsumableCapacity, in the incubating allocator only: the
+    stable one, used when consumable capacity and binding conditions are
+    both off, ignores them)."""
+    if entry.first_available and not features.prioritized_list:
+        raise AllocationError(
+            f"claim {claim.key}, request {entry.name}: has subrequests, "
+            "but the DRAPrioritizedList feature is disabled"
+        )
+    if features.consumable_capacity or features.stable_allocator:
+        return
+    if entry.exactly is not None and entry.exactly.capacity_requests is not None:
+        raise AllocationError(
+            f"claim {claim.key}, request {entry.name}: has capacity requests, "
+            "but the DRAConsumableCapacity feature is disabled"
+        )
+    for sub in entry.first_available:
+        if sub.capacity_requests is not None:
+            raise AllocationError(
+                f"claim {claim.key}, subrequest {sub.name}: has capacity requests, "
+                "but the DRAConsumableCapacity feature is disabled"
+            )

@@ -38,6 +38,7 @@ Synchronous and pure apart from those caches.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 import time
@@ -47,16 +48,32 @@ from typing import Any
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 
-from plugins.dynamicresources import celdomains
+from plugins.dynamicresources import celdomains, cellists, celnet, celregex, celurls
 from plugins.dynamicresources import celfunctions as fn
 from scheduler.framework import QuantityError, parse_quantity
 
 MAX_EXPRESSION_LENGTH = 10 * 1024  # upstream CELSelectorExpressionMaxLength
 DEFAULT_COST_LIMIT_SECONDS = 0.1  # stands in for CELSelectorExpressionMaxCost
 MAX_COMPILED = 4096
+# Selector results kept per device (oldest dropped first), keyed by the
+# compiled selector's number, not its text: at most this many small entries
+# per device whatever the number or length of the expressions pods use.
+MAX_RESULTS_PER_DEVICE = 16
 COST_LIMIT_EXCEEDED = "operation cancelled: actual cost limit exceeded"
 
 _T = cel.Type
+# cel-cpp's own extensions that upstream's base environment (k8s.io/apiserver
+# pkg/cel/environment, 1.36) has: ext.Sets, ext.Lists (cel-cpp's newest,
+# version 2, has what cel-go's version 3 adds: first/last), and
+# ext.TwoVarComprehensions; ext.Strings is version 2, as upstream's.
+_LIBRARIES = """\
+name: dra-selectors
+extensions:
+  - name: sets
+  - name: lists
+  - name: two-var-comprehensions
+"""
+STRINGS_VERSION = 2
 log = logging.getLogger(__name__)
 _STATUS_PREFIX = re.compile(r"^[A-Z_]+: ")
 # cel-cpp's comprehension iteration budget: deterministic, so upstream's
@@ -85,7 +102,15 @@ class SelectorError(Exception):
 class CelDevice:
     """One device as CEL sees it, built once, with its selector results."""
 
-    __slots__ = ("_attributes", "_capacity", "_input", "allow_multiple", "driver", "results")
+    __slots__ = (
+        "_attributes",
+        "_capacity",
+        "_input",
+        "_plain",
+        "allow_multiple",
+        "driver",
+        "results",
+    )
 
     def __init__(
         self,
@@ -99,8 +124,10 @@ class CelDevice:
         self._capacity = capacity
         self.allow_multiple = allow_multiple
         self._input: dict[str, Any] | SelectorError | None = None
-        # expression -> outcome (True/False, or the error it raised)
-        self.results: dict[str, bool | SelectorError] = {}
+        self._plain: dict[str, Any] | None = None  # without allowMultipleAllocations
+        # CompiledSelector.key -> outcome (True/False, or the error it
+        # raised); at most MAX_RESULTS_PER_DEVICE entries
+        self.results: dict[int, bool | SelectorError] = {}
 
     def input(self) -> dict[str, Any]:
         """The ``device`` variable; raises SelectorError for an attribute
@@ -113,6 +140,14 @@ class CelDevice:
         if isinstance(self._input, SelectorError):
             raise self._input
         return self._input
+
+    def input_without_consumable_capacity(self) -> dict[str, Any]:
+        """The ``device`` variable of upstream's environment without
+        DRAConsumableCapacity, which has no ``allowMultipleAllocations``."""
+        if self._plain is None:
+            full = self.input()
+            self._plain = {k: v for k, v in full.items() if k != "allowMultipleAllocations"}
+        return self._plain
 
     def _build(self) -> dict[str, Any]:
         attributes: dict[str, dict[str, Any]] = {}
@@ -161,7 +196,7 @@ def _attribute_value(name: str, attribute: Mapping[str, Any]) -> Any:
 class CompiledSelector:
     """One compiled expression; ``matches`` evaluates it on a device."""
 
-    __slots__ = ("_clock", "_cost_limit", "_program", "expression")
+    __slots__ = ("_clock", "_consumable", "_cost_limit", "_program", "expression", "key")
 
     def __init__(
         self,
@@ -169,8 +204,13 @@ class CompiledSelector:
         program: Any,
         clock: Callable[[], float],
         cost_limit: float,
+        *,
+        key: int = 0,
+        consumable_capacity: bool = True,
     ) -> None:
         self.expression = expression
+        self._consumable = consumable_capacity
+        self.key = key  # unique per environment: the devices' result-cache key
         self._program = program
         self._clock = clock
         self._cost_limit = cost_limit
@@ -178,7 +218,8 @@ class CompiledSelector:
     def matches(self, device: CelDevice) -> bool:
         """True/False, cached on the device; raises SelectorError (cached too,
         except a wall-time overrun, which depends on the moment)."""
-        cached = device.results.get(self.expression)
+        results = device.results
+        cached = results.get(self.key)
         if cached is None:
             try:
                 cached = self._evaluate(device)
@@ -186,7 +227,9 @@ class CompiledSelector:
                 raise SelectorError("runtime", COST_LIMIT_EXCEEDED) from error
             except SelectorError as error:
                 cached = error
-            device.results[self.expression] = cached
+            if len(results) >= MAX_RESULTS_PER_DEVICE:
+                del results[next(iter(results))]
+            results[self.key] = cached
         if isinstance(cached, SelectorError):
             raise cached
         return cached
@@ -194,7 +237,10 @@ class CompiledSelector:
     def _evaluate(self, device: CelDevice) -> bool:
         started = self._clock()
         try:
-            result = self._program.eval(data={"device": device.input()})
+            variable = (
+                device.input() if self._consumable else device.input_without_consumable_capacity()
+            )
+            result = self._program.eval(data={"device": variable})
         except RuntimeError as error:
             if _ITERATION_BUDGET in str(error):
                 raise SelectorError("runtime", COST_LIMIT_EXCEEDED) from None
@@ -225,19 +271,32 @@ class CelEnvironment:
         self,
         clock: Callable[[], float] = time.perf_counter,
         cost_limit_seconds: float = DEFAULT_COST_LIMIT_SECONDS,
+        *,
+        consumable_capacity: bool = True,
     ) -> None:
+        # DRAConsumableCapacity off: upstream's device type has no
+        # allowMultipleAllocations (cel.Features), so a selector reading it
+        # fails on every device (here at run time: the variable is a map)
+        self._consumable = consumable_capacity
         self._env = cel.NewEnv(
+            config=cel.NewEnvConfigFromYaml(_LIBRARIES),
             variables={"device": _T.Map(_T.STRING, _T.DYN)},
             extensions=[
                 ext_bindings.ExtBindings(),
                 ext_optional.ExtOptional(),
-                ext_strings.ExtStrings(),
+                ext_strings.ExtStrings(STRINGS_VERSION),
+                # after strings: its indexOf/lastIndexOf gain the list overloads
+                cel.CelExtension("kubernetes.lists", _lists_decls()),
+                cel.CelExtension("kubernetes.net", _net_decls()),
+                cel.CelExtension("kubernetes.urls", _url_decls()),
+                cel.CelExtension("kubernetes.regex", _regex_decls(celregex.Regexes())),
             ],
             functions=_function_decls(),
         )
         self._clock = clock
         self._cost_limit = cost_limit_seconds
         self._compiled: dict[str, CompiledSelector | SelectorError] = {}
+        self._keys = itertools.count(1)
 
     def compile(self, expression: str) -> CompiledSelector:
         """The compiled selector; raises SelectorError("compile", ...)."""
@@ -274,7 +333,14 @@ class CelEnvironment:
                 program = self._env.compile(with_defaults)
             except RuntimeError as error:  # keep the original: no default for missing domains
                 log.warning("DynamicResources: CEL rewrite of %r failed: %s", expression, error)
-        return CompiledSelector(expression, program, self._clock, self._cost_limit)
+        return CompiledSelector(
+            expression,
+            program,
+            self._clock,
+            self._cost_limit,
+            key=next(self._keys),
+            consumable_capacity=self._consumable,
+        )
 
 
 def _overload(
@@ -329,4 +395,123 @@ def _function_decls() -> list[Any]:
         cel.FunctionDecl("major", [member("major", int_, fn.major)]),
         cel.FunctionDecl("minor", [member("minor", int_, fn.minor)]),
         cel.FunctionDecl("patch", [member("patch", int_, fn.patch)]),
+    ]
+
+
+def _lists_decls() -> list[Any]:
+    """Upstream's Kubernetes ``lists`` library on any list."""
+    list_, dyn, int_, bool_ = _T.List(_T.DYN), _T.DYN, _T.INT, _T.BOOL
+
+    def on_list(name: str, result: Any, impl: Callable[..., Any], *args: Any) -> Any:
+        return cel.FunctionDecl(
+            name, [_overload(f"k8s_list_{name}", result, [list_, *args], impl, member=True)]
+        )
+
+    return [
+        on_list("isSorted", bool_, cellists.is_sorted),
+        on_list("sum", dyn, cellists.total),
+        on_list("min", dyn, cellists.minimum),
+        on_list("max", dyn, cellists.maximum),
+        on_list("indexOf", int_, cellists.index_of, dyn),
+        on_list("lastIndexOf", int_, cellists.last_index_of, dyn),
+    ]
+
+
+def _net_decls() -> list[Any]:
+    """Upstream's Kubernetes ``IP`` and ``CIDR`` libraries; an address and a
+    prefix are tagged maps (``celnet``)."""
+    map_, str_, int_, bool_ = _T.MAP, _T.STRING, _T.INT, _T.BOOL
+
+    def on_map(name: str, result: Any, impl: Callable[..., Any], *args: Any) -> Any:
+        ids = "_".join(a.name().lower() for a in args)
+        return _overload(f"k8s_net_{name}_{ids}", result, [map_, *args], impl, member=True)
+
+    def function(name: str, result: Any, impl: Callable[..., Any]) -> Any:
+        return cel.FunctionDecl(name, [_overload(f"k8s_net_{name}", result, [str_], impl)])
+
+    return [
+        cel.FunctionDecl(
+            "ip",
+            [
+                _overload("k8s_net_ip", map_, [str_], celnet.ip),
+                on_map("ip", map_, celnet.cidr_ip),
+            ],
+        ),
+        function("isIP", bool_, celnet.is_ip),
+        function("ip.isCanonical", bool_, celnet.is_canonical),
+        function("cidr", map_, celnet.cidr),
+        function("isCIDR", bool_, celnet.is_cidr),
+        cel.FunctionDecl("family", [on_map("family", int_, celnet.family)]),
+        cel.FunctionDecl("isUnspecified", [on_map("isUnspecified", bool_, celnet.is_unspecified)]),
+        cel.FunctionDecl("isLoopback", [on_map("isLoopback", bool_, celnet.is_loopback)]),
+        cel.FunctionDecl(
+            "isLinkLocalMulticast",
+            [on_map("isLinkLocalMulticast", bool_, celnet.is_link_local_multicast)],
+        ),
+        cel.FunctionDecl(
+            "isLinkLocalUnicast",
+            [on_map("isLinkLocalUnicast", bool_, celnet.is_link_local_unicast)],
+        ),
+        cel.FunctionDecl(
+            "isGlobalUnicast", [on_map("isGlobalUnicast", bool_, celnet.is_global_unicast)]
+        ),
+        cel.FunctionDecl(
+            "containsIP",
+            [
+                on_map("containsIP", bool_, celnet.contains_ip, map_),
+                on_map("containsIP", bool_, celnet.contains_ip, str_),
+            ],
+        ),
+        cel.FunctionDecl(
+            "containsCIDR",
+            [
+                on_map("containsCIDR", bool_, celnet.contains_cidr, map_),
+                on_map("containsCIDR", bool_, celnet.contains_cidr, str_),
+            ],
+        ),
+        cel.FunctionDecl("masked", [on_map("masked", map_, celnet.masked)]),
+        cel.FunctionDecl("prefixLength", [on_map("prefixLength", int_, celnet.prefix_length)]),
+        cel.FunctionDecl(
+            "string", [_overload("k8s_net_string_map", str_, [map_], celnet.to_string)]
+        ),
+    ]
+
+
+def _url_decls() -> list[Any]:
+    """Upstream's Kubernetes ``URLs`` library; a URL is a tagged map (``celurls``)."""
+    map_, str_ = _T.MAP, _T.STRING
+
+    def accessor(name: str, result: Any, impl: Callable[..., Any]) -> Any:
+        return cel.FunctionDecl(
+            name, [_overload(f"k8s_url_{name}", result, [map_], impl, member=True)]
+        )
+
+    return [
+        cel.FunctionDecl("url", [_overload("k8s_url", map_, [str_], celurls.url)]),
+        cel.FunctionDecl("isURL", [_overload("k8s_is_url", _T.BOOL, [str_], celurls.is_url)]),
+        accessor("getScheme", str_, celurls.get_scheme),
+        accessor("getHost", str_, celurls.get_host),
+        accessor("getHostname", str_, celurls.get_hostname),
+        accessor("getPort", str_, celurls.get_port),
+        accessor("getEscapedPath", str_, celurls.get_escaped_path),
+        accessor("getQuery", _T.Map(str_, _T.List(str_)), celurls.get_query),
+    ]
+
+
+def _regex_decls(regexes: celregex.Regexes) -> list[Any]:
+    """Upstream's Kubernetes ``Regex`` library (RE2, ``celregex``)."""
+    str_ = _T.STRING
+    return [
+        cel.FunctionDecl(
+            "find", [_overload("k8s_find", str_, [str_, str_], regexes.find, member=True)]
+        ),
+        cel.FunctionDecl(
+            "findAll",
+            [
+                _overload("k8s_find_all", _T.List(str_), [str_, str_], regexes.find_all, True),
+                _overload(
+                    "k8s_find_all_n", _T.List(str_), [str_, str_, _T.INT], regexes.find_all, True
+                ),
+            ],
+        ),
     ]

@@ -4,19 +4,25 @@ pure checks over it.
 ``DeviceInventory`` keeps every ResourceSlice and DeviceClass parsed once per
 object version (a slice that cannot be parsed is left out, with a warning),
 and each node's pools across cycles (``PoolCache``, reset by any slice
-change). ``validate_requests`` is PreFilter's class check;
-``prioritized_list_score`` is Score's sum over ``firstAvailable`` choices.
+change). With DRADeviceTaintRules, the DeviceTaintRules it is fed add their
+taint to every device they select (driver, pool, device; each unset field
+matches all), as upstream's tracker ``applyPatches``: the slices it hands
+out carry those taints, recomputed when a slice or a rule changes.
+``validate_requests`` is PreFilter's class check; ``prioritized_list_score``
+is Score's sum over ``firstAvailable`` choices.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from plugins.dynamicresources.model import (
     FIRST_AVAILABLE_MAX_SIZE,
     DeviceClass,
+    DeviceTaint,
     ModelError,
     Raw,
     Slice,
@@ -30,9 +36,40 @@ from scheduler.framework import Status
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True, slots=True)
+class TaintRule:
+    """A DeviceTaintRule's selector (None matches any) and taint."""
+
+    driver: str | None
+    pool: str | None
+    device: str | None
+    taint: DeviceTaint
+
+    @classmethod
+    def parse(cls, raw: Raw) -> TaintRule:
+        spec = raw.get("spec") or {}
+        selector = spec.get("deviceSelector") or {}
+        taint = spec.get("taint") or {}
+        return cls(
+            selector.get("driver"),
+            selector.get("pool"),
+            selector.get("device"),
+            DeviceTaint(
+                taint.get("key") or "", taint.get("value") or "", taint.get("effect") or ""
+            ),
+        )
+
+    def selects_slice(self, slice_: Slice) -> bool:
+        return (self.driver is None or self.driver == slice_.driver) and (
+            self.pool is None or self.pool == slice_.pool
+        )
+
+
 class DeviceInventory:
     def __init__(self) -> None:
-        self._slices: dict[str, Slice] = {}
+        self._parsed: dict[str, Slice] = {}  # as the informer has them
+        self._slices: dict[str, Slice] = {}  # with the taint rules' taints
+        self._rules: dict[str, TaintRule] = {}
         self.classes: dict[str, DeviceClass] = {}
         self.pools = PoolCache()
 
@@ -42,14 +79,39 @@ class DeviceInventory:
     def slice_changed(self, old: Raw | None, new: Raw | None) -> None:
         self.pools.invalidate()
         if old is not None:
-            self._slices.pop((old.get("metadata") or {}).get("name", ""), None)
+            name = (old.get("metadata") or {}).get("name", "")
+            self._parsed.pop(name, None)
+            self._slices.pop(name, None)
         if new is not None:
             try:
                 parsed = parse_slice(new)
             except ModelError as error:
                 log.warning("DynamicResources: ignoring ResourceSlice: %s", error)
                 return
-            self._slices[parsed.name] = parsed
+            self._parsed[parsed.name] = parsed
+            self._slices[parsed.name] = self._tainted(parsed)
+
+    def taint_rule_changed(self, old: Raw | None, new: Raw | None) -> None:
+        """DeviceTaintRule handler: every slice is re-tainted (rare events)."""
+        if old is not None:
+            self._rules.pop((old.get("metadata") or {}).get("name", ""), None)
+        if new is not None:
+            self._rules[(new.get("metadata") or {}).get("name", "")] = TaintRule.parse(new)
+        self.pools.invalidate()
+        self._slices = {name: self._tainted(s) for name, s in self._parsed.items()}
+
+    def _tainted(self, slice_: Slice) -> Slice:
+        rules = [rule for rule in self._rules.values() if rule.selects_slice(slice_)]
+        if not rules:
+            return slice_
+        devices = []
+        for device in slice_.devices:
+            extra = tuple(
+                rule.taint for rule in rules if rule.device is None or rule.device == device.name
+            )
+            # the selector-result cache (device.cel) is shared: taints do not change it
+            devices.append(replace(device, taints=device.taints + extra) if extra else device)
+        return replace(slice_, devices=tuple(devices))
 
     def class_changed(self, old: Raw | None, new: Raw | None) -> None:
         if old is not None:
@@ -59,15 +121,23 @@ class DeviceInventory:
             self.classes[parsed.name] = parsed
 
 
-def validate_requests(claim: Raw, classes: Mapping[str, DeviceClass]) -> Status | None:
+def validate_requests(
+    claim: Raw, classes: Mapping[str, DeviceClass], *, prioritized_list: bool = True
+) -> Status | None:
     """Upstream PreFilter's check of an unallocated claim's requests: a
-    known request type naming classes that exist."""
+    known request type naming classes that exist; ``firstAvailable`` only
+    with ``prioritized_list`` (DRAPrioritizedList)."""
     devices = (claim.get("spec") or {}).get("devices") or {}
     for request in devices.get("requests") or ():
         name = request.get("name", "")
         if request.get("exactly"):
             checks = [(name, request["exactly"].get("deviceClassName", ""))]
         elif request.get("firstAvailable"):
+            if not prioritized_list:
+                return Status.unresolvable(
+                    f"resource claim {claim_key(claim)}, request {name}: has subrequests,"
+                    " but the DRAPrioritizedList feature is disabled"
+                )
             checks = [
                 (f"{name}/{sub.get('name', '')}", sub.get("deviceClassName", ""))
                 for sub in request["firstAvailable"]

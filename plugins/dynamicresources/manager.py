@@ -22,14 +22,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from plugins.dynamicresources.cel import CelEnvironment
+from plugins.dynamicresources.devicecounts import DeviceCounter
+from plugins.dynamicresources.features import Features
 from plugins.dynamicresources.inventory import DeviceInventory
 from plugins.dynamicresources.state import ClaimTracker
 from plugins.dynamicresources.writes import BackgroundWrites
-from scheduler.framework import Handle, SharedKey
+from scheduler.framework import Handle, SharedKey, dra_devices
 
 RESOURCE_CLAIMS = "resourceclaims"
 RESOURCE_SLICES = "resourceslices"
 DEVICE_CLASSES = "deviceclasses"
+DEVICE_TAINT_RULES = "devicetaintrules"
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,15 +49,25 @@ MANAGER_KEY: SharedKey[DraManager] = SharedKey("DynamicResources/manager")
 def build_manager(handle: Handle) -> DraManager:
     """The process's DRA state, subscribed to the informers."""
     informers = handle.informers
-    tracker = ClaimTracker(informers.store(RESOURCE_CLAIMS))
+    features = Features.from_gates(handle.feature_gates)  # process-wide, as the state
+    tracker = ClaimTracker(
+        informers.store(RESOURCE_CLAIMS), consumable_capacity=features.consumable_capacity
+    )
     inventory = DeviceInventory()
     informers.on_change(RESOURCE_CLAIMS, tracker.claim_changed)
     informers.on_change(RESOURCE_SLICES, inventory.slice_changed)
     informers.on_change(DEVICE_CLASSES, inventory.class_changed)
+    if features.device_taint_rules:
+        informers.on_change(DEVICE_TAINT_RULES, inventory.taint_rule_changed)
+    cel = CelEnvironment(clock=handle.clock.now, consumable_capacity=features.consumable_capacity)
+    slot = dra_devices(handle)
+    if slot is not None and features.extended_resource:
+        # what NodeResourcesFit/BalancedAllocation score DRA-backed resources by
+        slot.provider = DeviceCounter(inventory, tracker, cel)
     return DraManager(
         tracker=tracker,
         inventory=inventory,
-        cel=CelEnvironment(clock=handle.clock.now),
+        cel=cel,
         # A handle without a background runner (unit tests) runs writes on the loop.
         writes=BackgroundWrites(getattr(handle, "spawn", None)),
     )

@@ -53,7 +53,11 @@ from plugins.dynamicresources.allocator import (
     NodeAllocationError,
     Solution,
 )
-from plugins.dynamicresources.args import DynamicResourcesArgs
+from plugins.dynamicresources.args import (
+    DEFAULT_BINDING_TIMEOUT,
+    DEFAULT_FILTER_TIMEOUT,
+    DynamicResourcesArgs,
+)
 from plugins.dynamicresources.bindingconditions import (
     Binding,
     binding_state,
@@ -68,6 +72,7 @@ from plugins.dynamicresources.claims import (
     reserved_for_pod,
 )
 from plugins.dynamicresources.cycledata import NAME, STATE_KEY, CycleData
+from plugins.dynamicresources.features import Features
 from plugins.dynamicresources.inventory import (
     prioritized_list_score,
     validate_requests,
@@ -156,9 +161,12 @@ class DynamicResources(
 ):
     name = NAME
 
-    def __init__(self, args: DynamicResourcesArgs, handle: Handle) -> None:
+    def __init__(
+        self, args: DynamicResourcesArgs, handle: Handle, features: Features | None = None
+    ) -> None:
         self._args = args
         self._handle = handle
+        self.features = features if features is not None else Features()
         # One claim tracker, inventory and writer for every profile (upstream's
         # shared DRA manager): profiles never allocate one device twice.
         manager = shared_manager(handle)
@@ -176,6 +184,7 @@ class DynamicResources(
             metrics=getattr(handle, "metrics", None),
             events=getattr(handle, "events", None),
             profile=handle.profile_name,
+            binding_conditions=self.features.binding_conditions,
         )
 
     # ----------------------------------------------------------------- events
@@ -267,13 +276,23 @@ class DynamicResources(
     ) -> tuple[PreFilterResult | None, Status | None]:
         data = CycleData()
         state.write(STATE_KEY, data)
+        status = self._pre_filter(data, pod)
+        if status is not None and not status.is_skip():
+            # Upstream records the claims in its cycle state only once PreFilter
+            # succeeds: after a rejection PostFilter has none ("no new claims
+            # to deallocate"), not "still not schedulable".
+            data.claims = []
+            data.extended_index = None
+        return None, status
+
+    def _pre_filter(self, data: CycleData, pod: Pod) -> Status | None:
         extended = self._extended_requests(pod)
         if not pod.spec.get("resourceClaims") and not extended:
-            return None, Status.skip()
+            return Status.skip()
         try:
             data.claims = pod_claims(pod, self.tracker.get)
         except ClaimNotReady as error:
-            return None, Status.unresolvable(str(error))
+            return Status.unresolvable(str(error))
         if extended:
             data.extended = extended
             found = extended_claims.find_claim(pod, self.tracker.claims())
@@ -284,7 +303,7 @@ class DynamicResources(
                 else extended_claims.placeholder(pod, f"{pod.uid}-extended-{id(data)}")
             )
         if not data.claims:
-            return None, Status.skip()
+            return Status.skip()
         data.prioritized = any(
             request.get("firstAvailable")
             for claim in data.claims
@@ -295,22 +314,24 @@ class DynamicResources(
             if allocation is not None:
                 if allocation.get("nodeSelector") is not None:
                     data.selectors[index] = allocation["nodeSelector"]
-                if has_binding_conditions(claim):
+                if self.features.binding_conditions and has_binding_conditions(claim):
                     data.conditioned.append(index)
                 continue
             if index == data.extended_index:
                 continue  # allocated per node in Filter
             if self.tracker.in_flight(claim_uid(claim)) is not None:
-                return None, Status.unresolvable(
+                return Status.unresolvable(
                     f"resource claim {claim_key(claim)} is in the process of being allocated"
                 )
-            status = validate_requests(claim, self.inventory.classes)
+            status = validate_requests(
+                claim, self.inventory.classes, prioritized_list=self.features.prioritized_list
+            )
             if status is not None:
-                return None, status
+                return status
             try:
                 data.parsed.append(parse_claim(claim))
             except ModelError as error:
-                return None, Status.as_error(error)
+                return Status.as_error(error)
             data.to_allocate.append(index)
         if data.to_allocate or (
             data.extended_index is not None and data.extended_index not in data.selectors
@@ -322,11 +343,15 @@ class DynamicResources(
                 self._cel,
                 clock=self._handle.clock.now,
                 pool_cache=self.inventory.pools,
+                features=self.features,
             )
-        return None, None
+        return None
 
     def _extended_requests(self, pod: Pod) -> dict[str, int]:
-        """Requested extended resources some DeviceClass serves."""
+        """Requested extended resources some DeviceClass serves (none
+        without DRAExtendedResource)."""
+        if not self.features.extended_resource:
+            return {}
         scalar = pod.requests.scalar
         if not scalar or not self._extended.any_backed(scalar):
             return {}
@@ -368,7 +393,7 @@ class DynamicResources(
                     return Status.as_error(error)
         solution: Solution | None = None
         if data.allocator is not None and claims:
-            timeout = self._args.filter_timeout
+            timeout = self._args.filter_timeout if self.features.filter_timeout else 0
             deadline = self._handle.clock.now() + timeout if timeout > 0 else None
             try:
                 solution = data.allocator.solve(node.name, node.labels, claims, deadline)
@@ -584,4 +609,35 @@ def new(args: object, handle: Handle) -> DynamicResources:
         args = DynamicResourcesArgs()
     if not isinstance(args, DynamicResourcesArgs):
         raise TypeError(f"{NAME} wants DynamicResourcesArgs, got {type(args).__name__}")
-    return DynamicResources(args, handle)
+    features = Features.from_gates(handle.feature_gates)
+    validate_args_for_features(args, features)
+    return DynamicResources(args, handle, features)
+
+
+def validate_args_for_features(args: DynamicResourcesArgs, features: Features) -> None:
+    """A timeout whose gate is off may not be configured (upstream
+    ``ValidateDynamicResourcesArgs``). Unlike upstream, a value equal to the
+    default passes: upstream leaves a gated-off timeout out of its defaults,
+    while our configuration dump (``--write-config-to``) always writes the
+    defaults, and that dump must load again with the gate off."""
+    problems = []
+    given = args.model_fields_set
+    if (
+        not features.filter_timeout
+        and "filter_timeout" in given
+        and args.filter_timeout != DEFAULT_FILTER_TIMEOUT
+    ):
+        problems.append(
+            "filterTimeout: Forbidden: DRASchedulingFilterTimeout feature gate is disabled"
+        )
+    if (
+        not features.binding_conditions
+        and "binding_timeout" in given
+        and args.binding_timeout != DEFAULT_BINDING_TIMEOUT
+    ):
+        problems.append(
+            "bindingTimeout: Forbidden: DRADeviceBindingConditions or"
+            " DRAResourceClaimDeviceStatus feature gate is disabled"
+        )
+    if problems:
+        raise ValueError(", ".join(problems))

@@ -81,9 +81,16 @@ def gather_pools(
     node_name: str,
     labels: Mapping[str, str],
     slices_by_pool: Mapping[PoolID, Sequence[Slice]],
+    *,
+    partitionable: bool = True,
 ) -> list[Pool]:
+    """``partitionable`` is DRAPartitionableDevices: when off, slices with
+    counter sets or per-device node selection are skipped (upstream's
+    ``GatherPools``) and counters are not validated (``buildPool``)."""
     collected: dict[PoolID, list[Slice]] = {}
     for slice_ in slices_for_node:
+        if not partitionable and (slice_.shared_counters or slice_.per_device_node_selection):
+            continue
         if not _relevant(slice_, node_name, labels):
             continue
         held = collected.get(slice_.pool_id)
@@ -104,14 +111,20 @@ def gather_pools(
             if len(all_for_pool) != expected:
                 normal.append(Pool(pool_id, incomplete=True))
                 continue
-        pool = build_pool(pool_id, slices, all_for_pool)
+        pool = build_pool(pool_id, slices, all_for_pool, partitionable=partitionable)
         (conditioned if pool.has_binding_conditions() else normal).append(pool)
     normal.sort(key=lambda p: p.id)
     conditioned.sort(key=lambda p: p.id)
     return normal + conditioned
 
 
-def build_pool(pool_id: PoolID, slices: list[Slice], all_for_pool: list[Slice] | None) -> Pool:
+def build_pool(
+    pool_id: PoolID,
+    slices: list[Slice],
+    all_for_pool: list[Slice] | None,
+    *,
+    partitionable: bool = True,
+) -> Pool:
     slices = sorted(slices, key=lambda s: s.name)
     device_slices = [s for s in slices if not s.shared_counters]
     counter_slices = [s for s in slices if s.shared_counters]
@@ -131,7 +144,7 @@ def build_pool(pool_id: PoolID, slices: list[Slice], all_for_pool: list[Slice] |
                     pool_id, invalid=True, invalid_reason=f"duplicate counter set name {set_name}"
                 )
             counter_sets[set_name] = counters
-    problem = _check_consumption(counter_sets, slices)
+    problem = _check_consumption(counter_sets, slices) if partitionable else ""
     if problem:
         return Pool(pool_id, invalid=True, invalid_reason=problem)
     pool = Pool(
@@ -143,7 +156,7 @@ def build_pool(pool_id: PoolID, slices: list[Slice], all_for_pool: list[Slice] |
     if all_for_pool is not None and len(all_for_pool) != len(slices):
         targeting = {s.name for s in slices}
         pool.other_slices = [s for s in all_for_pool if s.name not in targeting]
-        problem = _check_consumption(counter_sets, pool.other_slices)
+        problem = _check_consumption(counter_sets, pool.other_slices) if partitionable else ""
         if problem:
             return Pool(pool_id, invalid=True, invalid_reason=problem)
     return pool

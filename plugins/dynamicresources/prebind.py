@@ -66,8 +66,12 @@ class ClaimBinder:
         metrics: PluginMetrics | None = None,
         events: EventRecorder | None = None,
         profile: str = "",
+        binding_conditions: bool = True,
     ) -> None:
         self.tracker = tracker
+        # DRADeviceBindingConditions and DRAResourceClaimDeviceStatus: off, no
+        # wait and no allocationTimestamp (upstream PreBind and bindClaim)
+        self._binding_conditions = binding_conditions
         self._events = events
         self._metrics: PluginMetrics = metrics if metrics is not None else _NoMetrics()
         self._profile = profile
@@ -109,6 +113,8 @@ class ClaimBinder:
             # before the in-flight entry that held them goes away.
             self.tracker.assume(written)
             self.tracker.remove_in_flight(uid)
+        if not self._binding_conditions:
+            return None
         return await self._wait_for_binding_conditions(written_claims, pod, node_name)
 
     async def _bind_extended(
@@ -233,6 +239,8 @@ class ClaimBinder:
                 return Status.as_error(BINDING_TIMEOUT)
             await self._clock.sleep(BINDING_POLL_SECONDS)
 
-    def _timestamp(self) -> str:
+    def _timestamp(self) -> str | None:
+        if not self._binding_conditions:
+            return None
         moment = datetime.datetime.fromtimestamp(self._clock.wall(), tz=datetime.UTC)
         return moment.strftime("%Y-%m-%dT%H:%M:%SZ")

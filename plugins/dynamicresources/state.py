@@ -25,16 +25,19 @@ to two claims that may not share it.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from decimal import Decimal
 from itertools import chain
-from typing import Any
+from types import MappingProxyType
+from typing import Any, TypeVar
 
 from plugins.dynamicresources.allocator import AllocatedState
 from plugins.dynamicresources.model import DeviceID, Raw
 from scheduler.framework import ObjectStore, QuantityError, parse_quantity
 
 _EMPTY: Mapping[str, Any] = {}
+_K = TypeVar("_K")
 
 
 def claim_key(claim: Raw) -> str:
@@ -63,8 +66,10 @@ class _Usage:
     capacity: tuple[tuple[DeviceID, Mapping[str, Decimal]], ...] = ()
 
 
-def usage_of(allocation: Mapping[str, Any] | None) -> _Usage:
-    """The devices an allocation holds (admin access holds none)."""
+def usage_of(allocation: Mapping[str, Any] | None, *, consumable_capacity: bool = True) -> _Usage:
+    """The devices an allocation holds (admin access holds none). Without
+    DRAConsumableCapacity a shared result holds its device exclusively
+    (upstream ``foreachAllocatedDevice``)."""
     if not allocation:
         return _Usage()
     exclusive: list[DeviceID] = []
@@ -74,7 +79,7 @@ def usage_of(allocation: Mapping[str, Any] | None) -> _Usage:
         if result.get("adminAccess"):
             continue
         device_id = (result.get("driver", ""), result.get("pool", ""), result.get("device", ""))
-        share_id = result.get("shareID")
+        share_id = result.get("shareID") if consumable_capacity else None
         if not share_id:
             exclusive.append(device_id)
             continue
@@ -94,18 +99,75 @@ class _Index:
     exclusive: dict[DeviceID, int] = field(default_factory=dict)
     shared: dict[tuple[DeviceID, str], int] = field(default_factory=dict)
     capacity: dict[DeviceID, dict[str, Decimal]] = field(default_factory=dict)
+    # shared allocations per device: the capacity entry lives as long as one does
+    sharing: dict[DeviceID, int] = field(default_factory=dict)
 
     def apply(self, usage: _Usage, sign: int) -> None:
         for device_id in usage.exclusive:
             _bump(self.exclusive, device_id, sign)
         for shared_id in usage.shared:
             _bump(self.shared, shared_id, sign)
+            _bump(self.sharing, shared_id[0], sign)
         for device_id, consumed in usage.capacity:
             totals = self.capacity.setdefault(device_id, {})
             for name, value in consumed.items():
                 totals[name] = totals.get(name, Decimal(0)) + sign * value
-            if sign < 0 and not any(shared_id[0] == device_id for shared_id in self.shared):
+            if sign < 0 and device_id not in self.sharing:
                 del self.capacity[device_id]
+
+
+_NONE: Mapping[str, Decimal] = MappingProxyType({})
+
+
+class _Union(AbstractSet[_K]):
+    """``base`` (a live key view) and ``extra`` (disjoint from it), read as one set."""
+
+    __slots__ = ("_base", "_extra")
+
+    def __init__(self, base: AbstractSet[_K], extra: frozenset[_K]) -> None:
+        self._base = base
+        self._extra = extra
+
+    def __contains__(self, item: object) -> bool:
+        return item in self._base or item in self._extra
+
+    def __iter__(self) -> Iterator[_K]:
+        return chain(self._base, self._extra)
+
+    def __len__(self) -> int:
+        return len(self._base) + len(self._extra)
+
+    def __ge__(self, other: AbstractSet[Any]) -> bool:
+        if not self._extra:
+            return self._base >= other  # in C for a key view
+        return all(item in self for item in other)
+
+
+class _Layered(Mapping[DeviceID, Mapping[str, Decimal]]):
+    """``top`` over ``base``: a key of ``top`` hides the same key of ``base``."""
+
+    __slots__ = ("_base", "_top")
+
+    def __init__(
+        self,
+        top: Mapping[DeviceID, Mapping[str, Decimal]],
+        base: Mapping[DeviceID, Mapping[str, Decimal]],
+    ) -> None:
+        self._top = top
+        self._base = base
+
+    def __getitem__(self, key: DeviceID) -> Mapping[str, Decimal]:
+        found = self._top.get(key)
+        return found if found is not None else self._base[key]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._top or key in self._base
+
+    def __iter__(self) -> Iterator[DeviceID]:
+        return chain(self._top, (key for key in self._base if key not in self._top))
+
+    def __len__(self) -> int:
+        return len(self._top) + sum(1 for key in self._base if key not in self._top)
 
 
 def _bump(counts: dict[Any, int], key: Any, sign: int) -> None:
@@ -117,8 +179,9 @@ def _bump(counts: dict[Any, int], key: Any, sign: int) -> None:
 
 
 class ClaimTracker:
-    def __init__(self, store: ObjectStore) -> None:
+    def __init__(self, store: ObjectStore, *, consumable_capacity: bool = True) -> None:
         self._store = store
+        self._consumable_capacity = consumable_capacity
         self._assumed: dict[str, Raw] = {}
         self._in_flight: dict[str, Raw] = {}
         # uid -> (in-flight claim, its usage), computed once per claim object
@@ -200,30 +263,46 @@ class ClaimTracker:
         if previous is not None:
             self._index.apply(previous, -1)
         if claim is not None:
-            usage = usage_of(allocation_of(claim))
+            usage = usage_of(allocation_of(claim), consumable_capacity=self._consumable_capacity)
             if usage.exclusive or usage.shared:
                 self._usage[uid] = usage
                 self._index.apply(usage, +1)
 
     def allocated_state(self) -> AllocatedState:
-        """Devices in use now: the index plus every in-flight allocation."""
-        extra: list[DeviceID] = []
-        shared = set(self._index.shared)
-        capacity = {d: dict(c) for d, c in self._index.capacity.items()}
+        """Devices in use now: the index plus every in-flight allocation.
+
+        Views over the index with the in-flight allocations laid on top, so
+        the cost is the in-flight allocations', never the index's (no copy
+        per pod). Valid for the synchronous scheduling cycle that asks: the
+        index changes only in informer handlers and PreBind/Unreserve."""
+        index = self._index
+        extra: set[DeviceID] = set()
+        shared: set[tuple[DeviceID, str]] = set()
+        capacity: dict[DeviceID, dict[str, Decimal]] = {}
         for uid, claim in self._in_flight.items():
             if uid in self._usage:
                 continue  # already counted from its written version
             usage = self._in_flight_usage.get(uid)
             if usage is None or usage[0] is not claim:
-                usage = self._in_flight_usage[uid] = (claim, usage_of(allocation_of(claim)))
-            extra.extend(usage[1].exclusive)
+                usage = self._in_flight_usage[uid] = (
+                    claim,
+                    usage_of(allocation_of(claim), consumable_capacity=self._consumable_capacity),
+                )
+            extra.update(usage[1].exclusive)
             shared.update(usage[1].shared)
             for device_id, consumed in usage[1].capacity:
-                totals = capacity.setdefault(device_id, {})
+                totals = capacity.get(device_id)
+                if totals is None:
+                    totals = capacity[device_id] = dict(index.capacity.get(device_id, _NONE))
                 for name, value in consumed.items():
                     totals[name] = totals.get(name, Decimal(0)) + value
-        exclusive = frozenset(chain(self._index.exclusive, extra))  # one copy
-        return AllocatedState(exclusive, frozenset(shared), capacity)
+        return AllocatedState(
+            _Union(index.exclusive.keys(), frozenset(d for d in extra if d not in index.exclusive)),
+            _Union(index.shared.keys(), frozenset(s for s in shared if s not in index.shared)),
+            _Layered(capacity, index.capacity) if capacity else MappingProxyType(index.capacity),
+            # every shared allocation has a capacity entry, in the index and above
+            shared_devices=_Layered(capacity, index.capacity),
+        )
 
     def devices_in_use(self) -> Mapping[DeviceID, int]:
         """Exclusive devices and how many written claims hold each (tests, debug)."""

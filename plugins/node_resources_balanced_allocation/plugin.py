@@ -14,7 +14,10 @@ balance: ``50 + (50 + with_pod - without_pod) / 2`` (integer division), so
 it stays in 50..100 and is about 75 when the pod changes little.
 
 PreScore skips best-effort pods (no request for any configured resource,
-kubernetes issue 129138). No NormalizeScore.
+kubernetes issue 129138). No NormalizeScore. A listed extended resource a
+DeviceClass serves, on a node that does not advertise it, counts the node's
+devices of that class and those in use (DRAExtendedResource, as
+NodeResourcesFit; then the pod is not signed).
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from scheduler.framework import (
     MAX_NODE_SCORE,
     MEMORY,
     CycleState,
+    DraDevicesSlot,
+    ExtendedResourceClasses,
     Handle,
     NodeInfo,
     Pod,
@@ -38,6 +43,8 @@ from scheduler.framework import (
     SignPlugin,
     StateKey,
     Status,
+    dra_allocatable_and_used,
+    dra_devices,
     is_scalar_resource_name,
 )
 
@@ -59,11 +66,22 @@ PRE_SCORE_KEY: StateKey[PreScoreState] = StateKey(f"PreScore{NAME}")
 class BalancedAllocation(PreScorePlugin, ScorePlugin, SignPlugin):
     name = NAME
 
-    def __init__(self, args: NodeResourcesBalancedAllocationArgs) -> None:
+    def __init__(
+        self,
+        args: NodeResourcesBalancedAllocationArgs,
+        extended: ExtendedResourceClasses | None = None,
+        dra_slot: DraDevicesSlot | None = None,
+    ) -> None:
         self._resources = tuple(resource.name for resource in args.resources)
+        self._extended = extended
+        self._dra_slot = dra_slot
 
-    def sign_pod(self, pod: Pod) -> Hashable:
-        """Node-local: the result for a node depends only on the pod's requests."""
+    def sign_pod(self, pod: Pod) -> Hashable | None:
+        """Node-local: the result for a node depends only on the pod's requests
+        (unless devices of a DeviceClass may count for one of them)."""
+        scalar = pod.requests.scalar
+        if scalar and self._extended is not None and self._extended.any_backed(scalar):
+            return None
         return pod.requests.key()
 
     def pod_requests(self, pod: Pod) -> tuple[int, ...]:
@@ -92,6 +110,10 @@ class BalancedAllocation(PreScorePlugin, ScorePlugin, SignPlugin):
             if request == 0 and is_scalar_resource_name(name):
                 continue
             capacity, used = _allocatable_and_requested(node_info, name)
+            if capacity == 0 and is_scalar_resource_name(name):
+                counts = dra_allocatable_and_used(self._extended, self._dra_slot, node_info, name)
+                if counts is not None:
+                    capacity, used = counts
             if capacity == 0:
                 continue
             allocatable.append(capacity)
@@ -154,4 +176,10 @@ def new(args: object, handle: Handle) -> BalancedAllocation:
         raise TypeError(
             f"{NAME} wants NodeResourcesBalancedAllocationArgs, got {type(args).__name__}"
         )
-    return BalancedAllocation(args)
+    informers = getattr(handle, "informers", None)
+    gates = getattr(handle, "feature_gates", None)
+    if informers is None or (gates is not None and not gates.enabled("DRAExtendedResource")):
+        return BalancedAllocation(args)
+    return BalancedAllocation(
+        args, ExtendedResourceClasses.subscribe(informers), dra_devices(handle)
+    )

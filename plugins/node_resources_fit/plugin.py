@@ -32,6 +32,7 @@ from scheduler.framework import (
     ClusterEvent,
     ClusterEventWithHint,
     CycleState,
+    DraDevicesSlot,
     EnqueueExtensions,
     EventResource,
     ExtendedResourceClasses,
@@ -49,6 +50,8 @@ from scheduler.framework import (
     SignPlugin,
     StateKey,
     Status,
+    dra_allocatable_and_used,
+    dra_devices,
 )
 
 NAME = "NodeResourcesFit"
@@ -81,11 +84,16 @@ class NodeResourcesFit(
     name = NAME
 
     def __init__(
-        self, args: NodeResourcesFitArgs, extended: ExtendedResourceClasses | None = None
+        self,
+        args: NodeResourcesFitArgs,
+        extended: ExtendedResourceClasses | None = None,
+        dra_slot: DraDevicesSlot | None = None,
     ) -> None:
         # Extended resources a DeviceClass serves are left to DynamicResources
-        # on nodes that do not advertise them (DRAExtendedResource, beta on).
+        # on nodes that do not advertise them (DRAExtendedResource, beta on),
+        # and scored by the devices DynamicResources counts (``dra_slot``).
         self._extended = extended
+        self._dra_slot = dra_slot
         self._ignored = frozenset(args.ignored_resources)
         self._ignored_groups = frozenset(args.ignored_resource_groups)
         self._resources = tuple(spec.name for spec in args.scoring_strategy.resources)
@@ -206,7 +214,13 @@ class NodeResourcesFit(
                 used.memory + pod_requests[1] if memory else 0,
             )
             return self._scorer(requested, (cpu, memory)), None
-        return score_node(self._scorer, self._resources, pod_requests, node_info), None
+        return (
+            score_node(self._scorer, self._resources, pod_requests, node_info, self._dra_counts),
+            None,
+        )
+
+    def _dra_counts(self, node_info: NodeInfo, name: str) -> tuple[int, int] | None:
+        return dra_allocatable_and_used(self._extended, self._dra_slot, node_info, name)
 
 
 def new(args: object, handle: Handle) -> NodeResourcesFit:
@@ -214,7 +228,12 @@ def new(args: object, handle: Handle) -> NodeResourcesFit:
         args = NodeResourcesFitArgs()
     if not isinstance(args, NodeResourcesFitArgs):
         raise TypeError(f"{NAME} wants NodeResourcesFitArgs, got {type(args).__name__}")
-    # A handle without informers (some tests) means no DeviceClass index.
+    # A handle without informers (some tests) means no DeviceClass index;
+    # without DRAExtendedResource no extended resource is backed by DRA.
     informers = getattr(handle, "informers", None)
-    extended = ExtendedResourceClasses.subscribe(informers) if informers is not None else None
-    return NodeResourcesFit(args, extended)
+    gates = getattr(handle, "feature_gates", None)
+    backed = gates is None or gates.enabled("DRAExtendedResource")
+    extended = (
+        ExtendedResourceClasses.subscribe(informers) if informers is not None and backed else None
+    )
+    return NodeResourcesFit(args, extended, dra_devices(handle) if backed else None)

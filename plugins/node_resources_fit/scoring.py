@@ -133,8 +133,18 @@ def pod_score_requests(pod: Pod, resources: Sequence[str]) -> tuple[int, ...]:
     return tuple(pod.non_zero_requests.get(name) for name in resources)
 
 
-def allocatable_and_requested(node_info: NodeInfo, name: str, pod_request: int) -> tuple[int, int]:
-    """(allocatable, requested incl. the pod) of one resource; (0, 0) leaves it out."""
+# (node, resource) -> (allocatable, in use) of a DRA-backed extended resource
+# the node does not advertise, or None
+DraCounts = Callable[[NodeInfo, str], tuple[int, int] | None]
+
+
+def allocatable_and_requested(
+    node_info: NodeInfo, name: str, pod_request: int, dra: DraCounts | None = None
+) -> tuple[int, int]:
+    """(allocatable, requested incl. the pod) of one resource; (0, 0) leaves it
+    out. A scalar resource the node does not advertise counts the devices of
+    the DeviceClass serving it (``dra``; upstream
+    ``calculateDRAExtendedResourceAllocatableRequest``)."""
     if pod_request == 0 and is_scalar_resource_name(name):
         return 0, 0
     allocatable = node_info.allocatable
@@ -144,18 +154,27 @@ def allocatable_and_requested(node_info: NodeInfo, name: str, pod_request: int) 
         return allocatable.memory, node_info.non_zero_requested.memory + pod_request
     if name == EPHEMERAL_STORAGE:
         return allocatable.ephemeral_storage, node_info.requested.ephemeral_storage + pod_request
-    if name in allocatable.scalar:
-        return allocatable.scalar[name], node_info.requested.scalar.get(name, 0) + pod_request
+    advertised = allocatable.scalar.get(name)
+    if not advertised and dra is not None:
+        counts = dra(node_info, name)
+        if counts is not None:
+            return counts[0], counts[1] + pod_request
+    if advertised is not None:
+        return advertised, node_info.requested.scalar.get(name, 0) + pod_request
     return 0, 0
 
 
 def score_node(
-    scorer: Scorer, resources: Sequence[str], pod_requests: Sequence[int], node_info: NodeInfo
+    scorer: Scorer,
+    resources: Sequence[str],
+    pod_requests: Sequence[int],
+    node_info: NodeInfo,
+    dra: DraCounts | None = None,
 ) -> int:
     requested = [0] * len(resources)
     allocatable = [0] * len(resources)
     for index, (name, pod_request) in enumerate(zip(resources, pod_requests, strict=True)):
-        capacity, wanted = allocatable_and_requested(node_info, name, pod_request)
+        capacity, wanted = allocatable_and_requested(node_info, name, pod_request, dra)
         if capacity:
             allocatable[index], requested[index] = capacity, wanted
     return scorer(requested, allocatable)

@@ -7,8 +7,13 @@ and from nothing else in ``scheduler`` (an import-linter contract).
 from scheduler.clock import Clock
 from scheduler.framework.cycle_state import CycleState, StateData, StateKey, StateNotFound
 from scheduler.framework.deviceclasses import (
+    DRA_DEVICES,
     IMPLICIT_PREFIX,
+    DraDeviceCounts,
+    DraDevicesSlot,
     ExtendedResourceClasses,
+    dra_allocatable_and_used,
+    dra_devices,
     is_dra_extended_resource_name,
 )
 from scheduler.framework.events import (
@@ -120,6 +125,7 @@ from scheduler.framework.types import (
 
 __all__ = [
     "CPU",
+    "DRA_DEVICES",
     "EPHEMERAL_STORAGE",
     "HEARTBEAT_SECONDS",
     "IMPLICIT_PREFIX",
@@ -139,6 +145,8 @@ __all__ = [
     "Code",
     "CycleState",
     "Diagnosis",
+    "DraDeviceCounts",
+    "DraDevicesSlot",
     "EnqueueExtensions",
     "EventRecorder",
     "EventResource",
@@ -206,6 +214,8 @@ __all__ = [
     "Toleration",
     "WaitingPod",
     "default_normalize",
+    "dra_allocatable_and_used",
+    "dra_devices",
     "fit_error_message",
     "go_div",
     "is_dra_extended_resource_name",

@@ -10,14 +10,25 @@ DynamicResources, and NodeResourcesFit steps aside for that resource.
 
 Shared by both plugins; each keeps its own index, fed by the DeviceClass
 informer (``subscribe``). Pure apart from that index; synchronous.
+
+Scoring (upstream ``calculateDRAExtendedResourceAllocatableRequest``): when
+a scoring strategy lists such a resource and the node does not advertise it,
+NodeResourcesFit and NodeResourcesBalancedAllocation count the node's
+devices of the serving class as its allocatable and those in use as its
+requested amount. The counts come from DynamicResources' shared DRA state,
+published in the process's ``DraDevicesSlot`` (``dra_devices``): a slot
+whose provider stays None (DynamicResources absent) leaves the resource out.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from scheduler.framework.handle import InformerAccess, RawObject
+from scheduler.framework.nodeinfo import NodeInfo
+from scheduler.framework.shared import SharedKey
 
 IMPLICIT_PREFIX = "deviceclass.resource.kubernetes.io/"
 DEVICE_CLASSES = "deviceclasses"
@@ -83,3 +94,46 @@ class ExtendedResourceClasses:
             value and is_dra_extended_resource_name(name) and self.class_for(name) is not None
             for name, value in resources.items()
         )
+
+
+class DraDeviceCounts(Protocol):
+    def class_devices(
+        self, node_name: str, labels: Mapping[str, str], class_name: str
+    ) -> tuple[int, int]:
+        """(devices of the class usable on the node, those in use); (0, 0)
+        when unknown or on a broken class selector."""
+        ...
+
+
+@dataclass(slots=True)
+class DraDevicesSlot:
+    """Where DynamicResources publishes its device counts, once per process."""
+
+    provider: DraDeviceCounts | None = None
+
+
+DRA_DEVICES: SharedKey[DraDevicesSlot] = SharedKey("framework/dra-devices")
+
+
+def dra_devices(handle: object) -> DraDevicesSlot | None:
+    """The process's slot (None for a handle without shared objects: tests)."""
+    shared = getattr(handle, "shared", None)
+    return None if shared is None else shared(DRA_DEVICES, DraDevicesSlot)
+
+
+def dra_allocatable_and_used(
+    extended: ExtendedResourceClasses | None,
+    slot: DraDevicesSlot | None,
+    node_info: NodeInfo,
+    name: str,
+) -> tuple[int, int] | None:
+    """(allocatable, in use) of a DRA-backed extended resource on a node that
+    does not advertise it, or None (not backed, no DRA state, no device)."""
+    if extended is None or slot is None or slot.provider is None:
+        return None
+    class_name = extended.class_for(name)
+    node = node_info.node
+    if class_name is None or node is None:
+        return None
+    capacity, used = slot.provider.class_devices(node.name, node.labels, class_name)
+    return (capacity, used) if capacity > 0 else None

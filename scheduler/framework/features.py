@@ -31,6 +31,18 @@ KNOWN_GATES: Mapping[str, bool] = MappingProxyType(
     {
         # NodeDeclaredFeatures joins the default plugins when on (beta, on).
         "NodeDeclaredFeatures": True,
+        # DynamicResources (plugins/dynamicresources/features.py says what
+        # each switches); NodeResourcesFit reads DRAExtendedResource too.
+        "DRAAdminAccess": True,  # GA, locked on
+        "DRAConsumableCapacity": True,
+        "DRADeviceBindingConditions": True,
+        "DRADeviceTaints": True,
+        "DRAExtendedResource": True,
+        "DRAPartitionableDevices": True,
+        "DRAPrioritizedList": True,
+        "DRAResourceClaimDeviceStatus": True,
+        "DRASchedulerFilterTimeout": True,
+        "DRADeviceTaintRules": False,  # beta, off (its API is beta too)
     }
 )
 

@@ -91,6 +91,11 @@ RESOURCE_CLAIM_TEMPLATES = ResourceType(
 )
 RESOURCE_SLICES = ResourceType("resource.k8s.io", "v1", "resourceslices", "ResourceSlice", False)
 DEVICE_CLASSES = ResourceType("resource.k8s.io", "v1", "deviceclasses", "DeviceClass", False)
+# beta in 1.36 (served only with resource.k8s.io/v1beta2 enabled); watched by
+# DynamicResources with the DRADeviceTaintRules gate only
+DEVICE_TAINT_RULES = ResourceType(
+    "resource.k8s.io", "v1beta2", "devicetaintrules", "DeviceTaintRule", False
+)
 CONFIG_MAPS = ResourceType("", "v1", "configmaps", "ConfigMap", namespaced=True)
 # NeonVM custom resources (AutoscaleEnforcer); JSON only, NeonVM has no protobuf.
 VIRTUAL_MACHINES = ResourceType("vm.neon.tech", "v1", "virtualmachines", "VirtualMachine", True)
@@ -121,6 +126,7 @@ _ALL = (
     RESOURCE_CLAIM_TEMPLATES,
     RESOURCE_SLICES,
     DEVICE_CLASSES,
+    DEVICE_TAINT_RULES,
     CONFIG_MAPS,
     VIRTUAL_MACHINES,
     VIRTUAL_MACHINE_MIGRATIONS,

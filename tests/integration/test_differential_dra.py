@@ -2,7 +2,9 @@
 (counts, selectors on every attribute type, matchAttribute, prioritized
 lists, device taints and tolerations) scheduled by this scheduler and by
 upstream's, from the same control-plane build, agrees pod by pod on
-scheduled-or-not and on the ``PodScheduled`` message, word for word.
+scheduled-or-not and on the ``PodScheduled`` message, word for word, with
+the 1.36 defaults and with DRA gates turned off (both schedulers given the
+same ``--feature-gates``).
 
 Devices are cluster-scoped, so each scheduler gets an identical device
 topology of its own: the same nodes, but its own driver and DeviceClasses
@@ -18,6 +20,7 @@ import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import pytest
 from kubernetes_asyncio import client
 
 from tests.integration.conftest import Cluster, NodePool
@@ -104,7 +107,12 @@ class Topology:
         return [
             (
                 "numa-pair",
-                make_claim("numa-pair").request("r", self.small, count=2).match(f"{d}/numa").obj(),
+                # never the tainted device, so that with DRADeviceTaints off
+                # it is still the "intolerant" pod that takes it
+                make_claim("numa-pair")
+                .request("r", self.small, count=2, selectors=(f"!{attr}.tainted",))
+                .match(f"{d}/numa")
+                .obj(),
             ),
             (
                 "numa-three",
@@ -202,7 +210,9 @@ async def run(
                     return Outcome(found["spec"]["nodeName"], "", "")
                 told = condition(found, "PodScheduled") or {}
                 if told.get("status") == "False" and told.get("message"):
-                    return Outcome("", told.get("reason", ""), told["message"])
+                    # claim keys name each scheduler's own namespace
+                    message = told["message"].replace(f"{namespace}/", "<namespace>/")
+                    return Outcome("", told.get("reason", ""), message)
                 return None
 
             outcomes[pod_name] = await eventually(
@@ -211,11 +221,37 @@ async def run(
     return outcomes
 
 
+DEFAULT_UNSCHEDULABLE = {"numa-three", "five", "no-match", "intolerant", "big-two"}
+
+
+@pytest.mark.parametrize(
+    ("gates", "expected_unschedulable"),
+    [
+        pytest.param("", DEFAULT_UNSCHEDULABLE, id="v1.36 defaults"),
+        pytest.param(
+            # firstAvailable refused in PreFilter; with consumable capacity and
+            # binding conditions off upstream runs its stable allocator.
+            "DRAPrioritizedList=false,DRAConsumableCapacity=false,DRADeviceBindingConditions=false",
+            DEFAULT_UNSCHEDULABLE | {"first-available"},
+            id="DRAPrioritizedList, DRAConsumableCapacity, DRADeviceBindingConditions off",
+        ),
+        pytest.param(
+            # the taint ignored: "intolerant" takes the one tainted device
+            # that "tolerant" then lacks
+            "DRADeviceTaints=false",
+            (DEFAULT_UNSCHEDULABLE - {"intolerant"}) | {"tolerant"},
+            id="DRADeviceTaints off",
+        ),
+    ],
+)
 async def test_dra_workload_agrees_with_upstream_kube_scheduler(
     control_plane: Cluster,
     kube: client.ApiClient,
     nodes: NodePool,
     tmp_path: Path,
+    *,
+    gates: str,
+    expected_unschedulable: set[str],
 ) -> None:
     plane = control_plane.require_plane()
     core = client.CoreV1Api(kube)
@@ -228,7 +264,11 @@ async def test_dra_workload_agrees_with_upstream_kube_scheduler(
     try:
         async with topology(api, names, "ours") as ours_devices:
             ours = await run(
-                core, ours_devices, namespaces[0], OURS_PROFILE, ours_runner(plane.kubeconfig)
+                core,
+                ours_devices,
+                namespaces[0],
+                OURS_PROFILE,
+                ours_runner(plane.kubeconfig, gates),
             )
         async with topology(api, names, "upstream") as upstream_devices:
             upstream = await run(
@@ -236,12 +276,11 @@ async def test_dra_workload_agrees_with_upstream_kube_scheduler(
                 upstream_devices,
                 namespaces[1],
                 UPSTREAM_PROFILE,
-                upstream_runner(plane, tmp_path),
+                upstream_runner(plane, tmp_path, gates),
             )
     finally:
         for namespace in namespaces:
             await core.delete_namespace(namespace, propagation_policy="Background")
-    expected_unschedulable = {"numa-three", "five", "no-match", "intolerant", "big-two"}
     assert {name for name, outcome in ours.items() if not outcome.scheduled} == (
         expected_unschedulable
     ), ours

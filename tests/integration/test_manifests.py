@@ -275,6 +275,11 @@ DRA = "resource.k8s.io"
         ),
         pytest.param(_access("list", "resourceslices", group=DRA), True, id="list resourceslices"),
         pytest.param(
+            _access("watch", "devicetaintrules", group=DRA),
+            True,
+            id="watch devicetaintrules (DRADeviceTaintRules)",
+        ),
+        pytest.param(
             _access("watch", "resourceclaimtemplates", group=DRA), True, id="watch claim templates"
         ),
         pytest.param(

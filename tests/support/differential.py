@@ -128,16 +128,18 @@ profiles:
 Runner = Callable[[], contextlib.AbstractAsyncContextManager[None]]
 
 
-def ours_runner(kubeconfig: Path) -> Runner:
+def ours_runner(kubeconfig: Path, feature_gates: str = "") -> Runner:
     @contextlib.asynccontextmanager
     async def run() -> AsyncIterator[None]:
-        async with running_scheduler(kubeconfig, OURS_PROFILE, config_text=ours_config()):
+        async with running_scheduler(
+            kubeconfig, OURS_PROFILE, config_text=ours_config(), feature_gates=feature_gates
+        ):
             yield
 
     return run
 
 
-def upstream_runner(plane: ControlPlane, workdir: Path) -> Runner:
+def upstream_runner(plane: ControlPlane, workdir: Path, feature_gates: str = "") -> Runner:
     @contextlib.asynccontextmanager
     async def run() -> AsyncIterator[None]:
         config = workdir / "upstream-scheduler.yaml"
@@ -149,6 +151,7 @@ def upstream_runner(plane: ControlPlane, workdir: Path) -> Runner:
                 f"--secure-port={port}",
                 "--bind-address=127.0.0.1",
                 "--authorization-always-allow-paths=/healthz,/readyz,/livez",
+                *([f"--feature-gates={feature_gates}"] if feature_gates else []),
             ],
         )
         scheduler = RunningScheduler(SchedulerKind.UPSTREAM, process, f"https://127.0.0.1:{port}")

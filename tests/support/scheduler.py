@@ -18,6 +18,7 @@ from pathlib import Path
 
 from scheduler.app import AppOptions, SchedulerApp
 from scheduler.config import parse_config
+from scheduler.features import parse_feature_gates
 from scheduler.kube.client import KubeClient
 from tests.support.wait import eventually
 
@@ -49,8 +50,10 @@ async def running_scheduler(
     config_text: str | None = None,
     bind_grace: float = 10.0,
     rng: random.Random | None = None,
+    feature_gates: str = "",
 ) -> AsyncIterator[SchedulerApp]:
-    """``rng`` fixes the random choice among equal scores (the fidelity test)."""
+    """``rng`` fixes the random choice among equal scores (the fidelity test);
+    ``feature_gates`` is a ``--feature-gates`` value."""
     config = parse_config(config_text or scheduler_config(name))
     client = await KubeClient.connect(
         kubeconfig=str(kubeconfig),
@@ -61,7 +64,12 @@ async def running_scheduler(
     app = SchedulerApp(
         config,
         client,
-        AppOptions(bind_address="127.0.0.1", port=0, bind_grace_seconds=bind_grace),
+        AppOptions(
+            bind_address="127.0.0.1",
+            port=0,
+            bind_grace_seconds=bind_grace,
+            feature_gates=parse_feature_gates(feature_gates),
+        ),
         rng=rng,
     )
     task = asyncio.create_task(app.run(), name="scheduler-app")

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from plugins.dynamicresources import SPEC, DynamicResources
-from scheduler.framework import Handle, SharedKey, SharedObjects, object_key
+from scheduler.framework import FeatureGates, Handle, SharedKey, SharedObjects, object_key
 from tests.support.clock import FakeClock
 from tests.support.informers import FakeStore
 
@@ -145,8 +145,19 @@ class FakeHandle:
     events and metrics."""
 
     def __init__(
-        self, profile_name: str = "default-scheduler", *, peer: FakeHandle | None = None
+        self,
+        profile_name: str = "default-scheduler",
+        *,
+        peer: FakeHandle | None = None,
+        feature_gates: FeatureGates | None = None,
     ) -> None:
+        self.feature_gates = (
+            feature_gates
+            if feature_gates is not None
+            else peer.feature_gates
+            if peer is not None
+            else FeatureGates()
+        )
         self.events = FakeEvents()
         self.metrics = FakeMetrics()
         self.profile_name = profile_name

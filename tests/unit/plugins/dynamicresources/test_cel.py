@@ -236,7 +236,7 @@ def test_results_are_cached_per_device() -> None:
     device = gpu()
     assert device.results == {}
     assert selector.matches(device)
-    assert device.results == {selector.expression: True}
+    assert device.results == {selector.key: True}
     assert selector.matches(device)
     assert next(ticks) == 2  # evaluated (two clock reads) once only
 
@@ -279,4 +279,4 @@ def test_an_exceeded_iteration_budget_is_upstreams_cost_error_and_cached(
         with pytest.raises(SelectorError) as caught:
             selector.matches(device)
         assert str(caught.value) == f"CEL runtime error: {COST_LIMIT_EXCEEDED}"
-    assert isinstance(device.results[expression], SelectorError)  # deterministic: cached
+    assert isinstance(device.results[selector.key], SelectorError)  # deterministic: cached

@@ -9,11 +9,13 @@ from typing import Any
 import pytest
 
 from plugins.dynamicresources.extended import ANNOTATION, requests_and_mappings
+from plugins.node_resources_balanced_allocation import SPEC as BALANCED_SPEC
 from plugins.node_resources_fit import SPEC as FIT_SPEC
 from plugins.node_resources_fit import NodeResourcesFit
-from scheduler.framework import CycleState, ExtendedResourceClasses, Handle, Status
+from scheduler.features import parse_feature_gates
+from scheduler.framework import CycleState, ExtendedResourceClasses, Handle, Status, dra_devices
 from tests.support.builders import make_node, make_pod
-from tests.support.drabuilders import make_class, make_slice
+from tests.support.drabuilders import make_claim, make_class, make_device, make_slice
 from tests.unit.plugins.dynamicresources.fakes import FakeHandle, FakeInformers, make_plugin
 from tests.unit.plugins.support import node_info, pod
 
@@ -219,3 +221,119 @@ def test_node_advertising_the_resource_needs_no_claim() -> None:
     assert plugin.filter(state, target, advertised) is None
     assert plugin.reserve(state, target, "plugin") is None
     assert plugin.tracker.allocated_state().devices == frozenset()
+
+
+# ------------------------------------------- scoring DRA-backed resources
+MOST_ALLOCATED_GPU = {
+    "scoringStrategy": {"type": "MostAllocated", "resources": [{"name": GPU, "weight": 1}]}
+}
+BALANCED_CPU_GPU = {"resources": [{"name": "cpu", "weight": 1}, {"name": GPU, "weight": 1}]}
+
+
+def scoring_setup(gates: str = "") -> tuple[FakeHandle, NodeResourcesFit, Any]:
+    """Upstream noderesources calculateDRAResourceTotals' inputs: worker has
+    gpu-0..3 (gpu-3 of another model, which the class rejects), busy has
+    gpu-0..1 with one in use; an all-nodes slice adds one more everywhere.
+    The plugins exist before the objects arrive, as informer handlers."""
+    handle = FakeHandle(feature_gates=parse_feature_gates(gates))
+    make_plugin(handle=handle)
+    assert FIT_SPEC.args_model is not None
+    assert BALANCED_SPEC.args_model is not None
+    fit = FIT_SPEC.factory(FIT_SPEC.args_model.model_validate(MOST_ALLOCATED_GPU), handle)
+    assert isinstance(fit, NodeResourcesFit)
+    balanced = BALANCED_SPEC.factory(
+        BALANCED_SPEC.args_model.model_validate(BALANCED_CPU_GPU), handle
+    )
+    gpu = make_class("gpu-class").extended_resource(GPU)
+    gpu = gpu.selector('device.attributes["gpu.example.com"].model == "a"')
+    handle.informers.put("deviceclasses", gpu.obj())
+    node_devices = {"worker": 4, "busy": 2}
+    for node, count in node_devices.items():
+        devices = [
+            make_device(f"gpu-{i}").attr("model", "b" if i == 3 else "a") for i in range(count)
+        ]
+        slice_ = make_slice(f"{node}-slice").driver("gpu.example.com").pool(node).node(node)
+        handle.informers.put("resourceslices", slice_.device(*devices).obj())
+    shared = make_slice("everywhere").driver("gpu.example.com").pool("shared").all_nodes()
+    handle.informers.put("resourceslices", shared.device(make_device("g").attr("model", "a")).obj())
+    in_use = (
+        make_claim("held")
+        .uid("held-uid")
+        .resource_version("1")
+        .allocation(
+            {
+                "devices": {
+                    "results": [
+                        {
+                            "request": "r",
+                            "driver": "gpu.example.com",
+                            "pool": "busy",
+                            "device": "gpu-0",
+                        }
+                    ]
+                }
+            }
+        )
+        .obj()
+    )
+    handle.informers.put("resourceclaims", in_use)
+    return handle, fit, balanced
+
+
+def test_device_counts_of_a_class_on_a_node() -> None:
+    """calculateDRAResourceTotals: class-selected devices serving the node
+    (its own slice and all-nodes slices), and how many are in use."""
+    handle, _, _ = scoring_setup()
+    slot = dra_devices(handle)
+    assert slot is not None
+    assert slot.provider is not None
+    assert slot.provider.class_devices("worker", {}, "gpu-class") == (4, 0)
+    assert slot.provider.class_devices("busy", {}, "gpu-class") == (3, 1)
+    assert slot.provider.class_devices("nowhere", {}, "gpu-class") == (1, 0)
+    assert slot.provider.class_devices("worker", {}, "no-such-class") == (0, 0)
+
+
+@pytest.mark.parametrize(
+    ("gates", "expected"),
+    [
+        pytest.param(
+            "",
+            # MostAllocated: worker 1 of 4 -> 25, busy 1 + 1 of 3 -> 66
+            {"worker": 25, "busy": 66},
+            id="calculateDRAExtendedResourceAllocatableRequest: devices count as allocatable",
+        ),
+        pytest.param(
+            "DRAExtendedResource=false",
+            {"worker": 0, "busy": 0},
+            id="without DRAExtendedResource the resource is left out",
+        ),
+    ],
+)
+def test_node_resources_fit_scores_dra_backed_resources(
+    gates: str, expected: dict[str, int]
+) -> None:
+    _, fit, _ = scoring_setup(gates)
+    target = pod(make_pod("p").uid("pod-uid").request(GPU, "1").obj())
+    state = CycleState()
+    nodes = {name: node_info(make_node(name).obj()) for name in expected}
+    assert fit.pre_score(state, target, list(nodes.values())) is None
+    scores = {name: fit.score(state, target, info)[0] for name, info in nodes.items()}
+    assert scores == expected
+    assert (fit.sign_pod(target) is None) == (not gates)  # not signed while devices count
+
+
+@pytest.mark.parametrize(
+    ("gates", "differ"),
+    [
+        pytest.param("", True, id="balance counts the devices"),
+        pytest.param("DRAExtendedResource=false", False, id="gate off: gpu left out"),
+    ],
+)
+def test_balanced_allocation_scores_dra_backed_resources(gates: str, differ: bool) -> None:
+    _, _, balanced = scoring_setup(gates)
+    target = pod(make_pod("p").uid("pod-uid").request("cpu", "1").request(GPU, "1").obj())
+    state = CycleState()
+    nodes = [node_info(make_node(name).resource("cpu", "4").obj()) for name in ("worker", "busy")]
+    balanced.pre_score(state, target, nodes)  # type: ignore[attr-defined]
+    worker, busy = (balanced.score(state, target, n)[0] for n in nodes)  # type: ignore[attr-defined]
+    assert (worker != busy) is differ

@@ -183,6 +183,30 @@ def test_missing_class() -> None:
     assert status == Status.unresolvable(f"request req-1: device class {CLASS} does not exist")
 
 
+@pytest.mark.parametrize(
+    "classes",
+    [
+        pytest.param((), id="missing class"),
+        pytest.param(None, id="claim being allocated for another pod"),
+    ],
+)
+def test_post_filter_after_a_pre_filter_rejection_has_no_claims(
+    classes: tuple[dict[str, Any], ...] | None,
+) -> None:
+    """Upstream stores the claims in the cycle state only when PreFilter
+    succeeds, so PostFilter after a rejection says "no new claims to
+    deallocate" (test_differential_dra caught "still not schedulable")."""
+    plugin, _ = setup(claims=(claim_obj(),), classes=classes, slices=(worker_slice("x"),))
+    if classes is None:
+        plugin.tracker.signal_in_flight(f"uid-{CLAIM}", claim_obj())
+    state = CycleState()
+    _, status = plugin.pre_filter(state, the_pod(), [WORKER])
+    assert status is not None
+    assert status.code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE
+    _, post = plugin.post_filter(state, the_pod(), NodeToStatus())
+    assert post == Status.unschedulable("no new claims to deallocate")
+
+
 def test_unknown_class_in_subrequest() -> None:
     claim = (
         make_claim(CLAIM)

@@ -1,0 +1,110 @@
+"""The DRA feature gates as DynamicResources reads them (upstream's
+``feature.Features`` fields and ``AllocatorFeatures``).
+
+Read once from ``handle.feature_gates`` when the plugin is built and passed
+to the parts that switch on them, so no gate is looked up per pod and the
+switches live in one place:
+
+- ``admin_access`` (DRAAdminAccess, GA and locked on in 1.36): an
+  ``adminAccess`` request is an error when off.
+- ``prioritized_list`` (DRAPrioritizedList): a ``firstAvailable`` request is
+  unschedulable in PreFilter and an error in the allocator when off.
+- ``partitionable_devices`` (DRAPartitionableDevices): when off, slices with
+  ``sharedCounters`` or ``perDeviceNodeSelection`` are ignored and a device
+  consuming counters is never selected.
+- ``device_taints`` (DRADeviceTaints): when off, device taints are ignored.
+- ``device_taint_rules`` (DRADeviceTaintRules, beta and off in 1.36): when
+  on, DeviceTaintRule objects (``resource.k8s.io/v1beta2``, which the API
+  server must serve) add their taint to the devices they select, as
+  upstream's ResourceSlice tracker does (``applyPatches``).
+- ``binding_conditions`` (DRADeviceBindingConditions *and*
+  DRAResourceClaimDeviceStatus, upstream's ``DeviceBindingAndStatus``): when
+  off, a device with binding conditions is never selected, Filter does not
+  check allocated claims' binding state, PreBind neither waits nor stamps
+  ``allocationTimestamp``, and ``bindingTimeout`` may not be configured.
+- ``consumable_capacity`` (DRAConsumableCapacity): when off, every device is
+  exclusive (``allowMultipleAllocations`` is ignored, so is a result's
+  ``shareID`` in the devices in use), capacity is not checked, and a
+  capacity request is an error; with binding conditions off as well,
+  upstream runs its *stable* allocator, which refuses ``distinctAttribute``
+  as an unsupported constraint and ignores capacity requests.
+- ``extended_resource`` (DRAExtendedResource): when off, extended resources
+  are never backed by a DeviceClass (NodeResourcesFit counts them as usual).
+- ``filter_timeout`` (DRASchedulerFilterTimeout): when off, Filter has no
+  deadline and ``filterTimeout`` may not be configured.
+
+Gates are process-wide, so one ``Features`` holds for every profile and for
+the shared DRA state (``manager``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scheduler.framework import FeatureGates
+
+ADMIN_ACCESS = "DRAAdminAccess"
+PRIORITIZED_LIST = "DRAPrioritizedList"
+PARTITIONABLE_DEVICES = "DRAPartitionableDevices"
+DEVICE_TAINTS = "DRADeviceTaints"
+DEVICE_BINDING_CONDITIONS = "DRADeviceBindingConditions"
+RESOURCE_CLAIM_DEVICE_STATUS = "DRAResourceClaimDeviceStatus"
+CONSUMABLE_CAPACITY = "DRAConsumableCapacity"
+EXTENDED_RESOURCE = "DRAExtendedResource"
+SCHEDULER_FILTER_TIMEOUT = "DRASchedulerFilterTimeout"
+DEVICE_TAINT_RULES = "DRADeviceTaintRules"
+
+# Every gate read here, each of which must be in the framework's KNOWN_GATES.
+GATES = (
+    ADMIN_ACCESS,
+    PRIORITIZED_LIST,
+    PARTITIONABLE_DEVICES,
+    DEVICE_TAINTS,
+    DEVICE_BINDING_CONDITIONS,
+    RESOURCE_CLAIM_DEVICE_STATUS,
+    CONSUMABLE_CAPACITY,
+    EXTENDED_RESOURCE,
+    SCHEDULER_FILTER_TIMEOUT,
+    DEVICE_TAINT_RULES,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Features:
+    """The defaults are v1.36's (every one of these gates on but
+    DRADeviceTaintRules)."""
+
+    admin_access: bool = True
+    prioritized_list: bool = True
+    partitionable_devices: bool = True
+    device_taints: bool = True
+    binding_conditions: bool = True
+    consumable_capacity: bool = True
+    extended_resource: bool = True
+    filter_timeout: bool = True
+    device_taint_rules: bool = False
+
+    @property
+    def stable_allocator(self) -> bool:
+        """Upstream picks its stable allocator (``structured.NewAllocator``,
+        the first whose supported features cover the enabled ones) when
+        neither consumable capacity nor binding conditions are on."""
+        return not self.consumable_capacity and not self.binding_conditions
+
+    @classmethod
+    def from_gates(cls, gates: FeatureGates) -> Features:
+        return cls(
+            admin_access=gates.enabled(ADMIN_ACCESS),
+            prioritized_list=gates.enabled(PRIORITIZED_LIST),
+            partitionable_devices=gates.enabled(PARTITIONABLE_DEVICES),
+            device_taints=gates.enabled(DEVICE_TAINTS),
+            binding_conditions=gates.enabled(DEVICE_BINDING_CONDITIONS)
+            and gates.enabled(RESOURCE_CLAIM_DEVICE_STATUS),
+            consumable_capacity=gates.enabled(CONSUMABLE_CAPACITY),
+            extended_resource=gates.enabled(EXTENDED_RESOURCE),
+            filter_timeout=gates.enabled(SCHEDULER_FILTER_TIMEOUT),
+            device_taint_rules=gates.enabled(DEVICE_TAINT_RULES),
+        )
+
+
+DEFAULT_FEATURES = Features()
