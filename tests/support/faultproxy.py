@@ -64,6 +64,22 @@ def _bound_node(body: bytes) -> str:
     return str((orjson.loads(body).get("target") or {}).get("name", ""))
 
 
+def _event_name(body: bytes) -> str:
+    """The name of the event a create request carries (protobuf or JSON);
+    empty for anything else (a patch, an unreadable body)."""
+    try:
+        if body.startswith(MAGIC):
+            raw = read_fields(body[len(MAGIC) :]).get(2, b"")
+            assert isinstance(raw, bytes)
+            metadata = read_fields(raw).get(1, b"")
+            assert isinstance(metadata, bytes)
+            name = read_fields(metadata).get(1, b"")
+            return name.decode() if isinstance(name, bytes) else ""
+        return str((orjson.loads(body).get("metadata") or {}).get("name", ""))
+    except (ValueError, AssertionError, AttributeError):
+        return ""
+
+
 class Kind(StrEnum):
     BIND = "bind"
     STATUS = "status"
@@ -140,6 +156,8 @@ class FaultProxy:
         self.injected: Counter[str] = Counter()
         self.binds: list[BindRecord] = []
         self.binds_in_flight: set[str] = set()
+        # (event name, answer status) of every event create, injected or not
+        self.event_writes: list[tuple[str, int]] = []
         self._reads_blocked = False
         self._watches: set[aiohttp.ClientResponse] = set()
         self._session: aiohttp.ClientSession | None = None
@@ -221,12 +239,17 @@ class FaultProxy:
         if self.delay.get(kind):
             await asyncio.sleep(self.delay[kind])
         every = self.fail_every.get(kind, 0)
+        event = _event_name(body) if kind is Kind.EVENT and request.method == "POST" else ""
         if every and self.seen[kind] % every == 0:
             self.injected[f"{kind} 500"] += 1
+            if event:
+                self.event_writes.append((event, 500))
             return _status(500, "InternalError", f"{kind} failed by the fault proxy")
         if kind is Kind.WATCH:
             return await self._stream(request)
         status, headers, data = await self._forward(request.method, request.path_qs, body, request)
+        if event:
+            self.event_writes.append((event, status))
         return web.Response(status=status, body=data, headers=headers)
 
     async def _bind(self, request: web.Request, body: bytes) -> web.StreamResponse:
