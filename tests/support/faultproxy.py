@@ -87,6 +87,7 @@ class Kind(StrEnum):
     WATCH = "watch"
     LIST = "list"
     LEASE = "lease"
+    REVIEW = "review"  # TokenReview / SubjectAccessReview (the ops port's checks)
     OTHER = "other"
 
 
@@ -95,6 +96,8 @@ def classify(method: str, path: str, query: dict[str, str]) -> Kind:
         return Kind.BIND
     if "/apis/coordination.k8s.io/" in path and "/leases" in path and method != "GET":
         return Kind.LEASE
+    if method == "POST" and path.endswith(("/tokenreviews", "/subjectaccessreviews")):
+        return Kind.REVIEW
     if method in ("PATCH", "PUT") and _POD_STATUS.match(path):
         return Kind.STATUS
     if method in ("POST", "PATCH", "PUT") and "/events" in path:
@@ -156,6 +159,7 @@ class FaultProxy:
         self.injected: Counter[str] = Counter()
         self.binds: list[BindRecord] = []
         self.binds_in_flight: set[str] = set()
+        self.max_binds_in_flight = 0  # the most bind requests held at once
         # (event name, answer status) of every event create, injected or not
         self.event_writes: list[tuple[str, int]] = []
         self._reads_blocked = False
@@ -259,6 +263,7 @@ class FaultProxy:
         node = _bound_node(body)
         self.bind_arrivals.append((time.time(), pod))
         self.binds_in_flight.add(pod)
+        self.max_binds_in_flight = max(self.max_binds_in_flight, len(self.binds_in_flight))
         arrived = self.seen[Kind.BIND]
         try:
             if self.delay.get(Kind.BIND):

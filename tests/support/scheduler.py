@@ -18,6 +18,7 @@ from pathlib import Path
 
 from scheduler.app import AppOptions, SchedulerApp
 from scheduler.config import parse_config
+from scheduler.framework.registry import Registry
 from scheduler.kube.client import KubeClient
 from tests.support.wait import eventually
 
@@ -49,9 +50,13 @@ async def running_scheduler(
     config_text: str | None = None,
     bind_grace: float = 10.0,
     rng: random.Random | None = None,
+    registry: Registry | None = None,
+    max_binding: int | None = None,
 ) -> AsyncIterator[SchedulerApp]:
-    """``rng`` fixes the random choice among equal scores (the fidelity test)."""
+    """``rng`` fixes the random choice among equal scores (the fidelity test);
+    ``registry`` adds test plugins; ``max_binding`` is --max-concurrent-binds."""
     config = parse_config(config_text or scheduler_config(name))
+    options = {} if max_binding is None else {"max_binding": max_binding}
     client = await KubeClient.connect(
         kubeconfig=str(kubeconfig),
         qps=config.client_connection.qps,
@@ -61,8 +66,9 @@ async def running_scheduler(
     app = SchedulerApp(
         config,
         client,
-        AppOptions(bind_address="127.0.0.1", port=0, bind_grace_seconds=bind_grace),
+        AppOptions(bind_address="127.0.0.1", port=0, bind_grace_seconds=bind_grace, **options),
         rng=rng,
+        registry=registry,
     )
     task = asyncio.create_task(app.run(), name="scheduler-app")
 

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import signal
+import ssl
 from typing import Any
 
 import aiohttp
@@ -22,17 +24,21 @@ import orjson
 import pytest
 from kubernetes_asyncio import client
 
+from scheduler.app import build_registry
 from tests.integration.chaos.conftest import Scene
 from tests.integration.chaos.harness import (
     Burst,
     assert_in_flight,
     observed_counters,
+    size,
     verdict,
 )
 from tests.support.builders import make_node
 from tests.support.daemon import Daemon, pyscheduler
 from tests.support.faultproxy import FaultProxy, Kind
-from tests.support.scheduler import running_scheduler
+from tests.support.holding import Holder
+from tests.support.ops import ops_get, ops_session
+from tests.support.scheduler import running_scheduler, scheduler_config
 from tests.support.wait import eventually
 
 pytestmark = pytest.mark.timeout(900)
@@ -522,3 +528,160 @@ async def test_lease_renewals_fail_and_the_fenced_leaders_binds_never_land(
         ]
         outcome.double_bound += len(landed_late)
         assert not landed_late, f"the fenced leader's binds landed: {landed_late}"
+
+
+BIND_CAP = 4  # --max-concurrent-binds in the slow PreBind scenario
+
+
+async def test_pods_held_in_a_slow_prebind_beyond_the_bind_cap_hold_up_only_themselves(
+    scene: Scene,
+) -> None:
+    """Defect 2: three times --max-concurrent-binds pods wait in a slow
+    PreBind (as VolumeBinding's wait for volumes); the cap bounds only Bind
+    requests, so every other pod schedules and binds while they wait, the
+    proxy never sees more binds at once than the cap, and nothing is lost
+    once the held pods go on."""
+    burst, nodes, proxy, outcome = scene.burst, scene.nodes, scene.proxy, scene.outcome
+    await burst.create_nodes(nodes)
+    held = 3 * BIND_CAP
+    holder = Holder(held)
+    proxy.delay[Kind.BIND] = 0.2  # binds overlap: the cap is what bounds them
+    async with running_scheduler(
+        scene.via_proxy,
+        burst.name,
+        config_text=scheduler_config(burst.name, holder.config()),
+        registry=build_registry().merged([holder.spec()]),
+        max_binding=BIND_CAP,
+    ) as app:
+        creating = burst.start()
+
+        async def holding() -> bool:
+            return holder.plugin is not None and len(holder.plugin.held) >= held
+
+        await eventually(holding, timeout=60, what=f"{held} pods held in PreBind")
+        outcome.note = await assert_in_flight(burst, proxy, app.scheduler.binding_in_flight())
+        outcome.faults.append(f"{held} pods held in PreBind, bind cap {BIND_CAP}")
+        await creating
+        others = burst.size.pods - held
+        await burst.until_bound(others)
+        plugin = holder.plugin
+        assert plugin is not None
+        assert len(plugin.held) == held, "the held pods went on before the others were bound"
+        assert 0 < proxy.max_binds_in_flight <= BIND_CAP, proxy.max_binds_in_flight
+        outcome.observed = [
+            f"{held} held in PreBind while {others} bound",
+            f"binds in flight at most {proxy.max_binds_in_flight} (cap {BIND_CAP})",
+        ]
+        plugin.release()
+        proxy.delay.clear()
+        await verdict(
+            burst,
+            outcome,
+            node_names=lambda: nodes.names,
+            comparer=app.cache_debugger.report_json,
+            proxy=proxy,
+        )
+
+
+HOSTILE_OPS_CLIENTS = 300 if size().pods >= 500 else 100  # anonymous, each path new
+SLOW_OPS_CLIENTS = 300 if size().pods >= 500 else 100  # request head never finished
+
+
+async def _slow_ops_client(port: int, stop: asyncio.Event, opened: list[int]) -> None:
+    """A TLS connection to the ops port that starts a request head and never
+    finishes it (until ``stop``)."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    with contextlib.suppress(OSError, ssl.SSLError):
+        _, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context)
+        try:
+            writer.write(b"GET /metrics HTTP/1.1\r\nHost: ops\r\nX-Slow: ")
+            await writer.drain()
+            opened.append(port)
+            await stop.wait()
+        finally:
+            writer.close()
+            with contextlib.suppress(OSError, ssl.SSLError):
+                await writer.wait_closed()
+
+
+async def _anonymous_ops_client(base: str, stop: asyncio.Event, index: int) -> None:
+    """An anonymous client asking for a new path each time: each one costs
+    the scheduler an access review (no cache hit)."""
+    async with ops_session() as session:
+        round_ = 0
+        while not stop.is_set():
+            round_ += 1
+            with contextlib.suppress(aiohttp.ClientError):
+                async with session.get(f"{base}/hostile/{index}/{round_}") as response:
+                    await response.read()
+
+
+async def test_hostile_clients_on_the_ops_port_while_scheduling(scene: Scene) -> None:
+    """Defects 5 and 6: anonymous clients (each request an access review) and
+    slow clients (request heads never finished) load the ops port while a
+    burst schedules: nothing is lost and the probes keep answering."""
+    burst, nodes, proxy, outcome = scene.burst, scene.nodes, scene.proxy, scene.outcome
+    await burst.create_nodes(nodes)
+    proxy.delay[Kind.BIND] = 0.2
+    async with running_scheduler(scene.via_proxy, burst.name) as app:
+        port = app.server.bound_port
+        base = f"https://127.0.0.1:{port}"
+        stop = asyncio.Event()
+        opened: list[int] = []
+        load = [
+            *(
+                asyncio.create_task(_anonymous_ops_client(base, stop, i))
+                for i in range(HOSTILE_OPS_CLIENTS)
+            ),
+            *(
+                asyncio.create_task(_slow_ops_client(port, stop, opened))
+                for _ in range(SLOW_OPS_CLIENTS)
+            ),
+        ]
+        probes: list[tuple[str, int]] = []
+        try:
+
+            async def loaded() -> bool:
+                return proxy.seen[Kind.REVIEW] >= HOSTILE_OPS_CLIENTS and len(opened) >= (
+                    SLOW_OPS_CLIENTS
+                )
+
+            await eventually(loaded, timeout=120, what="the hostile load on the ops port")
+            reviews_before = proxy.seen[Kind.REVIEW]
+            creating = burst.start()
+            await burst.until_bound(burst.size.pods // 10)
+            outcome.note = await assert_in_flight(burst, proxy, app.scheduler.binding_in_flight())
+            outcome.faults.append(
+                f"{HOSTILE_OPS_CLIENTS} anonymous + {SLOW_OPS_CLIENTS} slow ops clients"
+            )
+
+            async def probed_until_all_bound() -> bool:
+                for path in ("/livez", "/readyz"):
+                    probes.append((path, (await ops_get(base, path))[0]))
+                return await burst.bound_count() >= burst.size.pods
+
+            timeout = burst.size.settle_timeout
+            await eventually(probed_until_all_bound, timeout=timeout, what="all bound under load")
+            await creating
+            reviews = proxy.seen[Kind.REVIEW] - reviews_before
+        finally:
+            stop.set()
+            await asyncio.gather(*load, return_exceptions=True)
+        assert reviews > 0, "the anonymous load stopped being reviewed during the burst"
+        assert probes
+        assert all(status == 200 for _, status in probes), probes
+        outcome.observed = [
+            f"reviews during the burst x{reviews}",
+            f"{len(opened)} slow clients held",
+            f"probes x{len(probes)} all 200",
+        ]
+        proxy.delay.clear()
+        await verdict(
+            burst,
+            outcome,
+            node_names=lambda: nodes.names,
+            comparer=app.cache_debugger.report_json,
+            proxy=proxy,
+        )
