@@ -17,6 +17,7 @@ from tests.integration.chaos.harness import (
     Burst,
     Outcome,
     Size,
+    bound_after_deletion,
     in_flight,
     table,
     unscheduled_evidence,
@@ -191,3 +192,35 @@ async def test_a_bound_pod_without_event_is_reported_with_what_the_proxy_saw() -
     )
 
     assert found == ["p0001: no Scheduled event (binds: 500 injected; event creates: 500)"]
+
+
+# ------------------------------------------------------- binds to deleted nodes
+@pytest.mark.parametrize(
+    ("sent_before", "expected"),
+    [
+        pytest.param(
+            set(),
+            ["chaos/late: bound to gone after its deletion"],
+            id="a bind the scheduler started after it saw the deletion counts as lost",
+        ),
+        pytest.param(
+            {"chaos/late"},
+            [],
+            id="a bind under way at the deletion that reached the proxy later is not counted",
+        ),
+    ],
+)
+def test_binds_to_a_deleted_node_are_judged_by_when_the_scheduler_sent_them(
+    sent_before: set[str], expected: list[str]
+) -> None:
+    burst = Burst(None, NAMESPACE, "chaos-scheduler", Size(pods=2, nodes=1, too_big=0))  # type: ignore[arg-type]
+    proxy = _FakeProxy()
+    proxy.binds += [
+        BindRecord("chaos/early", "gone", 201, arrived=3),  # reached the proxy before the mark
+        BindRecord("chaos/late", "gone", 201, arrived=7),
+        BindRecord("chaos/elsewhere", "kept", 201, arrived=8),
+    ]
+    burst.deleted_nodes["gone"] = 5
+    burst.sent_before_deletion |= sent_before
+
+    assert bound_after_deletion(burst, proxy) == expected  # type: ignore[arg-type]

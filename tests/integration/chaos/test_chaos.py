@@ -80,16 +80,20 @@ def _relisted(before: dict[str, tuple[int, int]], after: dict[str, tuple[int, in
     ]
 
 
-async def _seen_deleted(app: Any, proxy: FaultProxy, name: str) -> int:
-    """Once the scheduler's cache has dropped node ``name``: the proxy's bind
-    count, after which a bind to that node is the scheduler's fault."""
+async def _seen_deleted(app: Any, proxy: FaultProxy, burst: Burst, name: str) -> None:
+    """Once the scheduler's cache has dropped node ``name``: mark the proxy's
+    bind count, after which a bind to that node is the scheduler's fault
+    unless its Bind call was already under way (recorded with the mark, in
+    the same synchronous step)."""
 
     async def dropped() -> bool:
         info = app.cache.node_info(name)
         return info is None or info.node is None
 
     await eventually(dropped, timeout=30, what=f"the scheduler saw {name} deleted")
-    return int(proxy.seen[Kind.BIND])
+    sending = app.scheduler.binds_sending()
+    burst.sent_before_deletion |= {pod for pod, node in sending.items() if node == name}
+    burst.deleted_nodes[name] = int(proxy.seen[Kind.BIND])
 
 
 async def _daemon_cache(daemon: Daemon) -> dict[str, Any]:
@@ -348,7 +352,7 @@ async def test_nodes_deleted_and_added_mid_burst(scene: Scene) -> None:
         outcome.note = await assert_in_flight(burst, proxy, app.scheduler.binding_in_flight())
         for name in list(nodes.names[:churn]):
             await nodes.delete(name)
-            burst.deleted_nodes[name] = await _seen_deleted(app, proxy, name)
+            await _seen_deleted(app, proxy, burst, name)
         await burst.create_nodes(nodes, count=churn, prefix="added")
         outcome.faults += [f"{churn} nodes deleted", f"{churn} added"]
         outcome.observed = [f"{churn} nodes gone from the API"]
@@ -441,14 +445,21 @@ async def test_pods_resized_up_while_their_bind_is_in_flight(scene: Scene) -> No
         )
 
 
+DELETED_NODE_BIND_CAP = 8
+
+
 async def test_a_bind_to_a_deleted_node_counts_as_lost(scene: Scene) -> None:
-    """Nodes are deleted while binds to them are held: binds already sent may
-    land (upstream's race too), but one sent after the deletion is a pod that
-    can never run and counts as lost; the rest re-schedule elsewhere."""
+    """Nodes are deleted while binds to them are held and more binding cycles
+    wait for a bind slot (--max-concurrent-binds): binds already sent may land
+    (upstream's race too), but one sent after the deletion (a cycle that was
+    waiting) is a pod that can never run and counts as lost; the rest
+    re-schedule elsewhere."""
     burst, nodes, proxy, outcome = scene.burst, scene.nodes, scene.proxy, scene.outcome
     await burst.create_nodes(nodes)
-    proxy.delay[Kind.BIND] = 2.0
-    async with running_scheduler(scene.via_proxy, burst.name) as app:
+    proxy.delay[Kind.BIND] = 1.0
+    async with running_scheduler(
+        scene.via_proxy, burst.name, max_binding=DELETED_NODE_BIND_CAP
+    ) as app:
         creating = burst.start()
 
         async def targets() -> list[str] | None:
@@ -459,10 +470,14 @@ async def test_a_bind_to_a_deleted_node_counts_as_lost(scene: Scene) -> None:
         outcome.note = await assert_in_flight(
             burst, proxy, app.scheduler.binding_in_flight(), need_binds=True
         )
+        waiting = app.scheduler.binding_in_flight() - len(app.scheduler.binds_sending())
+        assert waiting > 0, "no binding cycle waited for a bind slot at the deletion"
         for name in doomed:
             await nodes.delete(name)
-            burst.deleted_nodes[name] = await _seen_deleted(app, proxy, name)
-        outcome.faults.append(f"{len(doomed)} nodes deleted under held binds")
+            await _seen_deleted(app, proxy, burst, name)
+        outcome.faults.append(
+            f"{len(doomed)} nodes deleted under held binds, {waiting} cycles waiting for a slot"
+        )
         await creating
         proxy.delay.clear()
         late = [b for b in proxy.binds if b.node in doomed and b.status == 201]
