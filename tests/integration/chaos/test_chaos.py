@@ -598,8 +598,8 @@ async def test_pods_held_in_a_slow_prebind_beyond_the_bind_cap_hold_up_only_them
         )
 
 
-HOSTILE_OPS_CLIENTS = 300 if size().pods >= 500 else 100  # anonymous, each path new
-SLOW_OPS_CLIENTS = 300 if size().pods >= 500 else 100  # request head never finished
+HOSTILE_OPS_CLIENTS = 300 if size().pods >= 500 else 50  # anonymous, each path new
+SLOW_OPS_CLIENTS = 300 if size().pods >= 500 else 50  # request head never finished
 
 
 async def _slow_ops_client(port: int, stop: asyncio.Event, opened: list[int]) -> None:
