@@ -3,7 +3,9 @@
 ``report()`` lists every node and every non-terminal pod from the API server
 (paged, not through the informers, so a stale informer cannot hide a
 difference), takes a dump of the cache and the queue's pending keys, and runs
-the pure comparison. The composition root serves it at ``/debug/cache`` and
+the pure comparison; the report also carries the cache's view of every node
+(``CacheDump.node_views``), for a comparison made elsewhere (the chaos suite's
+independent oracle). The composition root serves it at ``/debug/cache`` and
 runs ``run`` as its ``cache-debugger`` task, which logs a report each time
 SIGUSR2 asks for one. Nothing here mutates the cache or the queue.
 
@@ -39,6 +41,7 @@ class CacheReport:
     pods: int
     assumed: int  # in the cache
     differences: list[Difference]
+    cache: dict[str, dict[str, Any]]  # node name -> the cache's view of it
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -46,6 +49,7 @@ class CacheReport:
             "pods": self.pods,
             "assumed": self.assumed,
             "differences": [difference.as_dict() for difference in self.differences],
+            "cache": self.cache,
         }
 
 
@@ -97,7 +101,13 @@ class CacheDebugger:
             now=self._clock.now(),
             assumed_bound=self._assumed_bound,
         )
-        return CacheReport(len(raw_nodes), len(raw_pods), len(dump.assumed_since), differences)
+        return CacheReport(
+            len(raw_nodes),
+            len(raw_pods),
+            len(dump.assumed_since),
+            differences,
+            dump.node_views(),
+        )
 
     async def report_json(self) -> dict[str, Any]:
         return (await self.report()).as_dict()

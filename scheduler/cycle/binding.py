@@ -65,6 +65,8 @@ class BindingCycles:
             asyncio.Semaphore(max_bind_requests) if max_bind_requests > 0 else None
         )
         self._fenced = False
+        # Pod key -> node of each Bind call under way (past the last checks).
+        self._sending: dict[str, str] = {}
 
     def fence(self) -> None:
         """Leadership is gone: from now on no binding cycle sends PreBind or
@@ -108,6 +110,11 @@ class BindingCycles:
 
     def in_flight(self) -> int:
         return len(self._tasks)
+
+    def binds_sending(self) -> dict[str, str]:
+        """Pod key -> node of each Bind call under way: past the fence and
+        node checks, so a deletion of that node seen now cannot stop it."""
+        return dict(self._sending)
 
     def _binding_done(self, task: asyncio.Task[None]) -> None:
         binding = self._tasks.pop(task)
@@ -175,7 +182,12 @@ class BindingCycles:
         self._check_fence()
         if not self._loop.node_exists(binding.host):
             return Status.as_error(f"node {binding.host!r} was deleted before the bind")
-        return await binding.framework.run_bind(binding.state, binding.assumed, binding.host)
+        key = binding.assumed.key
+        self._sending[key] = binding.host
+        try:
+            return await binding.framework.run_bind(binding.state, binding.assumed, binding.host)
+        finally:
+            del self._sending[key]
 
     def _check_fence(self) -> None:
         """Right before a write only the leader may send (PreBind, Bind)."""

@@ -220,6 +220,10 @@ class Scheduler:
     def binding_in_flight(self) -> int:
         return self._binding.in_flight()
 
+    def binds_sending(self) -> dict[str, str]:
+        """Pod key -> node of each Bind call under way (see ``BindingCycles``)."""
+        return self._binding.binds_sending()
+
     # ------------------------------------------------------ scheduling cycle
     def schedule_one(self, pinfo: QueuedPodInfo) -> bool:
         """The synchronous scheduling cycle. Returns True when a binding task

@@ -64,6 +64,22 @@ def _bound_node(body: bytes) -> str:
     return str((orjson.loads(body).get("target") or {}).get("name", ""))
 
 
+def _event_name(body: bytes) -> str:
+    """The name of the event a create request carries (protobuf or JSON);
+    empty for anything else (a patch, an unreadable body)."""
+    try:
+        if body.startswith(MAGIC):
+            raw = read_fields(body[len(MAGIC) :]).get(2, b"")
+            assert isinstance(raw, bytes)
+            metadata = read_fields(raw).get(1, b"")
+            assert isinstance(metadata, bytes)
+            name = read_fields(metadata).get(1, b"")
+            return name.decode() if isinstance(name, bytes) else ""
+        return str((orjson.loads(body).get("metadata") or {}).get("name", ""))
+    except (ValueError, AssertionError, AttributeError):
+        return ""
+
+
 class Kind(StrEnum):
     BIND = "bind"
     STATUS = "status"
@@ -71,6 +87,7 @@ class Kind(StrEnum):
     WATCH = "watch"
     LIST = "list"
     LEASE = "lease"
+    REVIEW = "review"  # TokenReview / SubjectAccessReview (the ops port's checks)
     OTHER = "other"
 
 
@@ -79,6 +96,8 @@ def classify(method: str, path: str, query: dict[str, str]) -> Kind:
         return Kind.BIND
     if "/apis/coordination.k8s.io/" in path and "/leases" in path and method != "GET":
         return Kind.LEASE
+    if method == "POST" and path.endswith(("/tokenreviews", "/subjectaccessreviews")):
+        return Kind.REVIEW
     if method in ("PATCH", "PUT") and _POD_STATUS.match(path):
         return Kind.STATUS
     if method in ("POST", "PATCH", "PUT") and "/events" in path:
@@ -140,6 +159,9 @@ class FaultProxy:
         self.injected: Counter[str] = Counter()
         self.binds: list[BindRecord] = []
         self.binds_in_flight: set[str] = set()
+        self.max_binds_in_flight = 0  # the most bind requests held at once
+        # (event name, answer status) of every event create, injected or not
+        self.event_writes: list[tuple[str, int]] = []
         self._reads_blocked = False
         self._watches: set[aiohttp.ClientResponse] = set()
         self._session: aiohttp.ClientSession | None = None
@@ -221,12 +243,17 @@ class FaultProxy:
         if self.delay.get(kind):
             await asyncio.sleep(self.delay[kind])
         every = self.fail_every.get(kind, 0)
+        event = _event_name(body) if kind is Kind.EVENT and request.method == "POST" else ""
         if every and self.seen[kind] % every == 0:
             self.injected[f"{kind} 500"] += 1
+            if event:
+                self.event_writes.append((event, 500))
             return _status(500, "InternalError", f"{kind} failed by the fault proxy")
         if kind is Kind.WATCH:
             return await self._stream(request)
         status, headers, data = await self._forward(request.method, request.path_qs, body, request)
+        if event:
+            self.event_writes.append((event, status))
         return web.Response(status=status, body=data, headers=headers)
 
     async def _bind(self, request: web.Request, body: bytes) -> web.StreamResponse:
@@ -236,6 +263,7 @@ class FaultProxy:
         node = _bound_node(body)
         self.bind_arrivals.append((time.time(), pod))
         self.binds_in_flight.add(pod)
+        self.max_binds_in_flight = max(self.max_binds_in_flight, len(self.binds_in_flight))
         arrived = self.seen[Kind.BIND]
         try:
             if self.delay.get(Kind.BIND):

@@ -15,14 +15,22 @@ straight from the API's JSON, with its own quantity parser:
   ``.resources.requests``), except while the resize is infeasible, when the
   allocated value alone counts.
 
-Pure: no import from ``scheduler``.
+``node_view_differences`` checks a scheduler's view of its nodes (its
+``/debug/cache`` report's ``cache`` part: labels, taints, allocatable, summed
+requests and pods per node) against the same facts computed here from the
+API's node and pod objects.
+
+Pure: no import from ``scheduler`` (``imports_scheduler`` checks this module's
+own source, so the chaos table can say so).
 """
 
 from __future__ import annotations
 
+import ast
 import math
 from collections.abc import Iterable, Mapping
 from decimal import Decimal, InvalidOperation
+from pathlib import Path
 from typing import Any
 
 Obj = Mapping[str, Any]
@@ -217,3 +225,76 @@ def bound_elsewhere(nodes: Iterable[Obj], pods: Iterable[Obj]) -> list[str]:
         and pod["spec"]["nodeName"] not in known
         and not _terminal(pod)
     )
+
+
+def _nonzero(amounts: Mapping[str, int]) -> dict[str, int]:
+    return {name: value for name, value in amounts.items() if value}
+
+
+def _taints(node: Obj) -> list[tuple[str, str, str]]:
+    return sorted(
+        (str(t.get("key") or ""), str(t.get("value") or ""), str(t.get("effect") or ""))
+        for t in (node.get("spec") or {}).get("taints") or ()
+    )
+
+
+def node_view_differences(
+    cache: Mapping[str, Any], nodes: Iterable[Obj], pods: Iterable[Obj]
+) -> list[str]:
+    """Where a scheduler's view of ``nodes`` (``cache``: node name -> labels,
+    taints, allocatable, requested, pods) differs from what the API's objects
+    say; ``pods`` must be every pod in the cluster (any namespace), as the
+    scheduler counts them all."""
+    pods = list(pods)
+    usage = node_usage(pods)
+    on_node: dict[str, list[str]] = {}
+    for pod in pods:
+        node_name = (pod.get("spec") or {}).get("nodeName")
+        if node_name and not _terminal(pod):
+            meta = pod.get("metadata") or {}
+            on_node.setdefault(node_name, []).append(f"{meta.get('namespace')}/{meta.get('name')}")
+    found = []
+    for node in nodes:
+        name = str(node["metadata"]["name"])
+        view = cache.get(name)
+        if view is None:
+            found.append(f"{name}: not in the scheduler's cache")
+            continue
+        expected = {
+            "labels": dict((node.get("metadata") or {}).get("labels") or {}),
+            "taints": _taints(node),
+            "allocatable": _nonzero(allocatable(node)),
+            "requested": _nonzero(usage.get(name, {})),
+            "pods": sorted(on_node.get(name, ())),
+        }
+        actual = {
+            "labels": dict(view.get("labels") or {}),
+            "taints": sorted(
+                (str(t.get("key", "")), str(t.get("value", "")), str(t.get("effect", "")))
+                for t in view.get("taints") or ()
+            ),
+            "allocatable": _nonzero(view.get("allocatable") or {}),
+            "requested": _nonzero(view.get("requested") or {}),
+            "pods": sorted(view.get("pods") or ()),
+        }
+        found += [
+            f"{name}: {part} {actual[part]!r} in the cache, {expected[part]!r} in the API"
+            for part in expected
+            if actual[part] != expected[part]
+        ]
+    return found
+
+
+def imports_scheduler(source: Path = Path(__file__)) -> bool:
+    """Whether the module at ``source`` imports anything from ``scheduler``
+    (then it is not an independent oracle)."""
+    for node in ast.walk(ast.parse(source.read_text())):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names = [node.module or ""]
+        else:
+            continue
+        if any(name == "scheduler" or name.startswith("scheduler.") for name in names):
+            return True
+    return False

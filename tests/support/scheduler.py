@@ -19,6 +19,7 @@ from pathlib import Path
 from scheduler.app import AppOptions, SchedulerApp
 from scheduler.config import parse_config
 from scheduler.features import parse_feature_gates
+from scheduler.framework.registry import Registry
 from scheduler.kube.client import KubeClient
 from tests.support.wait import eventually
 
@@ -51,10 +52,14 @@ async def running_scheduler(
     bind_grace: float = 10.0,
     rng: random.Random | None = None,
     feature_gates: str = "",
+    registry: Registry | None = None,
+    max_binding: int | None = None,
 ) -> AsyncIterator[SchedulerApp]:
     """``rng`` fixes the random choice among equal scores (the fidelity test);
-    ``feature_gates`` is a ``--feature-gates`` value."""
+    ``feature_gates`` is a ``--feature-gates`` value; ``registry`` adds test
+    plugins; ``max_binding`` is --max-concurrent-binds."""
     config = parse_config(config_text or scheduler_config(name))
+    options = {} if max_binding is None else {"max_binding": max_binding}
     client = await KubeClient.connect(
         kubeconfig=str(kubeconfig),
         qps=config.client_connection.qps,
@@ -69,8 +74,10 @@ async def running_scheduler(
             port=0,
             bind_grace_seconds=bind_grace,
             feature_gates=parse_feature_gates(feature_gates),
+            **options,
         ),
         rng=rng,
+        registry=registry,
     )
     task = asyncio.create_task(app.run(), name="scheduler-app")
 

@@ -24,6 +24,20 @@ from tests.support.faultproxy import Kind, classify
         pytest.param("GET", "/api/v1/nodes", {"limit": "500"}, Kind.LIST, id="node list"),
         pytest.param("GET", "/api/v1/pods", {}, Kind.LIST, id="pod list"),
         pytest.param(
+            "POST",
+            "/apis/authorization.k8s.io/v1/subjectaccessreviews",
+            {},
+            Kind.REVIEW,
+            id="an ops-port access review",
+        ),
+        pytest.param(
+            "POST",
+            "/apis/authentication.k8s.io/v1/tokenreviews",
+            {},
+            Kind.REVIEW,
+            id="token review",
+        ),
+        pytest.param(
             "PUT",
             "/apis/coordination.k8s.io/v1/namespaces/a/leases/l",
             {},

@@ -1,5 +1,6 @@
 """The chaos suite's independent request oracle against hand-computed values
-of upstream's rules (resourcehelper.PodRequests)."""
+of upstream's rules (resourcehelper.PodRequests), and its comparison of a
+scheduler's node view with the API's objects."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import pytest
 from tests.support.builders import make_node, make_pod
 from tests.support.podrequests import (
     bound_elsewhere,
+    imports_scheduler,
+    node_view_differences,
     overcommitted,
     pod_requests,
     quantity,
@@ -144,3 +147,77 @@ def test_terminal_pods_do_not_count_and_pods_on_missing_nodes_are_named() -> Non
     ]
     assert overcommitted(nodes, pods) == {}
     assert bound_elsewhere(nodes, pods) == ["orphan"]
+
+
+# ------------------------------------------------------------ the node view check
+NODE = (
+    make_node("n1")
+    .capacity(cpu="4", memory="16Gi", pods="110")
+    .label("zone", "a")
+    .taint("spare", "yes")
+    .obj()
+)
+ON_N1 = [
+    make_pod("a", "ns").node("n1").requests(cpu="300m", memory="64Mi").obj(),
+    make_pod("b", "other").node("n1").requests(cpu="1").obj(),
+    make_pod("c", "ns").node("n2").requests(cpu="2").obj(),  # another node: not counted
+]
+TRUE_VIEW: dict[str, Any] = {
+    "labels": {"kubernetes.io/hostname": "n1", "zone": "a"},
+    "taints": [{"key": "spare", "value": "yes", "effect": "NoSchedule"}],
+    "allocatable": {"cpu": 4000, "memory": 16 * 2**30, "pods": 110},
+    "requested": {"cpu": 1300, "memory": 64 * MI, "pods": 2},
+    "pods": ["ns/a", "other/b"],
+}
+
+
+def _view(**changes: Any) -> dict[str, Any]:
+    return {"n1": {**TRUE_VIEW, **changes}}
+
+
+@pytest.mark.parametrize(
+    ("cache", "expected"),
+    [
+        pytest.param(_view(), [], id="the true view of every part: no difference"),
+        pytest.param(
+            _view(labels={"kubernetes.io/hostname": "n1", "zone": "b"}),
+            ["n1: labels {'kubernetes.io/hostname': 'n1', 'zone': 'b'} in the cache"],
+            id="a stale label",
+        ),
+        pytest.param(
+            _view(taints=[]),
+            ["n1: taints [] in the cache, [('spare', 'yes', 'NoSchedule')] in the API"],
+            id="a taint the cache missed",
+        ),
+        pytest.param(
+            _view(allocatable={"cpu": 2000, "memory": 16 * 2**30, "pods": 110}),
+            ["n1: allocatable"],
+            id="allocatable from an old node object",
+        ),
+        pytest.param(
+            _view(requested={"cpu": 300, "memory": 64 * MI, "pods": 1}, pods=["ns/a"]),
+            ["n1: requested", "n1: pods"],
+            id="a pod of another namespace not counted",
+        ),
+        pytest.param(
+            _view(requested={**TRUE_VIEW["requested"], "ephemeral-storage": 0}),
+            [],
+            id="zero amounts are absent amounts",
+        ),
+        pytest.param({}, ["n1: not in the scheduler's cache"], id="node unknown to the cache"),
+    ],
+)
+def test_node_view_differences_name_each_wrong_part(
+    cache: dict[str, Any], expected: list[str]
+) -> None:
+    found = node_view_differences(cache, [NODE], ON_N1)
+    assert len(found) == len(expected)
+    for line, start in zip(found, expected, strict=True):
+        assert line.startswith(start)
+
+
+def test_the_oracle_imports_nothing_from_the_scheduler(tmp_path: Any) -> None:
+    dependent = tmp_path / "dependent.py"
+    dependent.write_text("from scheduler.framework import resource\n")
+    assert imports_scheduler(dependent)  # the check can fail
+    assert not imports_scheduler()

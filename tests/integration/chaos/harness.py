@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import os
 import re
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +23,7 @@ from tests.integration.conftest import NodePool
 from tests.support.builders import make_node, make_pod
 from tests.support.faultproxy import FaultProxy
 from tests.support.kubeapi import condition, list_pods, read_json
-from tests.support.podrequests import overcommitted
+from tests.support.podrequests import imports_scheduler, node_view_differences, overcommitted
 from tests.support.wait import ConditionTimeout, eventually
 
 FULL_ENV = "PYSCHEDULER_CHAOS_FULL"
@@ -69,9 +69,10 @@ class Outcome:
     # What proves the fault did something (proxy counters, metrics, restarts);
     # empty means not observed and fails ``verdict``.
     observed: list[str] = field(default_factory=list)
-    # The overcommit check and the Scheduled checks read only the API's
-    # objects (tests/support/podrequests.py), never the scheduler's parsing.
-    independent: bool = True
+    # The overcommit check, the Scheduled checks and the node comparison read
+    # only the API's objects (tests/support/podrequests.py), never the
+    # scheduler's parsing: computed by ``verdict`` (``NodeComparison``).
+    independent: bool = False
 
     def row(self) -> tuple[str, ...]:
         return (
@@ -127,6 +128,9 @@ class Burst:
         self.deleted: set[str] = set()
         # node name -> the proxy's bind count (``Kind.BIND`` seen) once it was deleted
         self.deleted_nodes: dict[str, int] = {}
+        # pods (namespace/name) whose Bind call was already under way in the
+        # scheduler when it saw their node deleted: sent before, not its fault
+        self.sent_before_deletion: set[str] = set()
         # bound by a process killed before it could flush its events: no
         # Scheduled event is required of them (upstream loses those too)
         self.no_event_expected: set[str] = set()
@@ -236,9 +240,12 @@ async def assert_in_flight(
 
 
 def bound_after_deletion(burst: Burst, proxy: FaultProxy | None) -> list[str]:
-    """Binds sent after the test deleted their node that landed: a failure,
-    as the pod can never run (a bind already in flight at the deletion is
-    not the scheduler's to stop, and is not counted)."""
+    """Binds sent after the scheduler saw their node deleted that landed: a
+    failure, as the pod can never run. A bind already in flight then is not
+    the scheduler's to stop, and is not counted: one that reached the proxy
+    before (``deleted_nodes``' mark), or one whose Bind call was under way in
+    the scheduler though it reached the proxy later (its client was waiting
+    for a connection: ``sent_before_deletion``)."""
     if proxy is None:
         return []
     found = []
@@ -246,7 +253,10 @@ def bound_after_deletion(burst: Burst, proxy: FaultProxy | None) -> list[str]:
         found += [
             f"{record.pod}: bound to {node} after its deletion"
             for record in proxy.binds
-            if record.node == node and record.status == 201 and record.arrived > mark
+            if record.node == node
+            and record.status == 201
+            and record.arrived > mark
+            and record.pod not in burst.sent_before_deletion
         ]
     return found
 
@@ -303,19 +313,29 @@ async def verdict(
     over = overcommitted(nodes, pods)
     outcome.overcommitted = len(over)
     lost += bound_after_deletion(burst, proxy)
-    lost += await unscheduled_evidence(core, burst.namespace, pods, burst.no_event_expected)
+    lost += await unscheduled_evidence(
+        core, burst.namespace, pods, lambda: event_exempt(burst, proxy), proxy
+    )
     outcome.lost = len(lost)
 
     last: dict[str, Any] = {}
+    independent: list[str] = []
+    compared = NodeComparison()
 
     async def clean() -> bool:
-        nonlocal last
+        nonlocal last, independent, compared
         last = await comparer()
-        return not last["differences"] and last.get("assumed", 0) == 0
+        compared = await compare_node_views(core, last.get("cache"), names)
+        independent = compared.differences
+        return not last["differences"] and last.get("assumed", 0) == 0 and not independent
 
     with contextlib.suppress(ConditionTimeout):
         await eventually(clean, timeout=30, what="cache comparer clean")
-    outcome.differences = len(last.get("differences", ())) + (1 if last.get("assumed") else 0)
+    outcome.differences = (
+        len(last.get("differences", ())) + (1 if last.get("assumed") else 0) + len(independent)
+    )
+    outcome.independent = compared.independent
+    last["independent differences"] = independent
 
     assert outcome.observed, "the fault was not observed (no counter or metric moved)"
     assert not lost, f"lost pods: {lost[:10]}"
@@ -324,14 +344,76 @@ async def verdict(
     assert outcome.differences == 0, f"cache comparer: {last}"
 
 
+@dataclass
+class NodeComparison:
+    """The independent comparison of the scheduler's node view with the API."""
+
+    differences: list[str] = field(default_factory=list)
+    nodes: int = 0  # nodes compared
+    pods: int = 0  # pods counted on them
+
+    @property
+    def independent(self) -> bool:
+        """The comparison ran, on nodes holding pods, with an oracle that
+        imports nothing from the scheduler."""
+        return self.nodes > 0 and self.pods > 0 and not imports_scheduler()
+
+
+async def compare_node_views(
+    core: client.CoreV1Api, cache: dict[str, Any] | None, names: Collection[str]
+) -> NodeComparison:
+    """The scheduler's view of the nodes ``names`` (its ``/debug/cache``
+    report's ``cache`` part) against labels, taints, allocatable and summed
+    requests computed here from the API's nodes and every pod of the cluster."""
+    if cache is None:
+        return NodeComparison(["the cache report carries no node view"])
+    listed = await _retrying(lambda: core.list_node(_preload_content=False))
+    nodes = [
+        node for node in (await read_json(listed))["items"] if node["metadata"]["name"] in names
+    ]
+    everywhere = await _retrying(lambda: core.list_pod_for_all_namespaces(_preload_content=False))
+    pods = (await read_json(everywhere))["items"]
+    on_nodes = sum(1 for pod in pods if (pod.get("spec") or {}).get("nodeName") in names)
+    return NodeComparison(node_view_differences(cache, nodes, pods), len(nodes), on_nodes)
+
+
+def event_exempt(burst: Burst, proxy: FaultProxy | None) -> set[str]:
+    """Bound pods that are owed no ``Scheduled`` event, as of now: those the
+    scenario names (bound by a process it killed) and those the proxy bound
+    itself before forwarding the scheduler's bind (its bind got 409, and
+    upstream writes no event for a failed bind). Read when judging, not when
+    the faults are cleared: a conflict decided just before the clear finishes
+    after it."""
+    first = {pod.split("/")[1] for pod in proxy.bound_first} if proxy is not None else set()
+    return burst.no_event_expected | first
+
+
+def event_diagnosis(proxy: FaultProxy | None, namespace: str, name: str) -> str:
+    """What the proxy saw of a pod's binds and event writes, for the message
+    of a missing event."""
+    if proxy is None:
+        return ""
+    binds = [
+        f"{record.status}{' injected' if record.injected else ''}"
+        for record in proxy.binds
+        if record.pod == f"{namespace}/{name}"
+    ]
+    writes = [str(status) for event, status in proxy.event_writes if event.startswith(f"{name}.")]
+    return f" (binds: {', '.join(binds) or 'none'}; event creates: {', '.join(writes) or 'none'})"
+
+
 async def unscheduled_evidence(
     core: client.CoreV1Api,
     namespace: str,
     pods: list[dict[str, Any]],
-    exempt: Iterable[str] = (),
+    exempt: Callable[[], Collection[str]] = frozenset,
+    proxy: FaultProxy | None = None,
+    *,
+    timeout: float = 30.0,  # noqa: ASYNC109 - bounds the wait for events to appear
 ) -> list[str]:
     """Bound pods without ``PodScheduled=True`` or without a ``Scheduled``
-    event naming them (events take a moment: waited for)."""
+    event naming them (events take a moment: waited for). ``exempt`` is asked
+    on every look, so a pod that becomes exempt while waiting is not reported."""
     bound = {pod["metadata"]["name"]: pod for pod in pods if pod["spec"].get("nodeName")}
     found = [
         f"{name}: bound without PodScheduled=True"
@@ -351,12 +433,17 @@ async def unscheduled_evidence(
             for event in events.get("items", ())
             if event.get("reason") == "Scheduled"
         }
-        missing = set(bound) - seen - set(exempt)
+        missing = set(bound) - seen - set(exempt())
         return not missing
 
     with contextlib.suppress(ConditionTimeout):
-        await eventually(events_written, timeout=30, what="a Scheduled event for each bound pod")
-    return found + [f"{name}: no Scheduled event" for name in sorted(missing)]
+        await eventually(
+            events_written, timeout=timeout, what="a Scheduled event for each bound pod"
+        )
+    return found + [
+        f"{name}: no Scheduled event{event_diagnosis(proxy, namespace, name)}"
+        for name in sorted(missing)
+    ]
 
 
 def observed_counters(proxy: FaultProxy) -> list[str]:

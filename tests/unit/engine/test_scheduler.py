@@ -304,6 +304,23 @@ async def test_shutdown_cancels_a_binding_cycle_and_rolls_it_back() -> None:
     assert h.scheduler.binding_in_flight() == 0
 
 
+async def test_a_bind_under_way_is_listed_as_sending_until_it_ends() -> None:
+    """What the chaos suite reads when it deletes a node: the binds already
+    past the node check (their pod and node), and only while they run."""
+    framework, binder, _ = blocked_at_bind()
+    h = harness(framework)
+    assert h.scheduler.binds_sending() == {}
+    assert h.scheduler.schedule_one(h.queued(P))
+    await binder.entered.wait()
+
+    assert h.scheduler.binds_sending() == {"default/p": "n1"}
+
+    assert binder.block is not None
+    binder.block.set()
+    assert await h.scheduler.drain(5.0) == 0
+    assert h.scheduler.binds_sending() == {}
+
+
 async def test_shutdown_cancels_a_pod_waiting_on_permit() -> None:
     waiting = WaitingPods()
     log: list[str] = []
