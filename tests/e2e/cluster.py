@@ -92,6 +92,7 @@ class Cluster:
         self.node: Node | None = None
         self.images: Images | None = None
         self.kcp: Path | None = None
+        self.prometheus: Path | None = None
 
     def phase(self, name: str) -> Phase:
         return Phase(self.timings, name)
@@ -101,9 +102,12 @@ class Cluster:
         with self.phase("host set-up"):
             run_script(HACK / "e2e" / "setup-host.sh")
             run_script(HACK / "e2e" / "teardown.sh", "snapshot", str(self.run_dir))
-        with self.phase("binaries (kcp, knode)"):
+        with self.phase("binaries (kcp, knode, prometheus)"):
             self.kcp = Path(run_script(HACK / "build-controlplane.sh").strip().splitlines()[-1])
             knode = Path(run_script(HACK / "build-node.sh").strip().splitlines()[-1])
+            self.prometheus = Path(
+                run_script(HACK / "e2e" / "build-prometheus.sh").strip().splitlines()[-1]
+            )
         with self.phase("images (pause, base, Dockerfile)"):
             built = key_values(run_script(HACK / "e2e" / "build-images.sh"))
             self.images = Images(

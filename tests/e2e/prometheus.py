@@ -1,7 +1,12 @@
-"""The distribution's Prometheus, run on the host: Kubernetes service
-discovery of the scheduler's pods, HTTPS scrapes with the token of the
-shipped scraper ServiceAccount (bound to ``pyscheduler-metrics-reader``), and
-the shipped PrometheusRule converted to a plain rule file."""
+"""A real Prometheus server on the host: Kubernetes service discovery of the
+scheduler's pods, HTTPS scrapes with the token of the shipped scraper
+ServiceAccount (bound to ``pyscheduler-metrics-reader``), and the shipped
+PrometheusRule converted to a plain rule file.
+
+The server is upstream's, built from the pinned module in hack/prometheus:
+Debian's prometheus 2.42.0+ds has no Kubernetes service discovery (its
+config parser answers ``field kubernetes_sd_configs not found in type
+config.ScrapeConfig``). Debian's ``promtool`` checks the rule file."""
 
 from __future__ import annotations
 
@@ -119,7 +124,7 @@ class Prometheus:
         self.process = ComponentProcess(
             "prometheus",
             [
-                shutil.which("prometheus") or "prometheus",
+                str(cluster.prometheus),
                 f"--config.file={path}",
                 f"--storage.tsdb.path={self.directory / 'data'}",
                 f"--web.listen-address=127.0.0.1:{self.port}",

@@ -21,8 +21,8 @@ from tests.e2e.workloads import Deployed, scheduler_pods
 def prometheus(cluster: Cluster, deployed: Deployed) -> Iterator[Prometheus]:
     with cluster.phase("Prometheus (discovery, scrapes, rules)"):
         server = Prometheus(cluster)
-        server.start()
         try:
+            server.start()
             wait_for(
                 "both replicas scraped up",
                 lambda: server.scalar('sum(up{job="pyscheduler"})') == 2.0,

@@ -30,6 +30,7 @@ from tests.e2e.workloads import (
 )
 
 WAVE = 8  # pods per wave; two waves around each deletion, one overflowing wave at the end
+OVERFLOW = 4  # pods of the last wave that cannot fit
 BURST_LABEL = "e2e/burst"
 # Room kept free for the Deployment's replacement replica (100m) of each
 # deleted leader, placed by the default scheduler while the burst runs.
@@ -96,14 +97,17 @@ def failovers(cluster: Cluster, deployed: Deployed) -> dict[str, Any]:
         ensure_namespace(cluster, WORK_NAMESPACE)
         usage = node_usage(cluster)
         free = usage["cpu_allocatable"] - usage["cpu_used"] - REPLACEMENT_RESERVE_MILLI
-        # Four waves fit; the fifth overflows the node.
+        # The four waves around the deletions fit.
         cpu_milli = max(10, free // (4 * WAVE + WAVE // 2))
         results = {
             "delete": fail_over(cluster, force=False, wave="1", cpu_milli=cpu_milli),
             "force": fail_over(cluster, force=True, wave="2", cpu_milli=cpu_milli),
         }
         wait_two_ready_replicas(cluster)
-        burst(cluster, "3", WAVE * 2, cpu_milli)
+        # The last wave overflows what is left by a few pods.
+        usage = node_usage(cluster)
+        left = usage["cpu_allocatable"] - usage["cpu_used"]
+        burst(cluster, "3", left // cpu_milli + OVERFLOW, cpu_milli)
         wait_for("every burst pod bound or Unschedulable", lambda: settled(cluster), 600, 3)
         results["cpu_milli"] = cpu_milli
     return results
