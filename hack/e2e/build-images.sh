@@ -98,6 +98,21 @@ if [[ ! -s $image_archive ]]; then
   log "image $image_ref built in $(( $(date +%s) - start ))s"
 fi
 
+# Keep the cache bounded: drop archives and images of other keys.
+for old in "$cache"/pause-*.tar "$cache"/image-*.tar "$cache"/image-*.log; do
+  [[ -e $old && $old != "$pause_archive" && $old != "$image_archive" && $old != "$cache/image-$image_key.log" ]] && rm -f "$old"
+done
+for old in "$cache"/base-*; do
+  [[ -d $old && $old != "$base_dir" ]] && rm -rf "$old"
+done
+b images --format '{{.Name}}:{{.Tag}}' 2>/dev/null | while read -r name; do
+  case $name in
+    "$pause_ref" | "$base_ref" | "$image_ref") ;;
+    localhost/*) b rmi --force "$name" >/dev/null 2>&1 || true ;;
+  esac
+done
+b rmi --prune >/dev/null 2>&1 || true
+
 echo "pause_ref=$pause_ref"
 echo "pause_archive=$pause_archive"
 echo "base_ref=$base_ref"

@@ -7,7 +7,6 @@ the kubelet's status updates stream in."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -21,9 +20,8 @@ from tests.e2e.workloads import (
     apply,
     ensure_namespace,
     failed_scheduling_message,
-    holder_pod,
     kubelet_rejections,
-    lease_holder,
+    leader_cache_agrees,
     node_usage,
     pod_manifest,
     pods,
@@ -99,7 +97,7 @@ def workload(cluster: Cluster, deployed: Deployed) -> dict[str, Any]:
 
 
 def ours(pod: dict[str, Any]) -> bool:
-    return pod["spec"].get("schedulerName") == "pyscheduler"
+    return bool(pod["spec"].get("schedulerName") == "pyscheduler")
 
 
 def test_fitting_pods_and_a_deployment_are_bound_by_pyscheduler_and_run(
@@ -151,27 +149,14 @@ def test_pods_without_the_scheduler_name_go_to_the_default_scheduler(
     # The scheduler's own pods are placed by the default scheduler too.
     system_events = scheduled_events(cluster, NAMESPACE)
     for pod in scheduler_pods(cluster):
-        reporters = {e.get("reportingController") for e in system_events[pod["metadata"]["name"]]}
-        assert reporters == {"default-scheduler"}
+        placed_by = {e.get("reportingController") for e in system_events[pod["metadata"]["name"]]}
+        assert placed_by == {"default-scheduler"}
 
 
 def test_the_leaders_cache_agrees_with_an_independent_count_from_the_api(
     cluster: Cluster, workload: Any
 ) -> None:
-    leader = holder_pod(lease_holder(cluster))
-    ip = cluster.json("get", "pod", leader, "-n", NAMESPACE)["status"]["podIP"]
-    assert cluster.plane is not None
-    token = cluster.plane.token
-
-    def agrees() -> dict[str, Any] | None:
-        status, body = cluster.https_get(f"https://{ip}:10259/debug/cache", token)
-        assert status == 200, body
-        report = json.loads(body)
-        every = cluster.json("get", "pods", "-A")["items"]
-        live = [p for p in every if p["status"].get("phase") not in {"Succeeded", "Failed"}]
-        if report["differences"] or report["pods"] != len(live) or report["nodes"] != 1:
-            return None
-        return report
-
-    report = wait_for("/debug/cache without differences and counts as the API's", agrees, 120, 3)
-    cluster.summary["/debug/cache"] = f"{report['pods']} pods, 1 node, 0 differences"
+    report = leader_cache_agrees(cluster)
+    cluster.summary["/debug/cache (after scheduling)"] = (
+        f"{report['pods']} pods, {report['nodes']} node, 0 differences"
+    )

@@ -68,7 +68,7 @@ def test_scheduled_attempts_summed_over_replicas_equal_the_pods_bound(
     def equal() -> bool:
         last["metric"] = prometheus.scalar(expression)
         last["api"] = bound_by_pyscheduler(cluster)
-        return last["metric"] == float(last["api"])
+        return bool(last["metric"] == float(last["api"]))
 
     wait_for(f"{expression} == pods bound in the API", equal, 60, 3)
     cluster.summary["scheduled attempts (Prometheus) / bound (API)"] = (

@@ -20,6 +20,7 @@ from tests.e2e.workloads import (
     ensure_namespace,
     holder_pod,
     kubelet_rejections,
+    leader_cache_agrees,
     lease_holder,
     node_usage,
     pod_manifest,
@@ -99,7 +100,7 @@ def failovers(cluster: Cluster, deployed: Deployed) -> dict[str, Any]:
         free = usage["cpu_allocatable"] - usage["cpu_used"] - REPLACEMENT_RESERVE_MILLI
         # The four waves around the deletions fit.
         cpu_milli = max(10, free // (4 * WAVE + WAVE // 2))
-        results = {
+        results: dict[str, Any] = {
             "delete": fail_over(cluster, force=False, wave="1", cpu_milli=cpu_milli),
             "force": fail_over(cluster, force=True, wave="2", cpu_milli=cpu_milli),
         }
@@ -178,3 +179,12 @@ def counts(cluster: Cluster) -> tuple[int, int, int]:
     running = sum(1 for p in every if p["status"].get("phase") == "Running")
     waiting = sum(1 for p in every if not p["spec"].get("nodeName"))
     return bound, running, waiting
+
+
+def test_the_new_leaders_cache_agrees_with_the_api_after_the_failovers(
+    cluster: Cluster, failovers: dict[str, Any]
+) -> None:
+    report = leader_cache_agrees(cluster)
+    cluster.summary["/debug/cache (after failover)"] = (
+        f"{report['pods']} pods, {report['nodes']} node, 0 differences"
+    )

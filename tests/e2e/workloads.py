@@ -227,3 +227,27 @@ def node_usage(cluster: Cluster) -> dict[str, int]:
         "memory_used": memory_bytes(str(used_memory)),
         "pods": count,
     }
+
+
+def leader_cache_agrees(cluster: Cluster) -> dict[str, Any]:
+    """The leader's /debug/cache once it reports no difference between its
+    cache and the API, and the pod count it lists equals ours (non-terminal
+    pods, counted here from the API)."""
+    assert cluster.plane is not None
+    token = cluster.plane.token
+
+    def agrees() -> dict[str, Any] | None:
+        leader = holder_pod(lease_holder(cluster))
+        ip = cluster.json("get", "pod", leader, "-n", NAMESPACE)["status"]["podIP"]
+        status, body = cluster.https_get(f"https://{ip}:10259/debug/cache", token)
+        assert status == 200, body
+        report: dict[str, Any] = json.loads(body)
+        every = cluster.json("get", "pods", "-A")["items"]
+        live = [p for p in every if p["status"].get("phase") not in {"Succeeded", "Failed"}]
+        if report["differences"] or report["pods"] != len(live) or report["nodes"] != 1:
+            return None
+        return report
+
+    report = wait_for("/debug/cache without differences, counting the API's pods", agrees, 120, 3)
+    assert isinstance(report, dict)
+    return report
