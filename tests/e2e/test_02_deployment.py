@@ -101,3 +101,16 @@ def test_the_scheduler_reaches_the_api_through_the_kubernetes_service(
             "clusterIP"
         ]
         assert env.stdout.strip() == service_ip
+        # Its identity is the ServiceAccount's projected token, mounted by
+        # the ServiceAccount admission plugin.
+        assert pod["spec"]["serviceAccountName"] == "pyscheduler"
+        projected = [
+            source
+            for volume in pod["spec"]["volumes"]
+            for source in volume.get("projected", {}).get("sources", ())
+        ]
+        assert any("serviceAccountToken" in source for source in projected)
+    # The informers synced (both Ready) and the leader renews its Lease: the
+    # API is reachable that way; the API server saw the ServiceAccount.
+    lease = cluster.json("get", "lease", "pyscheduler", "-n", NAMESPACE)
+    assert lease["spec"]["renewTime"]
