@@ -160,6 +160,7 @@ class Cluster:
             self.node.start_kubelet()
             self.node.start_kube_proxy()
             wait_for("node Ready", self.node_ready, 300, 2)
+            self.node.start_dra_driver()
             wait_for(
                 "default ServiceAccount in default",
                 lambda: self.kubectl_ok("get", "serviceaccount", "default", "-n", "default"),

@@ -279,9 +279,26 @@ state = "{base / "state"}"
             [str(self.knode), "kube-proxy", f"--config={self.kube_proxy_config()}", "--v=1"],
         )
 
+    # ------------------------------------------------------------ DRA driver
+    def start_dra_driver(self) -> None:
+        """The suite's own DRA driver (``knode dra-driver``): publishes a
+        ResourceSlice for this node and prepares what is allocated from it."""
+        self._spawn(
+            "dra-driver",
+            [
+                str(self.knode),
+                "dra-driver",
+                f"--kubeconfig={self.kubeconfig}",
+                f"--node-name={NODE_NAME}",
+                f"--kubelet-root-dir={self.run_dir / 'kubelet' / 'root'}",
+                "--devices=2",
+                "--v=2",
+            ],
+        )
+
     # -------------------------------------------------------------- teardown
     def stop(self) -> None:
-        for name in ("kubelet", "kube-proxy"):
+        for name in ("dra-driver", "kubelet", "kube-proxy"):
             if name in self.components:
                 self.components[name].stop(grace_seconds=10)
         if "kube-proxy" in self.components:
