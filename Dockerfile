@@ -5,6 +5,15 @@
 # stage holds that environment on the same base with pip, setuptools, wheel
 # and ensurepip removed, and no compiler or package manager added: only what
 # runs. Non-root; works with a read-only root filesystem (/tmp is an emptyDir).
+# The removal holds for the official python image (pip under /usr/local). On
+# another PYTHON_IMAGE, e.g. Debian's python3 + python3-pip as `make e2e`
+# builds it, `pip uninstall` leaves /usr/lib/python3/dist-packages alone ("Not
+# uninstalling pip ... outside environment /usr") without failing: pip stays
+# in the base, though never in /opt/venv, which is first on PATH. Such a base
+# also needs `python` (python-is-python3) and no PEP 668 EXTERNALLY-MANAGED
+# marker, or that uninstall fails. The build stage runs pip against PyPI:
+# behind a TLS-intercepting proxy the base must trust the proxy's CA (e.g.
+# /etc/pip.conf with `cert = /etc/ssl/certs/ca-certificates.crt`).
 #
 # Build: docker build --build-arg REVISION="$(git rev-parse HEAD)" \
 #          --build-arg SOURCE=https://your.git/host/pyscheduler -t pyscheduler:0.1.0 .

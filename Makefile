@@ -7,7 +7,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | sha256sum | cut -c1-12)
 
-.PHONY: node test unit integration chaos differential lint format controlplane demo bench bench-simulate bench-autoscale venv clean
+.PHONY: e2e node test unit integration chaos differential lint format controlplane demo bench bench-simulate bench-autoscale venv clean
 
 venv: $(STAMP)
 
@@ -27,6 +27,14 @@ node:
 
 test: venv controlplane
 	$(BIN)/pytest
+
+# The end-to-end suite (issue 26): as root on Debian 12, installs containerd,
+# runc, the CNI plugins, buildah, debootstrap and prometheus when missing, builds
+# the Dockerfile's image, runs a real node, applies manifests/ and scrapes it
+# with Prometheus; tears everything down. `make test` skips tests/e2e.
+e2e: venv controlplane node
+	@hack/e2e/setup-host.sh
+	PYSCHEDULER_E2E=1 $(BIN)/pytest tests/e2e -x
 
 unit: venv
 	$(BIN)/pytest tests/unit

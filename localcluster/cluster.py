@@ -5,8 +5,10 @@ Used by the pytest fixtures, the demo and the benchmark. Synchronous on
 purpose: it is driven from fixtures and scripts, outside any event loop.
 
 Invariants:
-- Every port is a free loopback port chosen at start; nothing listens beyond
-  127.0.0.1.
+- Every port is a free port chosen at start; nothing listens beyond
+  127.0.0.1 unless ``advertise_address`` names another local address (the
+  end-to-end suite's real node: pods reach the API server through the
+  ``kubernetes`` Service, so it must listen on an address pods can route to).
 - etcd keeps its data on /dev/shm where available, without fsync: the data is
   disposable and a test run must not wait on the disk.
 - The admin identity is a static bearer token in group ``system:masters``;
@@ -116,6 +118,14 @@ class ControlPlaneOptions:
     feature_gates: str = ""
     unlimited_inflight: bool = False
     extra_apiserver_args: Sequence[str] = ()
+    # The end-to-end suite runs a real node: it listens on the host's address,
+    # keeps the ``kubernetes`` Service's endpoints, admits ServiceAccounts and
+    # runs the controllers a kubelet-backed cluster needs.
+    advertise_address: str = "127.0.0.1"
+    endpoint_reconciler: str = "none"
+    disabled_admission: Sequence[str] = DISABLED_ADMISSION
+    controllers: Sequence[str] = CONTROLLERS
+    extra_controller_manager_args: Sequence[str] = ()
     start_timeout_seconds: float = 90.0
     keep_dirs: bool = False
     base_dir: Path | None = None
@@ -164,7 +174,7 @@ class ControlPlane:
 
     @property
     def server(self) -> str:
-        return f"https://127.0.0.1:{self.apiserver_port}"
+        return f"https://{self.options.advertise_address}:{self.apiserver_port}"
 
     @property
     def ca_file(self) -> Path:
@@ -308,8 +318,8 @@ class ControlPlane:
             str(binary),
             "kube-apiserver",
             f"--etcd-servers=http://127.0.0.1:{self.etcd_port}",
-            "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1",
+            f"--bind-address={self.options.advertise_address}",
+            f"--advertise-address={self.options.advertise_address}",
             f"--secure-port={self.apiserver_port}",
             f"--cert-dir={pki}",
             "--service-cluster-ip-range=10.0.0.0/24",
@@ -318,9 +328,9 @@ class ControlPlane:
             f"--service-account-key-file={pki / 'sa.key'}",
             "--authorization-mode=RBAC",
             f"--token-auth-file={pki / 'tokens.csv'}",
-            f"--disable-admission-plugins={','.join(DISABLED_ADMISSION)}",
+            f"--disable-admission-plugins={','.join(self.options.disabled_admission)}",
             "--allow-privileged=true",
-            "--endpoint-reconciler-type=none",
+            f"--endpoint-reconciler-type={self.options.endpoint_reconciler}",
             "--runtime-config=resource.k8s.io/v1=true",
             "--profiling=false",
             *self._feature_gate_args(),
@@ -357,10 +367,11 @@ class ControlPlane:
             f"--kubeconfig={self.kubeconfig}",
             "--leader-elect=false",
             "--secure-port=0",
-            f"--controllers={','.join(CONTROLLERS)}",
+            f"--controllers={','.join(self.options.controllers)}",
             "--kube-api-qps=1000",
             "--kube-api-burst=1000",
             *self._feature_gate_args(),
+            *self.options.extra_controller_manager_args,
         ]
         process = self._spawn("kube-controller-manager", argv)
         if not process.running():

@@ -3,7 +3,7 @@
 // node. It is a module of its own, apart from hack/controlplane, so that
 // `make test` never builds or needs node dependencies.
 //
-//	knode kubelet|kube-proxy [flags]
+//	knode kubelet|kube-proxy|dra-driver [flags]
 package main
 
 import (
@@ -19,7 +19,7 @@ import (
 	kubelet "k8s.io/kubernetes/cmd/kubelet/app"
 )
 
-const usage = "usage: knode kubelet|kube-proxy [flags]"
+const usage = "usage: knode kubelet|kube-proxy|dra-driver [flags]"
 
 func main() {
 	if len(os.Args) < 2 {
@@ -36,6 +36,8 @@ func main() {
 		command := proxy.NewProxyCommand()
 		command.SetArgs(args)
 		os.Exit(cli.Run(command))
+	case "dra-driver":
+		os.Exit(runDRADriver(args))
 	case "version":
 		fmt.Println("knode for Kubernetes v1.36.3")
 	default:
