@@ -51,6 +51,7 @@ testing label are candidates.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -58,6 +59,8 @@ from dataclasses import dataclass
 from plugins.autoscale_enforcer.state import ZERO, Amounts, NodeState, PodState, State
 
 ONE = Amounts(1, 1)
+
+log = logging.getLogger(__name__)
 
 
 class RequestError(Exception):
@@ -80,7 +83,7 @@ class AgentInput:
     unit: Amounts  # the compute unit to grant in (the agent's from v4.0, else the node's)
     last_permit: Amounts | None
     metrics: float | None  # loadAvg1M
-    check_unit: bool  # protocols before v4.0: requests must be whole compute units
+    check_unit: bool  # v1.0-v1.1: requests must be whole units of the unit last sent
     granularity: Amounts = ONE  # the permit must be expressible on the wire
 
 
@@ -140,12 +143,12 @@ def _grant(
     return requested, 0
 
 
-def _divides(requested: Amounts, unit: Amounts, pod: PodState) -> bool:
-    vm = pod.vm
+def _divides(requested: Amounts, unit: Amounts, pod: PodState | None = None) -> bool:
+    vm = pod.vm if pod is not None else None
     if vm is not None and (
         requested.cpu in (vm.cpu_min, vm.cpu_max) or requested.mem in (vm.mem_min, vm.mem_max)
     ):
-        return True  # the reference relaxes the rule at the bounds (free-tier VMs)
+        return True  # the warning's exception at the bounds (free-tier VMs)
     if unit.has_zero() or requested.cpu % unit.cpu or requested.mem % unit.mem:
         return False
     return requested.cpu // unit.cpu == requested.mem // unit.mem
@@ -206,11 +209,22 @@ def handle_request(state: State, request: AgentInput, *, migration_allowed: bool
         raise RequestError(
             400, "cannot change resources: agent has already been informed that pod is migrating"
         )
-    if request.check_unit and pod.agent_contact and not _divides(requested, node.unit, pod):
+    told = pod.told_unit
+    if told is not None and request.check_unit and not _divides(requested, told):
+        # handleResources (v0.1.13): against the unit last sent to this pod,
+        # with no exception at the VM's bounds.
         raise RequestError(
             400,
             f"requested resources {_show(requested)} do not divide cleanly by previous "
-            f"compute unit {_show(node.unit)}",
+            f"compute unit {_show(told)}",
+        )
+    if told is not None and not request.check_unit and not _divides(requested, told, pod):
+        # handleResources (v0.6.0-v0.25.x): only a warning, none at the bounds.
+        log.warning(
+            "pod %s requested resources %s do not divide cleanly by previous compute unit %s",
+            pod.key,
+            _show(requested),
+            _show(told),
         )
 
     remaining = node.remaining  # node.reserved includes this pod's reservation
@@ -255,6 +269,7 @@ def handle_request(state: State, request: AgentInput, *, migration_allowed: bool
         agent_contact=True,
         metrics=request.metrics,
         migrate_told=pod.migrate_told or migrate,
+        told_unit=node.unit,
     )
     before = node.reserved
     state.replace_pod(pod, new)

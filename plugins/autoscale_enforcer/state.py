@@ -95,6 +95,9 @@ class PodState:
     # never migrating, never a migration candidate, and its VM's pod only when
     # no other pod of that VM is known.
     migration_target: bool = False
+    # The compute unit last sent to its agent (Neon's mostRecentComputeUnit):
+    # what a v1.0-v1.1 request must divide by; None before the first answer.
+    told_unit: Amounts | None = None
 
     @property
     def vm_key(self) -> str | None:
@@ -123,6 +126,7 @@ class PodState:
                     self.metrics,
                     self.agent_contact,
                     self.migration_target,
+                    self.told_unit,
                 ),
             ),
         )
@@ -146,6 +150,7 @@ def _restore_pod(fields: tuple[Any, ...]) -> PodState:
         metrics,
         agent_contact,
         migration_target,
+        told_unit,
     ) = fields
     return PodState(
         key,
@@ -161,6 +166,7 @@ def _restore_pod(fields: tuple[Any, ...]) -> PodState:
         metrics,
         agent_contact,
         migration_target,
+        told_unit,
     )
 
 

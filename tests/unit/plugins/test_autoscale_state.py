@@ -4,6 +4,7 @@ request arithmetic and migration decisions (the reference's test-case list)."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 from typing import Any, NamedTuple
 
 import pytest
@@ -510,14 +511,26 @@ def test_a_migrating_pod_told_in_slots_is_held_at_its_reservation_rounded_up() -
     state.check_invariants()
 
 
-def test_unit_check_is_relaxed_at_the_vm_bounds() -> None:
+@pytest.mark.parametrize(
+    ("resources", "warned"),
+    [
+        pytest.param(amounts(0.25, 1), False, id="at the VM minimum: no warning"),
+        pytest.param(amounts(3, 2), True, id="between the bounds: warned"),
+    ],
+)
+def test_uneven_request_after_v1_1_is_only_warned_and_not_at_the_vm_bounds(
+    resources: Amounts, warned: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """handleResources (v0.6.0-v0.25.x): a warning, skipped at the bounds."""
     state = state_with_node()
     with_vm_pod(state, "default/vm", amounts(2, 2), min_=(0.25, 1), max_=(4, 4))
     handle_request(state, request("default/vm", amounts(2, 2)), migration_allowed=False)
-    outcome = handle_request(
-        state, request("default/vm", amounts(0.25, 1), check_unit=True), migration_allowed=False
-    )
-    assert outcome.permit == amounts(0.25, 1)
+    with caplog.at_level(logging.WARNING, logger="plugins.autoscale_enforcer.agent"):
+        outcome = handle_request(
+            state, request("default/vm", resources, check_unit=False), migration_allowed=False
+        )
+    assert outcome.permit == resources
+    assert ("do not divide cleanly" in caplog.text) is warned
 
 
 # --------------------------------------------------------------- pressure
