@@ -41,11 +41,12 @@ once the object exists the pod is migrating, and its agent's next answer
 carries ``migrate`` (increases become pressure); after that the agent may
 not change size. A node is under too much pressure when, for either resource,
 what is above the watermark plus pressure exceeds what migrations already
-account for plus slack. The pod to move is the first migratable,
-non-migrating pod in ``migration_order``: pods with metrics before pods
-without, then least loaded (``loadAvg1M``) first. Only VMs that opted in
-(``autoscaling.neon.tech/auto-migration-enabled=true``) or carry the
-testing label are candidates.
+account for plus slack. The pod to move is the first pod in
+``migration_order`` (Neon's queue: every non-migrating VM pod whose agent
+made a request): pods with metrics before pods without, then least loaded
+(``loadAvg1M``) first. It moves only if it opted in
+(``autoscaling.neon.tech/auto-migration-enabled=true``); a pod with the
+testing label moves on any request once it has sent metrics.
 """
 
 from __future__ import annotations
@@ -155,8 +156,12 @@ def _divides(requested: Amounts, unit: Amounts, pod: PodState | None = None) -> 
 
 
 def too_much_pressure(node: NodeState) -> bool:
+    """Neon's ``nodeState.tooMuchPressure`` (v0.41.0). Its early "clearly not"
+    exit is asymmetric: cpu at or below its watermark but memory strictly
+    below, so memory exactly at the watermark (a full node at watermark 1.0,
+    say) with capacity pressure is too much pressure."""
     reserved, watermark = node.reserved, node.watermark
-    if reserved.fits_in(watermark):
+    if reserved.cpu <= watermark.cpu and reserved.mem < watermark.mem:
         return False
     for attr in ("cpu", "mem"):
         r, w = getattr(reserved, attr), getattr(watermark, attr)
@@ -169,14 +174,17 @@ def too_much_pressure(node: NodeState) -> bool:
 
 
 def migration_order(node: NodeState) -> Sequence[PodState]:
-    """Migratable, not-yet-migrating VM pods, cheapest to move first."""
+    """Neon's per-node ``migrationQueue``: every VM pod whose agent has made a
+    request (opted in to migration or not), not migrating, not a migration
+    target; ``isBetterMigrationTarget``: pods with metrics first, least
+    loaded first (ties by key, where Neon's heap has no defined order)."""
     candidates = [
         pod
         for pod in node.pods.values()
         if pod.vm is not None
+        and pod.agent_contact
         and not pod.migrating
         and not pod.migration_target
-        and (pod.vm.migratable or pod.vm.always_migrate)
     ]
     candidates.sort(
         key=lambda pod: (pod.metrics is None, pod.metrics or 0.0, pod.key),
@@ -198,7 +206,12 @@ def handle_request(state: State, request: AgentInput, *, migration_allowed: bool
     node = state.nodes[pod.node]
 
     # The order (a sort of the node's pods) only matters under too much pressure.
-    should_migrate = too_much_pressure(node) and _first_to_migrate(node) is pod
+    # updateMetricsAndCheckMustMigrate: the pod must be next in the queue (as
+    # it stood before this request) and opted in; when the next one is not
+    # opted in, nobody migrates.
+    should_migrate = (
+        pod.vm.migratable and too_much_pressure(node) and _first_to_migrate(node) is pod
+    )
     forced = pod.vm.always_migrate and pod.metrics is not None and not pod.migration_target
     wants_migration = (should_migrate or forced) and not pod.migrating and migration_allowed
     # Tell the agent only once its migration object exists (the pod is migrating).
@@ -299,4 +312,5 @@ def choose_migration(state: State, node_name: str) -> PodState | None:
     node = state.nodes.get(node_name)
     if node is None or not too_much_pressure(node):
         return None
-    return _first_to_migrate(node)
+    first = _first_to_migrate(node)
+    return first if first is not None and first.vm is not None and first.vm.migratable else None

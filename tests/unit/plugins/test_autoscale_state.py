@@ -546,6 +546,22 @@ def test_uneven_request_after_v1_1_is_only_warned_and_not_at_the_vm_bounds(
         pytest.param((5, 4), (0, 0), (0, 0), (1, 0), False, id="excess covered by buffer"),
         pytest.param((5, 4), (1, 0), (1, 0), (0, 0), True, id="pressure on top of the excess"),
         pytest.param((3, 3), (2, 0), (0, 0), (0, 0), False, id="pressure below the watermark"),
+        pytest.param(
+            (3, 4),
+            (0, 1),
+            (0, 0),
+            (0, 0),
+            True,
+            id="tooMuchPressure: memory exactly at the watermark with pressure (strict <)",
+        ),
+        pytest.param(
+            (4, 3),
+            (1, 0),
+            (0, 0),
+            (0, 0),
+            False,
+            id="tooMuchPressure: cpu exactly at the watermark is clearly not (<=)",
+        ),
     ],
 )
 def test_too_much_pressure(
@@ -560,6 +576,70 @@ def test_too_much_pressure(
     node.reserved, node.pressure = amounts(*reserved), amounts(*pressure)
     node.pressure_accounted_for, node.buffer = amounts(*accounted), amounts(*buffer)
     assert too_much_pressure(node) is over
+
+
+def test_full_node_at_watermark_one_with_pressure_is_too_much_pressure() -> None:
+    """tooMuchPressure (v0.41.0) with watermark 1.0: reserved == watermark == total."""
+    state = state_with_node(8, 8, watermark=1.0)
+    node = state.nodes["n1"]
+    node.reserved, node.pressure = amounts(8, 8), amounts(0, 1)
+    assert node.watermark == node.total
+    assert too_much_pressure(node) is True
+
+
+def _queue_node(pods: list[tuple[str, float | None, bool, bool]]) -> State:
+    """n1 (8/8, watermark 4/4) holding 5/5 in two VM pods (key, loadAvg1M,
+    opted in, has made a request)."""
+    state = state_with_node(8, 8)
+    sizes = [amounts(3, 3), amounts(2, 2)]
+    for (key, load, opted_in, contacted), size in zip(pods, sizes, strict=True):
+        with_vm_pod(state, key, size, migratable=opted_in)
+        if contacted:
+            handle_request(state, request(key, size, metrics=load), migration_allowed=False)
+    return state
+
+
+@pytest.mark.parametrize(
+    ("pods", "asking", "migrates"),
+    [
+        pytest.param(
+            [("default/idle", 0.1, True, True), ("default/busy", 3.0, True, True)],
+            "default/idle",
+            True,
+            id="isNextInQueue: the least-loaded opted-in VM migrates",
+        ),
+        pytest.param(
+            [("default/idle", 0.1, False, True), ("default/busy", 3.0, True, True)],
+            "default/busy",
+            False,
+            id="isNextInQueue: the least loaded is not opted in, so nobody migrates",
+        ),
+        pytest.param(
+            [("default/a-quiet", None, True, False), ("default/b", None, True, True)],
+            "default/b",
+            True,
+            id="migrationQueue: unknown load, the only VM that made a request is picked",
+        ),
+        pytest.param(
+            [("default/a", 0.5, True, True), ("default/b", None, True, True)],
+            "default/b",
+            False,
+            id="isBetterMigrationTarget: unknown load after known load",
+        ),
+    ],
+)
+def test_migration_choice_follows_neons_queue(
+    pods: list[tuple[str, float | None, bool, bool]], asking: str, migrates: bool
+) -> None:
+    state = _queue_node(pods)
+    assert too_much_pressure(state.nodes["n1"])
+    load = state.pods[asking].metrics
+    outcome = handle_request(
+        state,
+        request(asking, state.pods[asking].reserved, metrics=load),
+        migration_allowed=True,
+    )
+    assert outcome.wants_migration is migrates
 
 
 def test_migration_picks_the_least_loaded_opted_in_vm_and_tells_it_once_the_object_exists() -> None:
@@ -595,8 +675,9 @@ def test_no_migration_when_disallowed_or_not_opted_in() -> None:
     state = state_with_node(8, 8)
     with_vm_pod(state, "default/a", amounts(3, 3))
     with_vm_pod(state, "default/b", amounts(2, 2), migratable=True)
-    assert choose_migration(state, "n1") is state.pods["default/b"]
+    assert choose_migration(state, "n1") is None  # Neon's queue: no request yet
     outcome = handle_request(state, request("default/b", amounts(2, 2)), migration_allowed=False)
     assert outcome.wants_migration is False
+    assert choose_migration(state, "n1") is state.pods["default/b"]
     outcome = handle_request(state, request("default/a", amounts(3, 3)), migration_allowed=True)
     assert outcome.wants_migration is False
