@@ -462,7 +462,9 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         if found is None:
             return 0, None
         node, after = found
-        return scoring.score(after, node.total, plugin_state.max_total(), plugin_state.config), None
+        before = after.minus(sizing.amount)
+        largest = plugin_state.max_total()
+        return scoring.score(before, after, node.total, largest, plugin_state.config), None
 
     def score_extensions(self) -> ScoreExtensions:
         return self
