@@ -175,16 +175,14 @@ def too_much_pressure(node: NodeState) -> bool:
 
 def migration_order(node: NodeState) -> Sequence[PodState]:
     """Neon's per-node ``migrationQueue``: every VM pod whose agent has made a
-    request (opted in to migration or not), not migrating, not a migration
-    target; ``isBetterMigrationTarget``: pods with metrics first, least
-    loaded first (ties by key, where Neon's heap has no defined order)."""
+    request since its last migration began (opted in to migration or not),
+    not migrating, not a migration target; ``isBetterMigrationTarget``: pods
+    with metrics first, least loaded first (ties by key, where Neon's heap has
+    no defined order)."""
     candidates = [
         pod
         for pod in node.pods.values()
-        if pod.vm is not None
-        and pod.agent_contact
-        and not pod.migrating
-        and not pod.migration_target
+        if pod.vm is not None and pod.queued and not pod.migrating and not pod.migration_target
     ]
     candidates.sort(
         key=lambda pod: (pod.metrics is None, pod.metrics or 0.0, pod.key),
@@ -283,6 +281,7 @@ def handle_request(state: State, request: AgentInput, *, migration_allowed: bool
         metrics=request.metrics,
         migrate_told=pod.migrate_told or migrate,
         told_unit=node.unit,
+        queued=not pod.migrating,  # updateMetricsAndCheckMustMigrate: addOrUpdate
     )
     before = node.reserved
     state.replace_pod(pod, new)

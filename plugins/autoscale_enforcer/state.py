@@ -98,6 +98,10 @@ class PodState:
     # The compute unit last sent to its agent (Neon's mostRecentComputeUnit):
     # what a v1.0-v1.1 request must divide by; None before the first answer.
     told_unit: Amounts | None = None
+    # In Neon's per-node migration queue: entered with each agent request
+    # while not migrating, left when a migration begins (so after a failed
+    # migration only the next request puts it back).
+    queued: bool = False
 
     @property
     def vm_key(self) -> str | None:
@@ -127,6 +131,7 @@ class PodState:
                     self.agent_contact,
                     self.migration_target,
                     self.told_unit,
+                    self.queued,
                 ),
             ),
         )
@@ -151,6 +156,7 @@ def _restore_pod(fields: tuple[Any, ...]) -> PodState:
         agent_contact,
         migration_target,
         told_unit,
+        queued,
     ) = fields
     return PodState(
         key,
@@ -167,6 +173,7 @@ def _restore_pod(fields: tuple[Any, ...]) -> PodState:
         agent_contact,
         migration_target,
         told_unit,
+        queued,
     )
 
 
@@ -402,7 +409,11 @@ class State:
         if pod is None or pod.migrating == migrating or (migrating and pod.migration_target):
             return
         told = pod.migrate_told and migrating
-        self.replace_pod(pod, dataclasses.replace(pod, migrating=migrating, migrate_told=told))
+        queued = pod.queued and not migrating  # Neon: removeIfPresent at the start
+        self.replace_pod(
+            pod,
+            dataclasses.replace(pod, migrating=migrating, migrate_told=told, queued=queued),
+        )
 
     def pod_index(self) -> Mapping[str, str]:
         """VM (namespace/name) -> the key of the pod running it (read-only view)."""

@@ -15,6 +15,7 @@ from plugins.autoscale_enforcer.agent import (
     RequestError,
     choose_migration,
     handle_request,
+    migration_order,
     too_much_pressure,
 )
 from plugins.autoscale_enforcer.state import ZERO, Amounts, State
@@ -640,6 +641,25 @@ def test_migration_choice_follows_neons_queue(
         migration_allowed=True,
     )
     assert outcome.wants_migration is migrates
+
+
+def test_a_failed_migrations_source_reenters_the_queue_only_with_its_next_request() -> None:
+    """removeIfPresent when the migration begins, addOrUpdate on the next
+    request (which is therefore not itself a migration): the source of a
+    failed migration scales again before it can be picked again."""
+    state = _queue_node([("default/a", 0.1, True, True), ("default/b", 0.5, True, True)])
+    state.set_migrating("default/a", True)
+    state.set_migrating("default/a", False)  # the migration failed
+    assert [pod.key for pod in migration_order(state.nodes["n1"])] == ["default/b"]
+    again = handle_request(
+        state, request("default/a", amounts(3, 3), metrics=0.1), migration_allowed=True
+    )
+    assert again.wants_migration is False
+    assert [pod.key for pod in migration_order(state.nodes["n1"])] == ["default/a", "default/b"]
+    picked = handle_request(
+        state, request("default/a", amounts(3, 3), metrics=0.1), migration_allowed=True
+    )
+    assert picked.wants_migration is True
 
 
 def test_migration_picks_the_least_loaded_opted_in_vm_and_tells_it_once_the_object_exists() -> None:
