@@ -137,6 +137,23 @@ class PodState:
         )
 
 
+def _updated_limits(
+    reserved: Amounts, buffer: Amounts, old: VmInfo, new: VmInfo
+) -> tuple[Amounts, Amounts]:
+    """Neon's ``handleUpdatedLimits`` per resource whose maximum changed:
+    using = reserved - buffer; reserved = max(new maximum, using) (never
+    below what the VM may be using); buffer = reserved - using. A
+    best-effort guard against an agent scaling up to an old, larger permit."""
+    using = reserved.minus(buffer)
+    cpu, mem = reserved.cpu, reserved.mem
+    if new.cpu_max != old.cpu_max:
+        cpu = max(new.cpu_max, using.cpu)
+    if new.mem_max != old.mem_max:
+        mem = max(new.mem_max, using.mem)
+    moved = Amounts(cpu, mem)
+    return moved, moved.minus(using)
+
+
 def _restore_pod(fields: tuple[Any, ...]) -> PodState:
     (
         key,
@@ -549,16 +566,20 @@ class State:
         Without autoscaling (no agent) the pod is reserved at exactly the VM's
         use, up or down, unless an agent did contact us (then it is treated as
         autoscaled: what was granted stays). Before any agent contact likewise
-        (buffers aside); afterwards the reservation never drops below use."""
+        (buffers aside); afterwards the reservation never drops below use.
+        A changed maximum moves reservation and buffer as Neon's
+        ``handleUpdatedLimits`` (v0.41.0) does, contact or not."""
         pod = self.pod_of_vm(f"{vm.namespace}/{vm.name}")
         if pod is None:
             return
         use = Amounts(vm.cpu_use, vm.mem_use)
         new = dataclasses.replace(pod, vm=vm)
+        if vm.autoscaling_enabled and pod.vm is not None:
+            new.reserved, new.buffer = _updated_limits(pod.reserved, pod.buffer, pod.vm, vm)
         if not vm.autoscaling_enabled and not pod.agent_contact:
             new.reserved, new.buffer = use, ZERO
-        elif pod.agent_contact or pod.buffer != ZERO:
-            new.reserved = Amounts(max(pod.reserved.cpu, use.cpu), max(pod.reserved.mem, use.mem))
+        elif pod.agent_contact or new.buffer != ZERO:
+            new.reserved = Amounts(max(new.reserved.cpu, use.cpu), max(new.reserved.mem, use.mem))
         else:
             new.reserved = use
         if new == pod:

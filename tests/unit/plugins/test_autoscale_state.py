@@ -117,6 +117,42 @@ def test_vm_pod_first_seen_bound_is_held_at_max_with_a_buffer() -> None:
     state.check_invariants()
 
 
+@pytest.mark.parametrize(
+    ("contact", "new_max", "reserved", "buffer"),
+    [
+        pytest.param(
+            False, (6, 6), (6, 6), (5, 4), id="handleUpdatedLimits: max raised, no contact"
+        ),
+        pytest.param(
+            False, (3, 3), (3, 3), (2, 1), id="handleUpdatedLimits: max lowered, no contact"
+        ),
+        pytest.param(
+            False, (1, 1), (1, 2), (0, 0), id="handleUpdatedLimits: never below what it uses"
+        ),
+        pytest.param(
+            True, (6, 6), (6, 6), (4, 4), id="handleUpdatedLimits: max raised after contact"
+        ),
+    ],
+)
+def test_a_changed_vm_maximum_moves_the_reservation_and_buffer_as_neon(
+    contact: bool,
+    new_max: tuple[int, int],
+    reserved: tuple[int, int],
+    buffer: tuple[int, int],
+) -> None:
+    """handleUpdatedLimits (v0.41.0): when a VM's max changes, using =
+    reserved - buffer; reserved = max(new max, using); buffer = the rest."""
+    state = state_with_node(16, 16)
+    state.observe_pod("default/vm", "u", "n1", ZERO, vm("vm", use=(1, 2), max_=(4, 4)))
+    if contact:
+        handle_request(state, request("default/vm", amounts(2, 2)), migration_allowed=False)
+    assert state.nodes["n1"].reserved == (amounts(2, 2) if contact else amounts(4, 4))
+    state.observe_vm(vm("vm", use=(1, 2), max_=new_max))
+    pod = state.pods["default/vm"]
+    assert (pod.reserved, pod.buffer) == (amounts(*reserved), amounts(*buffer))
+    state.check_invariants()
+
+
 def test_vm_pod_no_agent_scales_is_held_at_its_use_and_follows_it_both_ways() -> None:
     state = state_with_node(16, 16)
     unscaled = vm("vm", use=(1, 2), max_=(4, 4), autoscaling=False)
