@@ -22,6 +22,9 @@ protocol module has already turned wire units into millicores and bytes):
   request is refused (400, nothing changed; a decrease is always accepted):
   no granted increase ever takes a node above its total;
 - the pod's start-up buffer is cleared: the agent has told us what it uses;
+- the reservation is the permit but never below the VM object's ``use``
+  (issue 25 #7; Neon reserves the permit): a decrease frees room once the
+  VM shows it;
 - a ``lastPermit`` counts only up to the VM's maximum (issue 25 #7; Neon
   shares the defect): a forged one cannot push a node above its total
   beyond what the VM could take;
@@ -272,9 +275,14 @@ def handle_request(state: State, request: AgentInput, *, migration_allowed: bool
         ) from None
     permit = Amounts(cpu[0], mem[0])
     _check_permit(requested, pod.reserved, permit, request.granularity)
+    # Never reserved below the VM object's use (issue 25 #7; Neon reserves the
+    # permit): a decrease reported before the VM shows it, or a forged one,
+    # frees nothing until the VM does (``State.observe_vm`` follows it down).
+    reserved = Amounts(max(permit.cpu, vm.cpu_use), max(permit.mem, vm.mem_use))
     new = dataclasses.replace(
         pod,
-        reserved=permit,
+        reserved=reserved,
+        permit=permit,
         pressure=Amounts(cpu[1], mem[1]),
         buffer=ZERO,
         agent_contact=True,

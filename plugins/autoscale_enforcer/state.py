@@ -102,6 +102,9 @@ class PodState:
     # while not migrating, left when a migration begins (so after a failed
     # migration only the next request puts it back).
     queued: bool = False
+    # The permit last answered to its agent: what the VM may use, so the
+    # floor the reservation returns to when the VM's ``use`` drops.
+    permit: Amounts | None = None
 
     @property
     def vm_key(self) -> str | None:
@@ -132,6 +135,7 @@ class PodState:
                     self.migration_target,
                     self.told_unit,
                     self.queued,
+                    self.permit,
                 ),
             ),
         )
@@ -174,6 +178,7 @@ def _restore_pod(fields: tuple[Any, ...]) -> PodState:
         migration_target,
         told_unit,
         queued,
+        permit,
     ) = fields
     return PodState(
         key,
@@ -191,6 +196,7 @@ def _restore_pod(fields: tuple[Any, ...]) -> PodState:
         migration_target,
         told_unit,
         queued,
+        permit,
     )
 
 
@@ -566,7 +572,9 @@ class State:
         Without autoscaling (no agent) the pod is reserved at exactly the VM's
         use, up or down, unless an agent did contact us (then it is treated as
         autoscaled: what was granted stays). Before any agent contact likewise
-        (buffers aside); afterwards the reservation never drops below use.
+        (buffers aside); afterwards the reservation is the larger of ``use``
+        and the last permit (so it follows a hand resize above the permit and
+        back, and a decrease the agent reported once the VM shows it).
         A changed maximum moves reservation and buffer as Neon's
         ``handleUpdatedLimits`` (v0.41.0) does, contact or not."""
         pod = self.pod_of_vm(f"{vm.namespace}/{vm.name}")
@@ -579,7 +587,10 @@ class State:
         if not vm.autoscaling_enabled and not pod.agent_contact:
             new.reserved, new.buffer = use, ZERO
         elif pod.agent_contact or new.buffer != ZERO:
-            new.reserved = Amounts(max(new.reserved.cpu, use.cpu), max(new.reserved.mem, use.mem))
+            base = new.reserved
+            if pod.permit is not None and new.buffer == ZERO:
+                base = pod.permit  # what its agent holds: follow ``use`` down to it
+            new.reserved = Amounts(max(base.cpu, use.cpu), max(base.mem, use.mem))
         else:
             new.reserved = use
         if new == pod:

@@ -555,23 +555,30 @@ async def test_room_an_agent_frees_wakes_the_pods_filter_turned_away() -> None:
         response = listener.handle_inline(HttpRequest("POST", "/", orjson.dumps(body)))
         assert response.status == 200
 
-    ask(6, 6)
+    def shrink(size: int) -> None:
+        """The agent shrinks the VM first, then reports it (Neon's order): the
+        reservation never goes below the VM's use."""
+        vm = make_vm("vm").cpus(1, 8, size).memory_slots(1, 8, size).obj()
+        handle.informers.put("virtualmachines", vm)
+        ask(size, size)
+
+    shrink(6)
     assert activated == []  # room freed, nobody waiting
     waiting = plain_pod("waiting", cpu="4", memory="1Gi")
     handle.informers.put("pods", waiting)
     node = make_node("n1").allocatable(cpu="8", memory="8Gi").obj()
     info = node_info(node, vm_pod("vm-pod", "vm", node="n1"))
     assert plugin.filter(CycleState(), pod(waiting), info) is not None
-    ask(5, 5)
+    shrink(5)
     assert activated == ["default/waiting"]
-    ask(4, 4)
+    shrink(4)
     assert activated == ["default/waiting"]  # woken once: nobody waits any more
     big = plain_pod("big", cpu="8")
     handle.informers.put("pods", big)
     assert plugin.filter(CycleState(), pod(big), info) is not None
     ask(5, 5)
     assert activated == ["default/waiting"]  # an increase frees nothing
-    ask(2, 2)
+    shrink(2)
     assert activated == ["default/waiting", "default/big"]
 
 

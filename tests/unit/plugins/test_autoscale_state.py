@@ -189,6 +189,27 @@ def test_vm_resize_is_followed_before_agent_contact_and_never_undercounted_after
     state.check_invariants()
 
 
+def test_a_decrease_below_the_vms_use_is_answered_but_reserved_at_use_until_the_vm_shows_it() -> (
+    None
+):
+    """Issue 25 #7 (Neon shares the defect): an agent's decrease is answered
+    as asked, but the reservation never goes below the VM object's ``use``;
+    once the VM shows the smaller size, it follows down to the last permit."""
+    state = state_with_node()
+    with_vm_pod(state, "default/vm", amounts(4, 4), use=(4, 4), max_=(6, 6))
+    handle_request(state, request("default/vm", amounts(4, 4)), migration_allowed=False)
+    outcome = handle_request(state, request("default/vm", amounts(1, 1)), migration_allowed=False)
+    assert outcome.permit == amounts(1, 1)
+    assert state.pods["default/vm"].reserved == amounts(4, 4)  # before: 1/1
+    state.observe_vm(vm("vm", use=(2, 1), max_=(6, 6)))  # the VM caught up (cpu not yet)
+    assert state.pods["default/vm"].reserved == amounts(2, 1)
+    state.observe_vm(vm("vm", use=(1, 1), max_=(6, 6)))
+    assert state.pods["default/vm"].reserved == amounts(1, 1)
+    state.observe_vm(vm("vm", use=(3, 1), max_=(6, 6)))  # resized by hand above its permit
+    assert state.pods["default/vm"].reserved == amounts(3, 1)
+    state.check_invariants()
+
+
 def test_node_allocatable_change_and_config_change_recompute_budgets() -> None:
     state = state_with_node(8, 8)
     state.upsert_node("n1", amounts(4, 4))
