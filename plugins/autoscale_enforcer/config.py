@@ -141,6 +141,14 @@ class Config(_Model):
     min_usage_score: float = Field(default=0.5, alias="minUsageScore", ge=0, le=1)
     max_usage_score: float = Field(default=0.0, alias="maxUsageScore", ge=0, le=1)
     randomize: bool = False
+    # Neon's ``ignoreNamespaces`` (v0.41.0): pods there are treated as if they
+    # did not exist (Reserve allows them, nothing is accounted), except that
+    # Filter counts them among the node's pods by their requests.
+    ignore_namespaces: tuple[str, ...] = Field(default=(), alias="ignoreNamespaces")
+
+    def ignored(self, pod_key: str) -> bool:
+        """Whether the pod (``namespace/name``) is in an ignored namespace."""
+        return bool(self.ignore_namespaces) and pod_key.split("/", 1)[0] in self.ignore_namespaces
 
     @property
     def migration_enabled(self) -> bool:

@@ -489,6 +489,8 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         plugin_state = self._mirror
         if plugin_state is None:
             return self._fail(Method.RESERVE, Status.as_error(REASON_NOT_STARTED))
+        if plugin_state.config.ignored(pod.key):
+            return None  # Neon's Reserve: allowed, nothing accounted (ignoreNamespaces)
         try:
             amount, vm = self._amount(plugin_state, pod)
         except _PodError as error:

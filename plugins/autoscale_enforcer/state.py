@@ -475,7 +475,10 @@ class State:
         """Reserve a pod being scheduled at ``amount`` (a VM at its current use).
 
         Idempotent: a pod already held on this node is left as it is. False,
-        and nothing changes, when it does not fit."""
+        and nothing changes, when it does not fit. A pod in an ignored
+        namespace is allowed and not held (Neon's Reserve)."""
+        if self.config.ignored(key):
+            return True
         current = self.pods.get(key)
         if current is not None and current.node == node_name:
             return True
@@ -493,7 +496,7 @@ class State:
         authority's process restarted while the pod was being bound): held
         as ``reserve`` would, without the fit check (it fitted when it was
         made). A pod already known (seen bound) is left as it is."""
-        if key not in self.pods:
+        if key not in self.pods and not self.config.ignored(key):
             self._attach(PodState(key=key, uid=uid, node=node_name, reserved=amount, vm=vm))
 
     def unreserve(self, key: str, node_name: str) -> None:
@@ -520,8 +523,13 @@ class State:
         resize). New (bound by someone else, or before a restart): a non-VM pod
         counts its requests; a VM pod with autoscaling enabled is assumed at its
         maximum, the excess over its use held as buffer until its agent reports;
-        one without (no agent will come) at its use."""
+        one without (no agent will come) at its use. A pod in an ignored
+        namespace is not held (Neon's pod watch drops it)."""
         current = self.pods.get(key)
+        if self.config.ignored(key):
+            if current is not None:
+                self._detach(current)
+            return
         if current is not None and current.uid != uid:
             self._detach(current)  # same name, new pod
             current = None

@@ -394,6 +394,19 @@ async def test_reserve_unreserve_and_binding_confirmation() -> None:
     assert plugin.state.nodes["n1"].reserved == amounts(0, 0)
 
 
+async def test_a_pod_in_an_ignored_namespace_is_allowed_at_reserve_and_never_accounted() -> None:
+    """Neon's ignoreNamespaces (v0.41.0 Reserve, pod watch)."""
+    plugin, handle = await started()
+    handle.informers.put("configmaps", config_map(ignoreNamespaces=["overprovisioning"]))
+    assert plugin.state is not None
+    ignored = make_pod("placeholder", "overprovisioning").scheduler("autoscale-scheduler")
+    candidate = pod(ignored.requests(cpu="20", memory="1Gi").obj())
+    assert plugin.reserve(CycleState(), candidate, "n1") is None  # 20 CPUs on an 8-CPU node
+    assert plugin.permit(CycleState(), candidate, "n1") == (None, 0.0)
+    handle.informers.put("pods", ignored.node("n1").obj())
+    assert plugin.state.nodes["n1"].reserved == amounts(0, 0)
+
+
 async def test_reserve_refuses_a_pod_that_does_not_fit_and_counts_it() -> None:
     plugin, handle = await started()
     handle.informers.put("pods", plain_pod("busy", "n1", cpu="8"))

@@ -758,3 +758,23 @@ def test_no_migration_when_disallowed_or_not_opted_in() -> None:
     assert choose_migration(state, "n1") is state.pods["default/b"]
     outcome = handle_request(state, request("default/a", amounts(3, 3)), migration_allowed=True)
     assert outcome.wants_migration is False
+
+
+@pytest.mark.parametrize(
+    ("namespace", "counted"),
+    [
+        pytest.param("overprovisioning", False, id="ignoredNamespace: treated as absent"),
+        pytest.param("default", True, id="other namespaces counted"),
+    ],
+)
+def test_pods_in_ignored_namespaces_are_not_accounted(namespace: str, counted: bool) -> None:
+    """Neon's ``ignoreNamespaces`` (v0.41.0 watch.go, Reserve): such pods are
+    as if they did not exist (Filter still counts them from the node's pods,
+    by their requests, as any pod we do not hold)."""
+    state = state_with_node(ignoreNamespaces=["overprovisioning"])
+    state.observe_pod(f"{namespace}/p", "u", "n1", amounts(2, 2), None)
+    state.observe_pod(f"{namespace}/vm", "v", "n1", ZERO, vm("vm", namespace=namespace))
+    assert (state.nodes["n1"].reserved != ZERO) is counted
+    assert state.reserve(f"{namespace}/q", "w", "n1", amounts(1, 1), None)
+    assert (f"{namespace}/q" in state.pods) is counted
+    state.check_invariants()
