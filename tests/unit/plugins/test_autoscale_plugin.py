@@ -651,6 +651,9 @@ async def test_a_node_over_its_watermark_migrates_the_opted_in_vm_and_cleans_up(
         "/apis/vm.neon.tech/v1/namespaces/default/virtualmachinemigrations/schedplugin-vm-pod",
     )
     assert handle.registry.get_sample_value("autoscaling_plugin_migrations_created_total") == 1
+    for op in ("Create", "Delete"):
+        labels = {"op": op, "kind": "VirtualMachineMigration", "outcome": "success"}
+        assert handle.registry.get_sample_value("autoscaling_plugin_k8s_ops_total", labels) == 1
     assert (
         handle.registry.get_sample_value(
             "autoscaling_plugin_migrations_deleted_total", {"phase": "Succeeded"}
@@ -763,9 +766,10 @@ async def test_do_migration_false_creates_nothing() -> None:
 
 async def test_migration_jobs_retry_with_backoff_and_accept_already_exists() -> None:
     _, handle = await started()
+    registry = CollectorRegistry()
     controller = MigrationController(
         cast(Any, handle.api),
-        cast(Any, AutoscaleMetrics(CollectorRegistry(), lambda: None, threading.Lock())),
+        cast(Any, AutoscaleMetrics(registry, lambda: None, threading.Lock())),
         sleep=lambda _delay: asyncio.sleep(0),
     )
     handle.api.failures = [RuntimeError("connection reset"), FakeApiError(409)]
@@ -781,6 +785,16 @@ async def test_migration_jobs_retry_with_backoff_and_accept_already_exists() -> 
         await task
     assert [call[0] for call in handle.api.calls] == ["POST", "POST", "DELETE"]
     assert controller.pending == 0
+
+    # RecordK8sOp (Neon's autoscaling_plugin_k8s_ops_total): every call, its
+    # outcome "success" or "error: <message>" with the object's name as <name>.
+    def ops(op: str, outcome: str) -> float | None:
+        labels = {"op": op, "kind": "VirtualMachineMigration", "outcome": outcome}
+        return registry.get_sample_value("autoscaling_plugin_k8s_ops_total", labels)
+
+    assert ops("Create", "error: connection reset") == 1
+    assert ops("Create", "error: status 409") == 1
+    assert ops("Delete", "error: status 404") == 1
 
 
 def test_a_second_profile_enabling_the_plugin_is_refused_clearly() -> None:
