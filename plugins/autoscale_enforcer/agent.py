@@ -22,6 +22,9 @@ protocol module has already turned wire units into millicores and bytes):
   request is refused (400, nothing changed; a decrease is always accepted):
   no granted increase ever takes a node above its total;
 - the pod's start-up buffer is cleared: the agent has told us what it uses;
+- the reservation is the permit but never below the VM object's ``use``
+  (issue 25 #7; Neon reserves the permit): a decrease frees room once the
+  VM shows it;
 - a ``lastPermit`` counts only up to the VM's maximum (issue 25 #7; Neon
   shares the defect): a forged one cannot push a node above its total
   beyond what the VM could take;
@@ -41,16 +44,18 @@ once the object exists the pod is migrating, and its agent's next answer
 carries ``migrate`` (increases become pressure); after that the agent may
 not change size. A node is under too much pressure when, for either resource,
 what is above the watermark plus pressure exceeds what migrations already
-account for plus slack. The pod to move is the first migratable,
-non-migrating pod in ``migration_order``: pods with metrics before pods
-without, then least loaded (``loadAvg1M``) first. Only VMs that opted in
-(``autoscaling.neon.tech/auto-migration-enabled=true``) or carry the
-testing label are candidates.
+account for plus slack. The pod to move is the first pod in
+``migration_order`` (Neon's queue: every non-migrating VM pod whose agent
+made a request): pods with metrics before pods without, then least loaded
+(``loadAvg1M``) first. It moves only if it opted in
+(``autoscaling.neon.tech/auto-migration-enabled=true``); a pod with the
+testing label moves on any request once it has sent metrics.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -58,6 +63,8 @@ from dataclasses import dataclass
 from plugins.autoscale_enforcer.state import ZERO, Amounts, NodeState, PodState, State
 
 ONE = Amounts(1, 1)
+
+log = logging.getLogger(__name__)
 
 
 class RequestError(Exception):
@@ -80,7 +87,7 @@ class AgentInput:
     unit: Amounts  # the compute unit to grant in (the agent's from v4.0, else the node's)
     last_permit: Amounts | None
     metrics: float | None  # loadAvg1M
-    check_unit: bool  # protocols before v4.0: requests must be whole compute units
+    check_unit: bool  # v1.0-v1.1: requests must be whole units of the unit last sent
     granularity: Amounts = ONE  # the permit must be expressible on the wire
 
 
@@ -140,20 +147,24 @@ def _grant(
     return requested, 0
 
 
-def _divides(requested: Amounts, unit: Amounts, pod: PodState) -> bool:
-    vm = pod.vm
+def _divides(requested: Amounts, unit: Amounts, pod: PodState | None = None) -> bool:
+    vm = pod.vm if pod is not None else None
     if vm is not None and (
         requested.cpu in (vm.cpu_min, vm.cpu_max) or requested.mem in (vm.mem_min, vm.mem_max)
     ):
-        return True  # the reference relaxes the rule at the bounds (free-tier VMs)
+        return True  # the warning's exception at the bounds (free-tier VMs)
     if unit.has_zero() or requested.cpu % unit.cpu or requested.mem % unit.mem:
         return False
     return requested.cpu // unit.cpu == requested.mem // unit.mem
 
 
 def too_much_pressure(node: NodeState) -> bool:
+    """Neon's ``nodeState.tooMuchPressure`` (v0.41.0). Its early "clearly not"
+    exit is asymmetric: cpu at or below its watermark but memory strictly
+    below, so memory exactly at the watermark (a full node at watermark 1.0,
+    say) with capacity pressure is too much pressure."""
     reserved, watermark = node.reserved, node.watermark
-    if reserved.fits_in(watermark):
+    if reserved.cpu <= watermark.cpu and reserved.mem < watermark.mem:
         return False
     for attr in ("cpu", "mem"):
         r, w = getattr(reserved, attr), getattr(watermark, attr)
@@ -166,14 +177,15 @@ def too_much_pressure(node: NodeState) -> bool:
 
 
 def migration_order(node: NodeState) -> Sequence[PodState]:
-    """Migratable, not-yet-migrating VM pods, cheapest to move first."""
+    """Neon's per-node ``migrationQueue``: every VM pod whose agent has made a
+    request since its last migration began (opted in to migration or not),
+    not migrating, not a migration target; ``isBetterMigrationTarget``: pods
+    with metrics first, least loaded first (ties by key, where Neon's heap has
+    no defined order)."""
     candidates = [
         pod
         for pod in node.pods.values()
-        if pod.vm is not None
-        and not pod.migrating
-        and not pod.migration_target
-        and (pod.vm.migratable or pod.vm.always_migrate)
+        if pod.vm is not None and pod.queued and not pod.migrating and not pod.migration_target
     ]
     candidates.sort(
         key=lambda pod: (pod.metrics is None, pod.metrics or 0.0, pod.key),
@@ -195,7 +207,12 @@ def handle_request(state: State, request: AgentInput, *, migration_allowed: bool
     node = state.nodes[pod.node]
 
     # The order (a sort of the node's pods) only matters under too much pressure.
-    should_migrate = too_much_pressure(node) and _first_to_migrate(node) is pod
+    # updateMetricsAndCheckMustMigrate: the pod must be next in the queue (as
+    # it stood before this request) and opted in; when the next one is not
+    # opted in, nobody migrates.
+    should_migrate = (
+        pod.vm.migratable and too_much_pressure(node) and _first_to_migrate(node) is pod
+    )
     forced = pod.vm.always_migrate and pod.metrics is not None and not pod.migration_target
     wants_migration = (should_migrate or forced) and not pod.migrating and migration_allowed
     # Tell the agent only once its migration object exists (the pod is migrating).
@@ -206,11 +223,22 @@ def handle_request(state: State, request: AgentInput, *, migration_allowed: bool
         raise RequestError(
             400, "cannot change resources: agent has already been informed that pod is migrating"
         )
-    if request.check_unit and pod.agent_contact and not _divides(requested, node.unit, pod):
+    told = pod.told_unit
+    if told is not None and request.check_unit and not _divides(requested, told):
+        # handleResources (v0.1.13): against the unit last sent to this pod,
+        # with no exception at the VM's bounds.
         raise RequestError(
             400,
             f"requested resources {_show(requested)} do not divide cleanly by previous "
-            f"compute unit {_show(node.unit)}",
+            f"compute unit {_show(told)}",
+        )
+    if told is not None and not request.check_unit and not _divides(requested, told, pod):
+        # handleResources (v0.6.0-v0.25.x): only a warning, none at the bounds.
+        log.warning(
+            "pod %s requested resources %s do not divide cleanly by previous compute unit %s",
+            pod.key,
+            _show(requested),
+            _show(told),
         )
 
     remaining = node.remaining  # node.reserved includes this pod's reservation
@@ -247,14 +275,21 @@ def handle_request(state: State, request: AgentInput, *, migration_allowed: bool
         ) from None
     permit = Amounts(cpu[0], mem[0])
     _check_permit(requested, pod.reserved, permit, request.granularity)
+    # Never reserved below the VM object's use (issue 25 #7; Neon reserves the
+    # permit): a decrease reported before the VM shows it, or a forged one,
+    # frees nothing until the VM does (``State.observe_vm`` follows it down).
+    reserved = Amounts(max(permit.cpu, vm.cpu_use), max(permit.mem, vm.mem_use))
     new = dataclasses.replace(
         pod,
-        reserved=permit,
+        reserved=reserved,
+        permit=permit,
         pressure=Amounts(cpu[1], mem[1]),
         buffer=ZERO,
         agent_contact=True,
         metrics=request.metrics,
         migrate_told=pod.migrate_told or migrate,
+        told_unit=node.unit,
+        queued=not pod.migrating,  # updateMetricsAndCheckMustMigrate: addOrUpdate
     )
     before = node.reserved
     state.replace_pod(pod, new)
@@ -284,4 +319,5 @@ def choose_migration(state: State, node_name: str) -> PodState | None:
     node = state.nodes.get(node_name)
     if node is None or not too_much_pressure(node):
         return None
-    return _first_to_migrate(node)
+    first = _first_to_migrate(node)
+    return first if first is not None and first.vm is not None and first.vm.migratable else None

@@ -10,10 +10,12 @@ answers ``(status, content type, body)``:
 | 400 | ``protoVersion`` zero or missing | ``Invalid protocol version <invalid: zero>`` |
 | 400 | version outside v1.0..v5.0 | ``Protocol version mismatch: Need v1.0 to v5.0 but got <v>`` |
 | 400 | null ``metrics`` with v1.0 | ``nil metrics not supported for protocol version v1.0`` |
-| 400 | zero resources or compute unit | ``invalid resources: ...`` / ``invalid computeUnit: ...`` |
+| 400 | zero resources | ``invalid resources: ...`` |
+| 400 | zero compute unit (v4.0+) | ``computeUnit fields must be non-zero: ...`` |
 | 404 | pod unknown or not a VM pod | ``pod not found`` |
+| 400 | v4.0+ unit not whole slots | ``computeUnit is not divisible by VM memory slot size: ...`` |
 | 400 | migrating pod asks to change size | ``cannot change resources: ...`` |
-| 400 | not whole compute units (before v4.0) | ``requested resources ... do not divide ...`` |
+| 400 | v1.0-v1.1: uneven in the unit last sent | ``requested resources ... do not divide ...`` |
 | 400 | increase, reservation off the grid, no room to round up | ``cannot grant increase: ...`` |
 | 500 | a bug caught before anything changed | ``internal error: ...`` |
 | 200 | the permit, in the request's version | JSON ``PluginResponse`` |
@@ -49,6 +51,8 @@ from plugins.autoscale_enforcer.protocol import (
     ProtoVersion,
     WireRequest,
     encode_response,
+    go_bytes,
+    go_resources,
     granularity,
     parse_request,
 )
@@ -108,6 +112,16 @@ class AgentApi:
         node_name = pod.node if pod is not None else ""
         if pod is None or pod.vm is None:
             return _error(404, "pod not found")
+        unit = wire.compute_unit
+        slot = pod.vm.slot_bytes
+        if unit is not None and slot > 0 and unit.mem % slot:
+            # handleAgentRequest (v0.23.0-v0.41.0), after the pod lookup.
+            return _error(
+                400,
+                f"computeUnit is not divisible by VM memory slot size: {go_resources(unit)} "
+                f"not divisible by {go_bytes(slot)}",
+                node_name,
+            )
         node = state.nodes[node_name]
         request = AgentInput(
             pod_key=wire.pod_key,
@@ -115,7 +129,9 @@ class AgentApi:
             unit=wire.compute_unit if wire.compute_unit is not None else node.unit,
             last_permit=wire.last_permit,
             metrics=wire.metrics,
-            check_unit=wire.version < ProtoVersion.V4_0,
+            # The 400 exists only in Neon's v1.0-v1.1 line (handleResources
+            # v0.1.8-v0.5.x); from v0.6.0 it is a warning for every version.
+            check_unit=wire.version <= ProtoVersion.V1_1,
             granularity=granularity(wire.version, state.config.slot_bytes),
         )
         try:

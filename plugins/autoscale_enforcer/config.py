@@ -2,10 +2,17 @@
 
 Source: ConfigMap ``kube-system/scheduler-plugin-config``, data key
 ``autoscaler-enforcer-config.json`` (the plugin's args can point elsewhere).
-``parse_config(text)`` decodes it strictly (unknown keys are errors) and
-validates it; every error is reported as ``Invalid configuration: at
-<json.path>: <reason>``. Quantities are exact: cpu in millicores, memory in
-bytes, never floats.
+``parse_config(text)`` decodes it as Neon's ``handleNewConfigMap`` (v0.1.13)
+does with Go's ``encoding/json`` decoder: only the first JSON value is read
+(trailing data is ignored), keys match field names case-insensitively (an
+exact match first), unknown keys are errors (``json: unknown field "x"``), a
+missing field is its zero value. Then it validates in Neon's order
+(``config.validate``: nodeDefaults cpu/memory/computeUnit, overrides,
+memBlockSize, schedulerName) and reports the first problem only, with Neon's
+text: ``Invalid configuration: at <json.path>: <reason>``. Type errors are
+reported by path too, in our words (Go's ``json: cannot unmarshal ...`` names
+Go types). Quantities are exact: cpu in millicores, memory in bytes, never
+floats.
 
 ``Config.node_config(name)`` picks the first override listing the node, else
 the defaults; ``derive_node(node_config, allocatable)`` turns it into the
@@ -15,13 +22,16 @@ update is never half applied.
 
 Invariants of a valid config: watermarks in (0, 1]; compute unit fields > 0;
 ``memBlockSize`` a whole number of bytes > 0; ``system`` >= 0 (the reference
-demanded > 0; allocatable already excludes the kubelet's reservations, so 0
-is meaningful here); score parameters in [0, 1].
+demanded > 0, "value must be > 0"; allocatable already excludes the
+kubelet's reservations, so 0 is meaningful here); score parameters in [0, 1].
 """
 
 from __future__ import annotations
 
 import enum
+import json
+import math
+import struct
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Annotated, Any
@@ -33,7 +43,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
-    field_validator,
+    model_validator,
 )
 
 from scheduler.framework.quantity import QuantityError, parse_quantity
@@ -61,68 +71,55 @@ def _quantity(value: object) -> Decimal:
 
 
 Quantity = Annotated[Decimal, BeforeValidator(_quantity)]
+_ZERO = Decimal(0)
 
 
 class _Model(BaseModel):
+    """Decoded as Go's ``encoding/json`` fills a struct: keys matched to
+    field names exactly, else case-insensitively (the last one for a field
+    wins), null leaves the zero value, unknown keys are errors."""
+
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True, strict=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _go_keys(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        names = [field.alias or name for name, field in cls.model_fields.items()]
+        folded = {name.lower(): name for name in names}
+        exact = set(names)
+        out: dict[str, Any] = {}
+        for key, value in data.items():
+            text = str(key)
+            target = text if text in exact else folded.get(text.lower(), text)
+            if value is None and target in exact:
+                continue  # Go: null into a value field is a no-op
+            out[target] = value
+        return out
 
 
 class ResourceConfig(_Model):
-    watermark: float = Field(gt=0, le=1)
-    system: Quantity
-
-    @field_validator("system")
-    @classmethod
-    def _non_negative(cls, value: Decimal) -> Decimal:
-        if value < 0:
-            raise ValueError("value must not be negative")
-        return value
+    watermark: float = 0.0
+    system: Quantity = _ZERO
 
 
 class ComputeUnit(_Model):
     """Whole vCPUs and memory slots, as in the reference (uint16 each)."""
 
-    vcpus: int = Field(alias="vCPUs", ge=0, le=MAX_UINT16)
-    mem: int = Field(ge=0, le=MAX_UINT16)
-
-    @field_validator("vcpus")
-    @classmethod
-    def _vcpus_non_zero(cls, value: int) -> int:
-        if value == 0:
-            raise ValueError("vCPUs must be non-zero")
-        return value
-
-    @field_validator("mem")
-    @classmethod
-    def _mem_non_zero(cls, value: int) -> int:
-        if value == 0:
-            raise ValueError("mem must be non-zero")
-        return value
+    vcpus: int = Field(default=0, alias="vCPUs", ge=0, le=MAX_UINT16)
+    mem: int = Field(default=0, ge=0, le=MAX_UINT16)
 
 
 class NodeConfig(_Model):
-    cpu: ResourceConfig
-    memory: ResourceConfig
-    compute_unit: ComputeUnit = Field(alias="computeUnit")
-
-    @field_validator("memory")
-    @classmethod
-    def _whole_bytes(cls, value: ResourceConfig) -> ResourceConfig:
-        if value.system != value.system.to_integral_value():
-            raise ValueError("system: value cannot have milli-precision")
-        return value
+    cpu: ResourceConfig = Field(default_factory=ResourceConfig)
+    memory: ResourceConfig = Field(default_factory=ResourceConfig)
+    compute_unit: ComputeUnit = Field(default_factory=ComputeUnit, alias="computeUnit")
 
 
 class NodeOverride(_Model):
-    nodes: tuple[str, ...]
-    config: NodeConfig
-
-    @field_validator("nodes")
-    @classmethod
-    def _non_empty(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        if not value:
-            raise ValueError("array must be non-empty")
-        return value
+    nodes: tuple[str, ...] = ()
+    config: NodeConfig = Field(default_factory=NodeConfig)
 
 
 class ScoreCurve(enum.StrEnum):
@@ -134,30 +131,24 @@ class ScoreCurve(enum.StrEnum):
 
 
 class Config(_Model):
-    node_defaults: NodeConfig = Field(alias="nodeDefaults")
+    node_defaults: NodeConfig = Field(default_factory=NodeConfig, alias="nodeDefaults")
     node_overrides: tuple[NodeOverride, ...] = Field(default=(), alias="nodeOverrides")
-    mem_block_size: Quantity = Field(alias="memBlockSize")
-    scheduler_name: str = Field(alias="schedulerName", min_length=1)
+    mem_block_size: Quantity = Field(default=_ZERO, alias="memBlockSize")
+    scheduler_name: str = Field(default="", alias="schedulerName")
     do_migration: bool | None = Field(default=None, alias="doMigration")
     score_curve: ScoreCurve = Field(default=ScoreCurve.TARGET_FILL, alias="scoreCurve")
     score_peak: float = Field(default=0.8, alias="scorePeak", ge=0, le=1)
     min_usage_score: float = Field(default=0.5, alias="minUsageScore", ge=0, le=1)
     max_usage_score: float = Field(default=0.0, alias="maxUsageScore", ge=0, le=1)
     randomize: bool = False
+    # Neon's ``ignoreNamespaces`` (v0.41.0): pods there are treated as if they
+    # did not exist (Reserve allows them, nothing is accounted), except that
+    # Filter counts them among the node's pods by their requests.
+    ignore_namespaces: tuple[str, ...] = Field(default=(), alias="ignoreNamespaces")
 
-    @field_validator("node_overrides", mode="before")
-    @classmethod
-    def _null_is_empty(cls, value: object) -> object:
-        return () if value is None else value
-
-    @field_validator("mem_block_size")
-    @classmethod
-    def _positive_bytes(cls, value: Decimal) -> Decimal:
-        if value <= 0:
-            raise ValueError("value must be > 0")
-        if value != value.to_integral_value():
-            raise ValueError("value cannot have milli-precision")
-        return value
+    def ignored(self, pod_key: str) -> bool:
+        """Whether the pod (``namespace/name``) is in an ignored namespace."""
+        return bool(self.ignore_namespaces) and pod_key.split("/", 1)[0] in self.ignore_namespaces
 
     @property
     def migration_enabled(self) -> bool:
@@ -228,23 +219,111 @@ def _reason(error: Any) -> str:
 
 
 def validation_message(error: ValidationError) -> str:
-    """``Invalid configuration: at <path>: <reason>`` for each problem, joined by ``; ``."""
-    parts = [f"at {_path(tuple(e['loc']))}: {_reason(e)}" for e in error.errors()]
-    return "Invalid configuration: " + "; ".join(parts)
+    """Go's ``json: unknown field "x"`` for an unknown key (the decoder stops
+    there, before any validation), else ``Invalid configuration: at <path>:
+    <reason>`` for the first problem."""
+    problems = error.errors()
+    for problem in problems:
+        if problem["type"] == "extra_forbidden":
+            return f"json: unknown field {_go_quote(str(problem['loc'][-1]))}"
+    first = problems[0]
+    return f"Invalid configuration: at {_path(tuple(first['loc']))}: {_reason(first)}"
+
+
+def _go_quote(text: str) -> str:
+    """Go's ``%q`` for plain text (a JSON string is close enough)."""
+    return orjson.dumps(text).decode()
+
+
+def _float32(value: float) -> float:
+    """The value as Go's ``float32`` field holds it (``1.00000001`` is 1)."""
+    try:
+        return float(struct.unpack("f", struct.pack("f", value))[0])
+    except OverflowError:  # Go cannot decode it; out of (0, 1] anyway
+        return math.copysign(math.inf, value)
+
+
+def _resource_problem(config: ResourceConfig, *, memory: bool) -> tuple[str, str] | None:
+    """``resourceConfig.validate`` (v0.1.13), except that ``system`` may be 0."""
+    watermark = _float32(config.watermark)
+    if watermark <= 0.0:
+        return "watermark", "value must be > 0"
+    if watermark > 1.0:
+        return "watermark", "value must be <= 1"
+    if config.system < 0:
+        return "system", "value must be >= 0"
+    if memory and config.system != config.system.to_integral_value():
+        return "system", "value cannot have milli-precision"
+    return None
+
+
+def _node_problem(config: NodeConfig) -> tuple[str, str] | None:
+    """``nodeConfig.validate`` (v0.1.13): cpu, memory, then the compute unit."""
+    for name, resource in (("cpu", config.cpu), ("memory", config.memory)):
+        problem = _resource_problem(resource, memory=name == "memory")
+        if problem is not None:
+            return f"{name}.{problem[0]}", problem[1]
+    if config.compute_unit.vcpus == 0:
+        return "computeUnit", "vCPUs must be non-zero"
+    if config.compute_unit.mem == 0:
+        return "computeUnit", "mem must be non-zero"
+    return None
+
+
+def first_problem(config: Config) -> tuple[str, str] | None:
+    """``config.validate`` (v0.1.13): the first (path, reason), in its order."""
+    problem = _node_problem(config.node_defaults)
+    if problem is not None:
+        return f"nodeDefaults.{problem[0]}", problem[1]
+    for index, override in enumerate(config.node_overrides):
+        if not override.nodes:
+            return f"nodeOverrides[{index}].nodes", "array must be non-empty"
+        problem = _node_problem(override.config)
+        if problem is not None:
+            return f"nodeOverrides[{index}].config.{problem[0]}", problem[1]
+    if config.mem_block_size <= 0:
+        return "memBlockSize", "value must be > 0"
+    if config.mem_block_size != config.mem_block_size.to_integral_value():
+        return "memBlockSize", "value cannot have milli-precision"
+    if not config.scheduler_name:
+        return "schedulerName", "string cannot be empty"
+    return None
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"invalid character {name[0]!r} looking for beginning of value")
+
+
+_GO_WHITESPACE = " \t\n\r"
+
+
+def _first_value(text: str | bytes) -> Any:
+    """The first JSON value, as Go's ``Decoder.Decode`` reads it: what follows
+    is never read (so never an error); ``NaN``/``Infinity`` are not JSON."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")  # Go: invalid UTF-8 -> U+FFFD
+    stripped = text.lstrip(_GO_WHITESPACE)
+    decoder = json.JSONDecoder(parse_constant=_reject_constant)
+    value, _ = decoder.raw_decode(stripped)
+    return value
 
 
 def parse_config(text: str | bytes) -> Config:
     """Decode and validate a configuration document; raises ``ConfigError``."""
     try:
-        document = orjson.loads(text)
-    except orjson.JSONDecodeError as error:
+        document = _first_value(text)
+    except ValueError as error:  # json.JSONDecodeError too
         raise ConfigError(f"Invalid configuration: bad JSON: {error}") from None
     if not isinstance(document, dict):
         raise ConfigError("Invalid configuration: at <root>: must be a JSON object")
     try:
-        return Config.model_validate(document)
+        config = Config.model_validate(document)
     except ValidationError as error:
         raise ConfigError(validation_message(error)) from None
+    problem = first_problem(config)
+    if problem is not None:
+        raise ConfigError(f"Invalid configuration: at {problem[0]}: {problem[1]}")
+    return config
 
 
 def check_update(old: Config, new: Config) -> None:
@@ -264,5 +343,5 @@ def config_from_config_map(config_map: Any, key: str) -> Config:
     """The config in ``config_map``'s ``data[key]``; raises ``ConfigError``."""
     data = (config_map or {}).get("data") or {}
     if key not in data:
-        raise ConfigError(f"ConfigMap missing map key {key!r}")
+        raise ConfigError(f"ConfigMap missing map key {_go_quote(key)}")
     return parse_config(data[key])

@@ -18,6 +18,11 @@ from it. Labels come from the constants here, never retyped.
 | ``autoscaling_plugin_migration_delete_fails_total`` | counter | phase |
 | ``autoscaling_plugin_reserve_should_deny_total`` | counter | node |
 | ``autoscaling_plugin_config_rejected_total`` | counter | |
+| ``autoscaling_plugin_k8s_ops_total`` | counter | op, kind, outcome |
+
+``k8s_ops_total`` is Neon's (``RecordK8sOp``, v0.42+): one per API call the
+plugin makes, ``outcome`` ``success`` or ``error: <message>`` with the
+object's name replaced by ``<name>``.
 """
 
 from __future__ import annotations
@@ -163,10 +168,24 @@ class AutoscaleMetrics:
         self.authority_restarts = counter(
             "agent_process_restarts", "Times the agent API's process was restarted after a loss"
         )
+        self.k8s_ops = counter(
+            "k8s_ops_total",
+            "Number of k8s API requests and their outcome",
+            ("op", "kind", "outcome"),
+        )
         self.config_rejected = counter(
             "config_rejected", "ConfigMap updates rejected (the last good config stays)"
         )
         registry.register(NodeGauges(state, lock))
+
+    def record_k8s_op(self, op: str, kind: str, name: str, error: BaseException | None) -> None:
+        """Neon's ``RecordK8sOp``: the outcome label never carries the name."""
+        if error is None:
+            outcome = "success"
+        else:
+            message = getattr(error, "message", None) or str(error)
+            outcome = "error: " + str(message).replace(name, "<name>")
+        self.k8s_ops.labels(op, kind, outcome).inc()
 
     def count_request(self, status: int, node: str, count: int = 1) -> None:
         """``count`` agent requests answered ``status``; ``node`` is the pod's ("" if unknown)."""

@@ -36,6 +36,7 @@ LABEL_CREATED_BY_SCHEDULER = "autoscaling.neon.tech/created-by-scheduler"
 NAME_PREFIX = "schedplugin-"
 FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
 _PATH = "/apis/vm.neon.tech/v1/namespaces/{namespace}/virtualmachinemigrations"
+MIGRATION_KIND = "VirtualMachineMigration"
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -47,7 +48,7 @@ def migration_name(pod_name: str) -> str:
 def migration_body(namespace: str, pod_name: str, vm_name: str) -> dict[str, Any]:
     return {
         "apiVersion": "vm.neon.tech/v1",
-        "kind": "VirtualMachineMigration",
+        "kind": MIGRATION_KIND,
         "metadata": {
             "name": migration_name(pod_name),
             "namespace": namespace,
@@ -136,6 +137,7 @@ class MigrationController:
 
     async def _perform(self, job: _Job) -> bool:
         path = _PATH.format(namespace=job.namespace)
+        op = "Create" if job.create else "Delete"
         try:
             if job.create:
                 await self._api.request(
@@ -144,6 +146,7 @@ class MigrationController:
             else:
                 await self._api.request("DELETE", f"{path}/{job.name}")
         except Exception as error:
+            self._metrics.record_k8s_op(op, MIGRATION_KIND, job.name, error)
             status = _status_of(error)
             if job.create and status == 409:
                 return True  # already exists: created
@@ -155,6 +158,7 @@ class MigrationController:
                 self._metrics.migration_delete_fails.labels(job.phase).inc()
             log.warning("migration %s/%s: %s; retrying", job.namespace, job.name, error)
             return False
+        self._metrics.record_k8s_op(op, MIGRATION_KIND, job.name, None)
         if job.create:
             self._metrics.migrations_created.inc()
             log.info("created migration %s/%s", job.namespace, job.name)

@@ -462,7 +462,9 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         if found is None:
             return 0, None
         node, after = found
-        return scoring.score(after, node.total, plugin_state.max_total(), plugin_state.config), None
+        before = after.minus(sizing.amount)
+        largest = plugin_state.max_total()
+        return scoring.score(before, after, node.total, largest, plugin_state.config), None
 
     def score_extensions(self) -> ScoreExtensions:
         return self
@@ -487,6 +489,8 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         plugin_state = self._mirror
         if plugin_state is None:
             return self._fail(Method.RESERVE, Status.as_error(REASON_NOT_STARTED))
+        if plugin_state.config.ignored(pod.key):
+            return None  # Neon's Reserve: allowed, nothing accounted (ignoreNamespaces)
         try:
             amount, vm = self._amount(plugin_state, pod)
         except _PodError as error:

@@ -19,8 +19,9 @@ Rules (Go's decoder, which the agents were written against): JSON keys match
 case-insensitively, unknown keys are ignored, a missing field is its zero
 value; a wrong type, a negative or overflowing number is ``bad JSON``. Bodies
 are cut at ``MAX_HTTP_BODY_SIZE`` bytes by the transport (so a larger one is
-bad JSON). Beyond the reference, a zero ``vCPUs``/``mem`` (or compute unit
-from v4.0) is refused with 400: it could only lead to a permit with a zero
+bad JSON). A zero compute unit from v4.0 is refused with Neon's text
+(``handleAgentRequest``, v0.41.0); beyond the reference, zero ``vCPUs``/``mem``
+resources are refused too: they could only lead to a permit with a zero
 field, which agents reject.
 """
 
@@ -243,7 +244,9 @@ def parse_request(body: bytes, slot_bytes: int) -> WireRequest:
     if resources.has_zero():
         raise ProtocolError(400, "invalid resources: vCPUs and mem must be non-zero")
     if compute_unit is not None and compute_unit.has_zero():
-        raise ProtocolError(400, "invalid computeUnit: vCPUs and mem must be non-zero")
+        # handleAgentRequest (v0.41.0): Resources.ValidateNonZero, vCPUs first.
+        which = "vCPUs" if compute_unit.cpu == 0 else "mem"
+        raise ProtocolError(400, f"computeUnit fields must be non-zero: {which} must be non-zero")
     return WireRequest(
         version=version,
         namespace=namespace,
@@ -277,6 +280,18 @@ def _bytes(count: int) -> int | str:
         if count % size == 0:
             return f"{count // size}{suffix}"
     return str(count)
+
+
+def go_resources(amounts: Amounts) -> str:
+    """``api.Resources`` as Go's ``%v`` prints it in Neon's error texts:
+    ``{0.25 1536Mi}`` (vCPUs as a float, memory as a binary quantity)."""
+    cpu = repr(amounts.cpu / MILLI_PER_CPU).removesuffix(".0")
+    return f"{{{cpu} {go_bytes(amounts.mem)}}}"
+
+
+def go_bytes(count: int) -> str:
+    """``api.Bytes`` as Go's ``%v`` prints it (``1Gi``, ``1536Mi``, ``1000``)."""
+    return str(_bytes(count))
 
 
 def encode_resources(amounts: Amounts, version: ProtoVersion, slot_bytes: int) -> dict[str, Any]:

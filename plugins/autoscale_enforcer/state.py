@@ -95,6 +95,16 @@ class PodState:
     # never migrating, never a migration candidate, and its VM's pod only when
     # no other pod of that VM is known.
     migration_target: bool = False
+    # The compute unit last sent to its agent (Neon's mostRecentComputeUnit):
+    # what a v1.0-v1.1 request must divide by; None before the first answer.
+    told_unit: Amounts | None = None
+    # In Neon's per-node migration queue: entered with each agent request
+    # while not migrating, left when a migration begins (so after a failed
+    # migration only the next request puts it back).
+    queued: bool = False
+    # The permit last answered to its agent: what the VM may use, so the
+    # floor the reservation returns to when the VM's ``use`` drops.
+    permit: Amounts | None = None
 
     @property
     def vm_key(self) -> str | None:
@@ -123,9 +133,29 @@ class PodState:
                     self.metrics,
                     self.agent_contact,
                     self.migration_target,
+                    self.told_unit,
+                    self.queued,
+                    self.permit,
                 ),
             ),
         )
+
+
+def _updated_limits(
+    reserved: Amounts, buffer: Amounts, old: VmInfo, new: VmInfo
+) -> tuple[Amounts, Amounts]:
+    """Neon's ``handleUpdatedLimits`` per resource whose maximum changed:
+    using = reserved - buffer; reserved = max(new maximum, using) (never
+    below what the VM may be using); buffer = reserved - using. A
+    best-effort guard against an agent scaling up to an old, larger permit."""
+    using = reserved.minus(buffer)
+    cpu, mem = reserved.cpu, reserved.mem
+    if new.cpu_max != old.cpu_max:
+        cpu = max(new.cpu_max, using.cpu)
+    if new.mem_max != old.mem_max:
+        mem = max(new.mem_max, using.mem)
+    moved = Amounts(cpu, mem)
+    return moved, moved.minus(using)
 
 
 def _restore_pod(fields: tuple[Any, ...]) -> PodState:
@@ -146,6 +176,9 @@ def _restore_pod(fields: tuple[Any, ...]) -> PodState:
         metrics,
         agent_contact,
         migration_target,
+        told_unit,
+        queued,
+        permit,
     ) = fields
     return PodState(
         key,
@@ -161,6 +194,9 @@ def _restore_pod(fields: tuple[Any, ...]) -> PodState:
         metrics,
         agent_contact,
         migration_target,
+        told_unit,
+        queued,
+        permit,
     )
 
 
@@ -396,7 +432,11 @@ class State:
         if pod is None or pod.migrating == migrating or (migrating and pod.migration_target):
             return
         told = pod.migrate_told and migrating
-        self.replace_pod(pod, dataclasses.replace(pod, migrating=migrating, migrate_told=told))
+        queued = pod.queued and not migrating  # Neon: removeIfPresent at the start
+        self.replace_pod(
+            pod,
+            dataclasses.replace(pod, migrating=migrating, migrate_told=told, queued=queued),
+        )
 
     def pod_index(self) -> Mapping[str, str]:
         """VM (namespace/name) -> the key of the pod running it (read-only view)."""
@@ -435,7 +475,10 @@ class State:
         """Reserve a pod being scheduled at ``amount`` (a VM at its current use).
 
         Idempotent: a pod already held on this node is left as it is. False,
-        and nothing changes, when it does not fit."""
+        and nothing changes, when it does not fit. A pod in an ignored
+        namespace is allowed and not held (Neon's Reserve)."""
+        if self.config.ignored(key):
+            return True
         current = self.pods.get(key)
         if current is not None and current.node == node_name:
             return True
@@ -453,7 +496,7 @@ class State:
         authority's process restarted while the pod was being bound): held
         as ``reserve`` would, without the fit check (it fitted when it was
         made). A pod already known (seen bound) is left as it is."""
-        if key not in self.pods:
+        if key not in self.pods and not self.config.ignored(key):
             self._attach(PodState(key=key, uid=uid, node=node_name, reserved=amount, vm=vm))
 
     def unreserve(self, key: str, node_name: str) -> None:
@@ -480,8 +523,13 @@ class State:
         resize). New (bound by someone else, or before a restart): a non-VM pod
         counts its requests; a VM pod with autoscaling enabled is assumed at its
         maximum, the excess over its use held as buffer until its agent reports;
-        one without (no agent will come) at its use."""
+        one without (no agent will come) at its use. A pod in an ignored
+        namespace is not held (Neon's pod watch drops it)."""
         current = self.pods.get(key)
+        if self.config.ignored(key):
+            if current is not None:
+                self._detach(current)
+            return
         if current is not None and current.uid != uid:
             self._detach(current)  # same name, new pod
             current = None
@@ -532,16 +580,25 @@ class State:
         Without autoscaling (no agent) the pod is reserved at exactly the VM's
         use, up or down, unless an agent did contact us (then it is treated as
         autoscaled: what was granted stays). Before any agent contact likewise
-        (buffers aside); afterwards the reservation never drops below use."""
+        (buffers aside); afterwards the reservation is the larger of ``use``
+        and the last permit (so it follows a hand resize above the permit and
+        back, and a decrease the agent reported once the VM shows it).
+        A changed maximum moves reservation and buffer as Neon's
+        ``handleUpdatedLimits`` (v0.41.0) does, contact or not."""
         pod = self.pod_of_vm(f"{vm.namespace}/{vm.name}")
         if pod is None:
             return
         use = Amounts(vm.cpu_use, vm.mem_use)
         new = dataclasses.replace(pod, vm=vm)
+        if vm.autoscaling_enabled and pod.vm is not None:
+            new.reserved, new.buffer = _updated_limits(pod.reserved, pod.buffer, pod.vm, vm)
         if not vm.autoscaling_enabled and not pod.agent_contact:
             new.reserved, new.buffer = use, ZERO
-        elif pod.agent_contact or pod.buffer != ZERO:
-            new.reserved = Amounts(max(pod.reserved.cpu, use.cpu), max(pod.reserved.mem, use.mem))
+        elif pod.agent_contact or new.buffer != ZERO:
+            base = new.reserved
+            if pod.permit is not None and new.buffer == ZERO:
+                base = pod.permit  # what its agent holds: follow ``use`` down to it
+            new.reserved = Amounts(max(base.cpu, use.cpu), max(base.mem, use.mem))
         else:
             new.reserved = use
         if new == pod:

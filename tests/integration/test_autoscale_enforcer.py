@@ -454,6 +454,8 @@ async def test_a_node_over_its_watermark_gets_a_migration_that_is_cleaned_up_whe
         request = {"protoVersion": 3, "pod": pod, "resources": {"vCPUs": 3, "mem": 3}}
         request["metrics"] = {"loadAvg1M": 0.3, "loadAvg5M": 0.2}
         status, body_out = await post(session, url, request)
+        assert (status, "migrate" in body_out) == (200, False)  # enters the migration queue
+        status, body_out = await post(session, url, request)
         assert (status, "migrate" in body_out) == (200, False)  # asked for, not yet created
 
         async def migration() -> dict[str, Any] | None:

@@ -63,78 +63,92 @@ def test_the_reference_deployment_example_parses() -> None:
     assert config.randomize is False
 
 
+IC = "Invalid configuration: at "
+
+
 @pytest.mark.parametrize(
     ("document", "message"),
     [
         pytest.param(
             doc(nodeDefaults__cpu__watermark=0),
-            "at nodeDefaults.cpu.watermark:",
-            id="zero watermark",
+            IC + "nodeDefaults.cpu.watermark: value must be > 0",
+            id="resourceConfig.validate: zero watermark",
         ),
         pytest.param(
             doc(nodeDefaults__cpu__watermark=1.5),
-            "at nodeDefaults.cpu.watermark:",
-            id="watermark above one",
+            IC + "nodeDefaults.cpu.watermark: value must be <= 1",
+            id="resourceConfig.validate: watermark 1.5",
         ),
         pytest.param(
             doc(nodeDefaults__memory__system="-1Gi"),
-            "at nodeDefaults.memory.system: value must not be negative",
-            id="negative system",
+            IC + "nodeDefaults.memory.system: value must be >= 0",
+            id="negative system (ours: 0 allowed)",
         ),
         pytest.param(
             doc(nodeDefaults__memory__system="100m"),
-            "at nodeDefaults.memory: system: value cannot have milli-precision",
-            id="milli memory system",
+            IC + "nodeDefaults.memory.system: value cannot have milli-precision",
+            id="resourceConfig.validate: milli memory system",
         ),
         pytest.param(
             doc(nodeDefaults__cpu__system="lots"),
-            "at nodeDefaults.cpu.system: invalid quantity 'lots'",
+            IC + "nodeDefaults.cpu.system: invalid quantity 'lots'",
             id="bad quantity",
         ),
         pytest.param(
             doc(nodeDefaults__computeUnit__vCPUs=0),
-            "at nodeDefaults.computeUnit.vCPUs: vCPUs must be non-zero",
-            id="zero cu cpu",
+            IC + "nodeDefaults.computeUnit: vCPUs must be non-zero",
+            id="nodeConfig.validate: zero cu cpu",
         ),
         pytest.param(
             doc(nodeDefaults__computeUnit__mem=0),
-            "at nodeDefaults.computeUnit.mem: mem must be non-zero",
-            id="zero cu mem",
+            IC + "nodeDefaults.computeUnit: mem must be non-zero",
+            id="nodeConfig.validate: zero cu mem",
         ),
         pytest.param(
             doc(nodeDefaults__computeUnit__mem=70000),
-            "at nodeDefaults.computeUnit.mem:",
+            IC + "nodeDefaults.computeUnit.mem: Input should be less than or equal to 65535",
             id="cu over uint16",
         ),
         pytest.param(
-            doc(memBlockSize="0"), "at memBlockSize: value must be > 0", id="zero block size"
+            doc(memBlockSize="0"),
+            IC + "memBlockSize: value must be > 0",
+            id="config.validate: zero block size",
         ),
         pytest.param(
             doc(memBlockSize="1500m"),
-            "at memBlockSize: value cannot have milli-precision",
-            id="milli block size",
+            IC + "memBlockSize: value cannot have milli-precision",
+            id="config.validate: milli block size",
         ),
-        pytest.param(doc(schedulerName=""), "at schedulerName:", id="empty scheduler name"),
+        pytest.param(
+            doc(schedulerName=""),
+            IC + "schedulerName: string cannot be empty",
+            id="config.validate: empty scheduler name",
+        ),
         pytest.param(
             doc(schedulerName=_DELETE),
-            "at schedulerName: Field required",
-            id="missing scheduler name",
+            IC + "schedulerName: string cannot be empty",
+            id="missing scheduler name is Go's zero value",
         ),
         pytest.param(
-            doc(nodeDefaults=_DELETE), "at nodeDefaults: Field required", id="missing defaults"
+            doc(nodeDefaults=_DELETE),
+            IC + "nodeDefaults.cpu.watermark: value must be > 0",
+            id="missing defaults are Go's zero value",
         ),
         pytest.param(
-            doc(surprise=1), "at surprise: Extra inputs are not permitted", id="unknown key"
+            doc(nodeDefaults__cpu__watermark=0, schedulerName=""),
+            IC + "nodeDefaults.cpu.watermark: value must be > 0",
+            id="config.validate: the first problem only, in Neon's order",
         ),
+        pytest.param(doc(surprise=1), 'json: unknown field "surprise"', id="DisallowUnknownFields"),
         pytest.param(
             doc(nodeDefaults__cpu__extra=1),
-            "at nodeDefaults.cpu.extra: Extra inputs",
-            id="unknown nested key",
+            'json: unknown field "extra"',
+            id="DisallowUnknownFields: nested key",
         ),
         pytest.param(
             doc(nodeOverrides=[{"nodes": [], "config": VALID["nodeDefaults"]}]),
-            "at nodeOverrides[0].nodes: array must be non-empty",
-            id="override without nodes",
+            IC + "nodeOverrides[0].nodes: array must be non-empty",
+            id="overrideSet.validate: override without nodes",
         ),
         pytest.param(
             doc(
@@ -145,21 +159,97 @@ def test_the_reference_deployment_example_parses() -> None:
                     }
                 ]
             ),
-            "at nodeOverrides[0].config.cpu.watermark:",
-            id="bad override config",
+            IC + "nodeOverrides[0].config.cpu.watermark: value must be <= 1",
+            id="overrideSet.validate: bad override config",
         ),
-        pytest.param(doc(scorePeak=1.2), "at scorePeak:", id="score peak above one"),
-        pytest.param(doc(minUsageScore=-0.1), "at minUsageScore:", id="negative min usage score"),
-        pytest.param(doc(scoreCurve="sideways"), "at scoreCurve:", id="unknown score curve"),
-        pytest.param(b"[1, 2]", "at <root>: must be a JSON object", id="not an object"),
-        pytest.param(b"{nope", "bad JSON", id="not JSON"),
+        pytest.param(
+            doc(scorePeak=1.2),
+            IC + "scorePeak: Input should be less than or equal to 1",
+            id="score peak above one",
+        ),
+        pytest.param(
+            doc(minUsageScore=-0.1),
+            IC + "minUsageScore: Input should be greater than or equal to 0",
+            id="negative min usage score",
+        ),
+        pytest.param(
+            doc(scoreCurve="sideways"),
+            IC + "scoreCurve: Input should be 'targetFill' or 'nodeSize'",
+            id="unknown score curve",
+        ),
+        pytest.param(b"[1, 2]", IC + "<root>: must be a JSON object", id="not an object"),
+        pytest.param(
+            b"{nope",
+            "Invalid configuration: bad JSON: Expecting property name enclosed in double "
+            "quotes: line 1 column 2 (char 1)",
+            id="not JSON",
+        ),
     ],
 )
 def test_invalid_configs_name_the_path(document: bytes, message: str) -> None:
+    """Neon's texts (config.validate and friends, v0.1.13) where Neon has the check."""
     with pytest.raises(ConfigError) as caught:
         parse_config(document)
-    assert str(caught.value).startswith(("Invalid configuration: ",))
-    assert message in str(caught.value)
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize(
+    ("document", "scheduler_name", "watermark"),
+    [
+        pytest.param(
+            orjson.dumps({k.upper(): v for k, v in VALID.items()}),
+            "autoscale-scheduler",
+            0.7,
+            id="encoding/json: keys in upper case match",
+        ),
+        pytest.param(
+            orjson.dumps(
+                {
+                    **VALID,
+                    "nodeDefaults": {
+                        **VALID["nodeDefaults"],
+                        "CPU": {"WaterMark": 0.25, "system": "500m"},
+                    },
+                }
+            ),
+            "autoscale-scheduler",
+            0.25,
+            id="encoding/json: a folded key after the exact one wins (last value)",
+        ),
+        pytest.param(
+            doc() + b' {"schedulerName": "other"} trailing garbage',
+            "autoscale-scheduler",
+            0.7,
+            id="Decoder.Decode: only the first value is read",
+        ),
+        pytest.param(
+            b"\n\t " + doc(),
+            "autoscale-scheduler",
+            0.7,
+            id="Decoder.Decode: leading whitespace",
+        ),
+        pytest.param(
+            doc(nodeDefaults__cpu__watermark=1.00000001),
+            "autoscale-scheduler",
+            1.00000001,
+            id="float32 field: 1.00000001 is 1, accepted",
+        ),
+        pytest.param(
+            doc(doMigration=None, nodeOverrides=None),
+            "autoscale-scheduler",
+            0.7,
+            id="null leaves the zero value",
+        ),
+    ],
+)
+def test_decoded_as_go_encoding_json(
+    document: bytes, scheduler_name: str, watermark: float
+) -> None:
+    config = parse_config(document)
+    assert (config.scheduler_name, config.node_defaults.cpu.watermark) == (
+        scheduler_name,
+        watermark,
+    )
 
 
 def test_null_overrides_and_null_do_migration_mean_none_and_enabled() -> None:
@@ -236,8 +326,11 @@ def test_runtime_update_rules(change: dict[str, Any], accepted: bool) -> None:
 
 
 def test_config_map_key_is_required() -> None:
-    with pytest.raises(ConfigError, match="ConfigMap missing map key"):
+    """handleNewConfigMap (v0.1.13): Go's %q of the key."""
+    with pytest.raises(ConfigError) as caught:
         config_from_config_map({"data": {"other": "{}"}}, CONFIG_MAP_KEY)
+    assert str(caught.value) == 'ConfigMap missing map key "autoscaler-enforcer-config.json"'
+
     config = config_from_config_map({"data": {CONFIG_MAP_KEY: doc().decode()}}, CONFIG_MAP_KEY)
     assert config.scheduler_name == "autoscale-scheduler"
 

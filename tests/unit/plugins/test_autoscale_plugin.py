@@ -394,6 +394,19 @@ async def test_reserve_unreserve_and_binding_confirmation() -> None:
     assert plugin.state.nodes["n1"].reserved == amounts(0, 0)
 
 
+async def test_a_pod_in_an_ignored_namespace_is_allowed_at_reserve_and_never_accounted() -> None:
+    """Neon's ignoreNamespaces (v0.41.0 Reserve, pod watch)."""
+    plugin, handle = await started()
+    handle.informers.put("configmaps", config_map(ignoreNamespaces=["overprovisioning"]))
+    assert plugin.state is not None
+    ignored = make_pod("placeholder", "overprovisioning").scheduler("autoscale-scheduler")
+    candidate = pod(ignored.requests(cpu="20", memory="1Gi").obj())
+    assert plugin.reserve(CycleState(), candidate, "n1") is None  # 20 CPUs on an 8-CPU node
+    assert plugin.permit(CycleState(), candidate, "n1") == (None, 0.0)
+    handle.informers.put("pods", ignored.node("n1").obj())
+    assert plugin.state.nodes["n1"].reserved == amounts(0, 0)
+
+
 async def test_reserve_refuses_a_pod_that_does_not_fit_and_counts_it() -> None:
     plugin, handle = await started()
     handle.informers.put("pods", plain_pod("busy", "n1", cpu="8"))
@@ -555,23 +568,30 @@ async def test_room_an_agent_frees_wakes_the_pods_filter_turned_away() -> None:
         response = listener.handle_inline(HttpRequest("POST", "/", orjson.dumps(body)))
         assert response.status == 200
 
-    ask(6, 6)
+    def shrink(size: int) -> None:
+        """The agent shrinks the VM first, then reports it (Neon's order): the
+        reservation never goes below the VM's use."""
+        vm = make_vm("vm").cpus(1, 8, size).memory_slots(1, 8, size).obj()
+        handle.informers.put("virtualmachines", vm)
+        ask(size, size)
+
+    shrink(6)
     assert activated == []  # room freed, nobody waiting
     waiting = plain_pod("waiting", cpu="4", memory="1Gi")
     handle.informers.put("pods", waiting)
     node = make_node("n1").allocatable(cpu="8", memory="8Gi").obj()
     info = node_info(node, vm_pod("vm-pod", "vm", node="n1"))
     assert plugin.filter(CycleState(), pod(waiting), info) is not None
-    ask(5, 5)
+    shrink(5)
     assert activated == ["default/waiting"]
-    ask(4, 4)
+    shrink(4)
     assert activated == ["default/waiting"]  # woken once: nobody waits any more
     big = plain_pod("big", cpu="8")
     handle.informers.put("pods", big)
     assert plugin.filter(CycleState(), pod(big), info) is not None
     ask(5, 5)
     assert activated == ["default/waiting"]  # an increase frees nothing
-    ask(2, 2)
+    shrink(2)
     assert activated == ["default/waiting", "default/big"]
 
 
@@ -605,6 +625,11 @@ async def test_a_node_over_its_watermark_migrates_the_opted_in_vm_and_cleans_up(
         assert response.status == 200, response.body
         return dict(orjson.loads(response.body))
 
+    # Neon's queue: a pod enters it with its first request, so only its
+    # second one (next in the queue) asks for the migration.
+    assert "migrate" not in ask(5)
+    await run_worker_until_idle(handle)
+    assert handle.api.calls == []
     assert "migrate" not in ask(5)  # asked for: no object yet, so not told
     await run_worker_until_idle(handle)
     ((method, path, created),) = handle.api.calls
@@ -626,6 +651,9 @@ async def test_a_node_over_its_watermark_migrates_the_opted_in_vm_and_cleans_up(
         "/apis/vm.neon.tech/v1/namespaces/default/virtualmachinemigrations/schedplugin-vm-pod",
     )
     assert handle.registry.get_sample_value("autoscaling_plugin_migrations_created_total") == 1
+    for op in ("Create", "Delete"):
+        labels = {"op": op, "kind": "VirtualMachineMigration", "outcome": "success"}
+        assert handle.registry.get_sample_value("autoscaling_plugin_k8s_ops_total", labels) == 1
     assert (
         handle.registry.get_sample_value(
             "autoscaling_plugin_migrations_deleted_total", {"phase": "Succeeded"}
@@ -677,7 +705,8 @@ async def test_a_live_migration_is_tracked_per_pod_source_and_target(phase: str)
         dumped = cast(dict[str, Any], listener.call(Dump(), timeout=5))
         return {k: v for node in dumped["nodes"].values() for k, v in node["pods"].items()}
 
-    assert ask("vm-pod", 5)[0] == 200
+    assert ask("vm-pod", 5)[0] == 200  # enters Neon's migration queue
+    assert ask("vm-pod", 5)[0] == 200  # next in it: the migration is asked for
     await run_worker_until_idle(handle)
     created = handle.api.calls[0][2]
     name = created["metadata"]["name"]
@@ -737,9 +766,10 @@ async def test_do_migration_false_creates_nothing() -> None:
 
 async def test_migration_jobs_retry_with_backoff_and_accept_already_exists() -> None:
     _, handle = await started()
+    registry = CollectorRegistry()
     controller = MigrationController(
         cast(Any, handle.api),
-        cast(Any, AutoscaleMetrics(CollectorRegistry(), lambda: None, threading.Lock())),
+        cast(Any, AutoscaleMetrics(registry, lambda: None, threading.Lock())),
         sleep=lambda _delay: asyncio.sleep(0),
     )
     handle.api.failures = [RuntimeError("connection reset"), FakeApiError(409)]
@@ -755,6 +785,16 @@ async def test_migration_jobs_retry_with_backoff_and_accept_already_exists() -> 
         await task
     assert [call[0] for call in handle.api.calls] == ["POST", "POST", "DELETE"]
     assert controller.pending == 0
+
+    # RecordK8sOp (Neon's autoscaling_plugin_k8s_ops_total): every call, its
+    # outcome "success" or "error: <message>" with the object's name as <name>.
+    def ops(op: str, outcome: str) -> float | None:
+        labels = {"op": op, "kind": "VirtualMachineMigration", "outcome": outcome}
+        return registry.get_sample_value("autoscaling_plugin_k8s_ops_total", labels)
+
+    assert ops("Create", "error: connection reset") == 1
+    assert ops("Create", "error: status 409") == 1
+    assert ops("Delete", "error: status 404") == 1
 
 
 def test_a_second_profile_enabling_the_plugin_is_refused_clearly() -> None:

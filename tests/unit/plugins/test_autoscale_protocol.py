@@ -11,6 +11,7 @@ import pytest
 
 from plugins.autoscale_enforcer import agent
 from plugins.autoscale_enforcer.agent_api import AgentApi
+from plugins.autoscale_enforcer.config import parse_config
 from plugins.autoscale_enforcer.protocol import (
     ProtocolError,
     ProtoVersion,
@@ -19,7 +20,7 @@ from plugins.autoscale_enforcer.protocol import (
     version_string,
 )
 from plugins.autoscale_enforcer.state import Amounts, State
-from tests.unit.plugins.autoscale_support import GI, amounts, state_with_node, vm
+from tests.unit.plugins.autoscale_support import GI, amounts, config_doc, state_with_node, vm
 
 POD = {"name": "vm-pod", "namespace": "default"}
 METRICS = {"loadAvg1M": 0.5, "loadAvg5M": 0.25}
@@ -203,8 +204,8 @@ def test_parse_units_per_version(
         pytest.param(
             body(protoVersion=6, resources={"vCPUs": 1, "mem": "1Gi"}),
             400,
-            "invalid computeUnit: vCPUs and mem must be non-zero",
-            id="v4.0 without compute unit",
+            "computeUnit fields must be non-zero: vCPUs must be non-zero",
+            id="v4.0 without compute unit (handleAgentRequest: ValidateNonZero)",
         ),
         pytest.param(
             body(protoVersion=2, resources={"vCPUs": 1, "mem": 1}, metrics={"loadAvg1M": 1e39}),
@@ -418,7 +419,7 @@ def test_a_bug_caught_by_the_final_check_is_a_500_and_changes_nothing(
 V4_BYTE = body(
     protoVersion=6,
     resources={"vCPUs": 1, "mem": 1},
-    computeUnit={"vCPUs": 1, "mem": 1},
+    computeUnit={"vCPUs": 1, "mem": "1Gi"},
 )
 
 
@@ -429,7 +430,7 @@ V4_BYTE = body(
             (3, 3),
             [
                 (V4_BYTE, {"vCPUs": 1, "mem": 1}),
-                (body(protoVersion=2, resources={"vCPUs": 1, "mem": 5}), {"vCPUs": 1, "mem": 5}),
+                (body(protoVersion=2, resources={"vCPUs": 5, "mem": 5}), {"vCPUs": 5, "mem": 5}),
             ],
             id="hypothesis: v4.0 shrinks to 1 byte, then v1.1 asks 5 slots: full grant",
         ),
@@ -437,7 +438,7 @@ V4_BYTE = body(
             (3, 6),
             [
                 (V4_BYTE, {"vCPUs": 1, "mem": 1}),
-                (body(protoVersion=2, resources={"vCPUs": 1, "mem": 5}), {"vCPUs": 1, "mem": 2}),
+                (body(protoVersion=2, resources={"vCPUs": 5, "mem": 5}), {"vCPUs": 5, "mem": 2}),
             ],
             id="1 byte then v1.1 partial grant: whole slots, not 1 GiB + 1 byte",
         ),
@@ -480,7 +481,7 @@ def test_endpoint_refuses_an_increase_it_cannot_round_up_to_the_version() -> Non
     assert api(state).handle("POST", V4_BYTE).status == 200
     before = repr(state.nodes), repr(state.pods)
     answer = api(state).handle(
-        "POST", body(protoVersion=2, resources={"vCPUs": 1, "mem": 5}, metrics=None)
+        "POST", body(protoVersion=2, resources={"vCPUs": 5, "mem": 5}, metrics=None)
     )
     assert (answer.status, answer.content_type) == (400, "text/plain")
     assert answer.body.startswith(b"cannot grant increase: reservation {cpu: 1000m, mem: 1}")
@@ -519,3 +520,106 @@ def test_endpoint_version_range(version: int, status: int, text: str) -> None:
     assert answer.status == status, answer.body
     if status != 200:
         assert answer.body.decode() == text
+
+
+# ----------------------------------------------------- compute-unit rules
+def v4(version: int, cpus: Any, mem: Any, unit: dict[str, Any]) -> bytes:
+    return body(protoVersion=version, resources={"vCPUs": cpus, "mem": mem}, computeUnit=unit)
+
+
+def slots(version: int, cpus: Any, mem: int) -> bytes:
+    return body(protoVersion=version, resources={"vCPUs": cpus, "mem": mem})
+
+
+UNEVEN = "requested resources {cpu: 3000m, mem: 2147483648} do not divide cleanly by previous"
+HALF_SLOTS = {"vCPUs": "250m", "mem": "1536Mi"}
+
+
+@pytest.mark.parametrize(
+    ("steps", "unit_change"),
+    [
+        pytest.param(
+            [
+                (
+                    v4(6, 1, "1Gi", HALF_SLOTS),
+                    400,
+                    "computeUnit is not divisible by VM memory "
+                    "slot size: {0.25 1536Mi} not divisible by 1Gi",
+                )
+            ],
+            None,
+            id="handleAgentRequest: v4.0 compute unit of 1.5 slots refused",
+        ),
+        pytest.param(
+            [
+                (
+                    v4(7, 1, "1Gi", {"vCPUs": 1, "mem": "1500Mi"}),
+                    400,
+                    "computeUnit is not "
+                    "divisible by VM memory slot size: {1 1500Mi} not divisible by 1Gi",
+                )
+            ],
+            None,
+            id="handleAgentRequest: v5.0 compute unit of 1500Mi refused",
+        ),
+        pytest.param(
+            [(v4(7, 1, "1Gi", {"vCPUs": "250m", "mem": "2Gi"}), 200, "")],
+            None,
+            id="handleAgentRequest: v5.0 compute unit of whole slots served",
+        ),
+        pytest.param(
+            [(slots(2, 2, 2), 200, ""), (slots(2, 3, 2), 400, UNEVEN)],
+            None,
+            id="handleResources v0.1.13: v1.1 uneven after an answer refused",
+        ),
+        pytest.param(
+            [(slots(2, 3, 2), 200, "")],
+            None,
+            id="handleResources v0.1.13: v1.1 uneven before any answer (no unit sent) served",
+        ),
+        pytest.param(
+            [(slots(2, 2, 2), 200, ""), (slots(2, 1, 2), 400, "requested resources")],
+            None,
+            id="handleResources v0.1.13: v1.1 at the VM minimum still refused (no bounds rule)",
+        ),
+        pytest.param(
+            [(slots(3, 2, 2), 200, ""), (slots(3, 3, 2), 200, "")],
+            None,
+            id="handleResources v0.6.0+: v2.0 uneven only warned",
+        ),
+        pytest.param(
+            [(slots(5, 2, 2), 200, ""), (slots(5, 3, 2), 200, "")],
+            None,
+            id="handleResources v0.25.x: v3.0 uneven only warned",
+        ),
+        pytest.param(
+            [(slots(5, 2, 2), 200, ""), (slots(5, 3, 3), 200, ""), (slots(5, 3, 3), 200, "")],
+            (2, 2),
+            id="runtime computeUnit change does not lock out a v3.0 agent",
+        ),
+        pytest.param(
+            [(slots(2, 2, 2), 200, ""), (slots(2, 3, 3), 200, ""), (slots(2, 3, 3), 400, "")],
+            (2, 2),
+            id="runtime change: v1.1 checked against the unit last sent (old, then new)",
+        ),
+    ],
+)
+def test_compute_unit_rules_per_version(
+    steps: list[tuple[bytes, int, str]], unit_change: tuple[int, int] | None
+) -> None:
+    """Neon's compute-unit checks by protocol line: from v4.0 the agent's unit
+    must be whole VM memory slots (400); the divisibility 400 exists only for
+    v1.0-v1.1 (v0.1.x) and is a warning later; ``unit_change`` replaces the
+    config's computeUnit (in vCPUs, slots) after the first answer."""
+    state = vm_state((1, 1))
+    for index, (raw, status, text) in enumerate(steps):
+        if index == 1 and unit_change is not None:
+            doc = config_doc()
+            doc["nodeDefaults"]["computeUnit"] = {"vCPUs": unit_change[0], "mem": unit_change[1]}
+            state.set_config(parse_config(orjson.dumps(doc)))
+        before = repr(state.nodes), repr(state.pods)
+        answer = api(state).handle("POST", raw)
+        assert answer.status == status, (index, answer.body)
+        assert answer.body.decode().startswith(text)
+        if status != 200:
+            assert (repr(state.nodes), repr(state.pods)) == before

@@ -4,6 +4,7 @@ request arithmetic and migration decisions (the reference's test-case list)."""
 from __future__ import annotations
 
 import dataclasses
+import logging
 from typing import Any, NamedTuple
 
 import pytest
@@ -14,6 +15,7 @@ from plugins.autoscale_enforcer.agent import (
     RequestError,
     choose_migration,
     handle_request,
+    migration_order,
     too_much_pressure,
 )
 from plugins.autoscale_enforcer.state import ZERO, Amounts, State
@@ -115,6 +117,42 @@ def test_vm_pod_first_seen_bound_is_held_at_max_with_a_buffer() -> None:
     state.check_invariants()
 
 
+@pytest.mark.parametrize(
+    ("contact", "new_max", "reserved", "buffer"),
+    [
+        pytest.param(
+            False, (6, 6), (6, 6), (5, 4), id="handleUpdatedLimits: max raised, no contact"
+        ),
+        pytest.param(
+            False, (3, 3), (3, 3), (2, 1), id="handleUpdatedLimits: max lowered, no contact"
+        ),
+        pytest.param(
+            False, (1, 1), (1, 2), (0, 0), id="handleUpdatedLimits: never below what it uses"
+        ),
+        pytest.param(
+            True, (6, 6), (6, 6), (4, 4), id="handleUpdatedLimits: max raised after contact"
+        ),
+    ],
+)
+def test_a_changed_vm_maximum_moves_the_reservation_and_buffer_as_neon(
+    contact: bool,
+    new_max: tuple[int, int],
+    reserved: tuple[int, int],
+    buffer: tuple[int, int],
+) -> None:
+    """handleUpdatedLimits (v0.41.0): when a VM's max changes, using =
+    reserved - buffer; reserved = max(new max, using); buffer = the rest."""
+    state = state_with_node(16, 16)
+    state.observe_pod("default/vm", "u", "n1", ZERO, vm("vm", use=(1, 2), max_=(4, 4)))
+    if contact:
+        handle_request(state, request("default/vm", amounts(2, 2)), migration_allowed=False)
+    assert state.nodes["n1"].reserved == (amounts(2, 2) if contact else amounts(4, 4))
+    state.observe_vm(vm("vm", use=(1, 2), max_=new_max))
+    pod = state.pods["default/vm"]
+    assert (pod.reserved, pod.buffer) == (amounts(*reserved), amounts(*buffer))
+    state.check_invariants()
+
+
 def test_vm_pod_no_agent_scales_is_held_at_its_use_and_follows_it_both_ways() -> None:
     state = state_with_node(16, 16)
     unscaled = vm("vm", use=(1, 2), max_=(4, 4), autoscaling=False)
@@ -148,6 +186,27 @@ def test_vm_resize_is_followed_before_agent_contact_and_never_undercounted_after
     assert state.nodes["n1"].reserved == amounts(2, 3)
     state.observe_vm(vm("vm", use=(3, 3)))  # grew past its permit: count it
     assert state.nodes["n1"].reserved == amounts(3, 3)
+    state.check_invariants()
+
+
+def test_a_decrease_below_the_vms_use_is_answered_but_reserved_at_use_until_the_vm_shows_it() -> (
+    None
+):
+    """Issue 25 #7 (Neon shares the defect): an agent's decrease is answered
+    as asked, but the reservation never goes below the VM object's ``use``;
+    once the VM shows the smaller size, it follows down to the last permit."""
+    state = state_with_node()
+    with_vm_pod(state, "default/vm", amounts(4, 4), use=(4, 4), max_=(6, 6))
+    handle_request(state, request("default/vm", amounts(4, 4)), migration_allowed=False)
+    outcome = handle_request(state, request("default/vm", amounts(1, 1)), migration_allowed=False)
+    assert outcome.permit == amounts(1, 1)
+    assert state.pods["default/vm"].reserved == amounts(4, 4)  # before: 1/1
+    state.observe_vm(vm("vm", use=(2, 1), max_=(6, 6)))  # the VM caught up (cpu not yet)
+    assert state.pods["default/vm"].reserved == amounts(2, 1)
+    state.observe_vm(vm("vm", use=(1, 1), max_=(6, 6)))
+    assert state.pods["default/vm"].reserved == amounts(1, 1)
+    state.observe_vm(vm("vm", use=(3, 1), max_=(6, 6)))  # resized by hand above its permit
+    assert state.pods["default/vm"].reserved == amounts(3, 1)
     state.check_invariants()
 
 
@@ -510,14 +569,26 @@ def test_a_migrating_pod_told_in_slots_is_held_at_its_reservation_rounded_up() -
     state.check_invariants()
 
 
-def test_unit_check_is_relaxed_at_the_vm_bounds() -> None:
+@pytest.mark.parametrize(
+    ("resources", "warned"),
+    [
+        pytest.param(amounts(0.25, 1), False, id="at the VM minimum: no warning"),
+        pytest.param(amounts(3, 2), True, id="between the bounds: warned"),
+    ],
+)
+def test_uneven_request_after_v1_1_is_only_warned_and_not_at_the_vm_bounds(
+    resources: Amounts, warned: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """handleResources (v0.6.0-v0.25.x): a warning, skipped at the bounds."""
     state = state_with_node()
     with_vm_pod(state, "default/vm", amounts(2, 2), min_=(0.25, 1), max_=(4, 4))
     handle_request(state, request("default/vm", amounts(2, 2)), migration_allowed=False)
-    outcome = handle_request(
-        state, request("default/vm", amounts(0.25, 1), check_unit=True), migration_allowed=False
-    )
-    assert outcome.permit == amounts(0.25, 1)
+    with caplog.at_level(logging.WARNING, logger="plugins.autoscale_enforcer.agent"):
+        outcome = handle_request(
+            state, request("default/vm", resources, check_unit=False), migration_allowed=False
+        )
+    assert outcome.permit == resources
+    assert ("do not divide cleanly" in caplog.text) is warned
 
 
 # --------------------------------------------------------------- pressure
@@ -533,6 +604,22 @@ def test_unit_check_is_relaxed_at_the_vm_bounds() -> None:
         pytest.param((5, 4), (0, 0), (0, 0), (1, 0), False, id="excess covered by buffer"),
         pytest.param((5, 4), (1, 0), (1, 0), (0, 0), True, id="pressure on top of the excess"),
         pytest.param((3, 3), (2, 0), (0, 0), (0, 0), False, id="pressure below the watermark"),
+        pytest.param(
+            (3, 4),
+            (0, 1),
+            (0, 0),
+            (0, 0),
+            True,
+            id="tooMuchPressure: memory exactly at the watermark with pressure (strict <)",
+        ),
+        pytest.param(
+            (4, 3),
+            (1, 0),
+            (0, 0),
+            (0, 0),
+            False,
+            id="tooMuchPressure: cpu exactly at the watermark is clearly not (<=)",
+        ),
     ],
 )
 def test_too_much_pressure(
@@ -547,6 +634,89 @@ def test_too_much_pressure(
     node.reserved, node.pressure = amounts(*reserved), amounts(*pressure)
     node.pressure_accounted_for, node.buffer = amounts(*accounted), amounts(*buffer)
     assert too_much_pressure(node) is over
+
+
+def test_full_node_at_watermark_one_with_pressure_is_too_much_pressure() -> None:
+    """tooMuchPressure (v0.41.0) with watermark 1.0: reserved == watermark == total."""
+    state = state_with_node(8, 8, watermark=1.0)
+    node = state.nodes["n1"]
+    node.reserved, node.pressure = amounts(8, 8), amounts(0, 1)
+    assert node.watermark == node.total
+    assert too_much_pressure(node) is True
+
+
+def _queue_node(pods: list[tuple[str, float | None, bool, bool]]) -> State:
+    """n1 (8/8, watermark 4/4) holding 5/5 in two VM pods (key, loadAvg1M,
+    opted in, has made a request)."""
+    state = state_with_node(8, 8)
+    sizes = [amounts(3, 3), amounts(2, 2)]
+    for (key, load, opted_in, contacted), size in zip(pods, sizes, strict=True):
+        with_vm_pod(state, key, size, migratable=opted_in)
+        if contacted:
+            handle_request(state, request(key, size, metrics=load), migration_allowed=False)
+    return state
+
+
+@pytest.mark.parametrize(
+    ("pods", "asking", "migrates"),
+    [
+        pytest.param(
+            [("default/idle", 0.1, True, True), ("default/busy", 3.0, True, True)],
+            "default/idle",
+            True,
+            id="isNextInQueue: the least-loaded opted-in VM migrates",
+        ),
+        pytest.param(
+            [("default/idle", 0.1, False, True), ("default/busy", 3.0, True, True)],
+            "default/busy",
+            False,
+            id="isNextInQueue: the least loaded is not opted in, so nobody migrates",
+        ),
+        pytest.param(
+            [("default/a-quiet", None, True, False), ("default/b", None, True, True)],
+            "default/b",
+            True,
+            id="migrationQueue: unknown load, the only VM that made a request is picked",
+        ),
+        pytest.param(
+            [("default/a", 0.5, True, True), ("default/b", None, True, True)],
+            "default/b",
+            False,
+            id="isBetterMigrationTarget: unknown load after known load",
+        ),
+    ],
+)
+def test_migration_choice_follows_neons_queue(
+    pods: list[tuple[str, float | None, bool, bool]], asking: str, migrates: bool
+) -> None:
+    state = _queue_node(pods)
+    assert too_much_pressure(state.nodes["n1"])
+    load = state.pods[asking].metrics
+    outcome = handle_request(
+        state,
+        request(asking, state.pods[asking].reserved, metrics=load),
+        migration_allowed=True,
+    )
+    assert outcome.wants_migration is migrates
+
+
+def test_a_failed_migrations_source_reenters_the_queue_only_with_its_next_request() -> None:
+    """removeIfPresent when the migration begins, addOrUpdate on the next
+    request (which is therefore not itself a migration): the source of a
+    failed migration scales again before it can be picked again."""
+    state = _queue_node([("default/a", 0.1, True, True), ("default/b", 0.5, True, True)])
+    state.set_migrating("default/a", True)
+    state.set_migrating("default/a", False)  # the migration failed
+    assert [pod.key for pod in migration_order(state.nodes["n1"])] == ["default/b"]
+    again = handle_request(
+        state, request("default/a", amounts(3, 3), metrics=0.1), migration_allowed=True
+    )
+    assert again.wants_migration is False
+    assert [pod.key for pod in migration_order(state.nodes["n1"])] == ["default/a", "default/b"]
+    picked = handle_request(
+        state, request("default/a", amounts(3, 3), metrics=0.1), migration_allowed=True
+    )
+    assert picked.wants_migration is True
 
 
 def test_migration_picks_the_least_loaded_opted_in_vm_and_tells_it_once_the_object_exists() -> None:
@@ -582,8 +752,29 @@ def test_no_migration_when_disallowed_or_not_opted_in() -> None:
     state = state_with_node(8, 8)
     with_vm_pod(state, "default/a", amounts(3, 3))
     with_vm_pod(state, "default/b", amounts(2, 2), migratable=True)
-    assert choose_migration(state, "n1") is state.pods["default/b"]
+    assert choose_migration(state, "n1") is None  # Neon's queue: no request yet
     outcome = handle_request(state, request("default/b", amounts(2, 2)), migration_allowed=False)
     assert outcome.wants_migration is False
+    assert choose_migration(state, "n1") is state.pods["default/b"]
     outcome = handle_request(state, request("default/a", amounts(3, 3)), migration_allowed=True)
     assert outcome.wants_migration is False
+
+
+@pytest.mark.parametrize(
+    ("namespace", "counted"),
+    [
+        pytest.param("overprovisioning", False, id="ignoredNamespace: treated as absent"),
+        pytest.param("default", True, id="other namespaces counted"),
+    ],
+)
+def test_pods_in_ignored_namespaces_are_not_accounted(namespace: str, counted: bool) -> None:
+    """Neon's ``ignoreNamespaces`` (v0.41.0 watch.go, Reserve): such pods are
+    as if they did not exist (Filter still counts them from the node's pods,
+    by their requests, as any pod we do not hold)."""
+    state = state_with_node(ignoreNamespaces=["overprovisioning"])
+    state.observe_pod(f"{namespace}/p", "u", "n1", amounts(2, 2), None)
+    state.observe_pod(f"{namespace}/vm", "v", "n1", ZERO, vm("vm", namespace=namespace))
+    assert (state.nodes["n1"].reserved != ZERO) is counted
+    assert state.reserve(f"{namespace}/q", "w", "n1", amounts(1, 1), None)
+    assert (f"{namespace}/q" in state.pods) is counted
+    state.check_invariants()
