@@ -355,6 +355,18 @@ class SchedulerMetrics:
             "DRA allocations whose devices have binding conditions, by driver and outcome.",
             ("profile", "driver", "status"),
         )
+        # VolumeBinding's (pkg/scheduler/framework/plugins/volumebinding/metrics):
+        # the cache counter is registered but, as upstream 1.36, never counted.
+        self._volume_binder_cache_requests = counter(
+            "scheduler_volume_binder_cache_requests",
+            "Total number for request volume binding cache",
+            ("operation",),
+        )
+        self._volume_stage_errors = counter(
+            "scheduler_volume_scheduling_stage_error",
+            "Volume scheduling stage error count",
+            ("operation",),
+        )
         self._leader = gauge(
             "leader_election_master_status",
             "Gauge of if the reporting system is master of the relevant lease, "
@@ -533,6 +545,9 @@ class SchedulerMetrics:
     def resourceclaim_create(self, status: str) -> None:
         """``scheduler_resourceclaim_creates_total{status}`` (success, failure)."""
         self._resourceclaim_creates.labels(status).inc()
+
+    def volume_scheduling_stage_error(self, operation: str) -> None:
+        self._child(self._volume_stage_errors, operation).inc()
 
     def binding_conditions(self, profile: str, driver: str, status: str, seconds: float) -> None:
         """One PreBind wait for binding conditions (success, failed, timeout, error)."""
