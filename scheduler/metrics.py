@@ -400,6 +400,12 @@ class SchedulerMetrics:
             "The longest event-loop lag seen in the last one to two minutes, in seconds.",
             (),
         )
+        self._leader_slowpath = counter(
+            "leader_election_slowpath",
+            "Total number of slow path exercised in renewing leader leases. 'name' is the "
+            "string used to identify the lease. Please make sure to group by name.",
+            ("name",),
+        )
         rest_buckets = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
         self._rest_requests = counter(
             "rest_client_requests",
@@ -557,6 +563,10 @@ class SchedulerMetrics:
     def leader_election(self, lease: str, is_leader: Callable[[], bool]) -> None:
         """``leader_election_master_status{name}``, read from ``is_leader`` on scrape."""
         self._leader.labels(lease).set_function(lambda: 1.0 if is_leader() else 0.0)
+
+    def leader_election_slowpath(self, lease: str) -> None:
+        """``leader_election_slowpath_total{name}``: a renewal that had to GET."""
+        self._child(self._leader_slowpath, lease).inc()
 
     # ------------------------------------------------------ housekeeping
     def cache_size(self, kind: CacheType, count: int) -> None:

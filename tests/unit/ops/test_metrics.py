@@ -243,6 +243,12 @@ SPECS = [
         (),
         lambda m: m.loop_lag(0.01, 0.5),
     ),
+    spec(
+        "leader_election_slowpath_total",
+        "counter",
+        ("name",),
+        lambda m: m.leader_election_slowpath("pyscheduler"),
+    ),
     # client-go's rest client metrics (component-base restclient).
     spec(
         "rest_client_requests_total",
