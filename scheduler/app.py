@@ -240,6 +240,7 @@ class SchedulerApp:
             ),
             ApiLeaseClient(client.request),
             self.clock,
+            on_slow_path=lambda: self.metrics.leader_election_slowpath(election.resource_name),
         )
         self.metrics.leader_election(election.resource_name, lambda: elector.is_leader)
         return elector

@@ -60,6 +60,9 @@ class NoPluginMetrics:
     def binding_conditions(self, profile: str, driver: str, status: str, seconds: float) -> None:
         return None
 
+    def volume_scheduling_stage_error(self, operation: str) -> None:
+        return None
+
 
 class ProfileHandle:
     def __init__(

@@ -355,6 +355,18 @@ class SchedulerMetrics:
             "DRA allocations whose devices have binding conditions, by driver and outcome.",
             ("profile", "driver", "status"),
         )
+        # VolumeBinding's (pkg/scheduler/framework/plugins/volumebinding/metrics):
+        # the cache counter is registered but, as upstream 1.36, never counted.
+        self._volume_binder_cache_requests = counter(
+            "scheduler_volume_binder_cache_requests",
+            "Total number for request volume binding cache",
+            ("operation",),
+        )
+        self._volume_stage_errors = counter(
+            "scheduler_volume_scheduling_stage_error",
+            "Volume scheduling stage error count",
+            ("operation",),
+        )
         self._leader = gauge(
             "leader_election_master_status",
             "Gauge of if the reporting system is master of the relevant lease, "
@@ -387,6 +399,12 @@ class SchedulerMetrics:
             "pyscheduler_event_loop_longest_stall_seconds",
             "The longest event-loop lag seen in the last one to two minutes, in seconds.",
             (),
+        )
+        self._leader_slowpath = counter(
+            "leader_election_slowpath",
+            "Total number of slow path exercised in renewing leader leases. 'name' is the "
+            "string used to identify the lease. Please make sure to group by name.",
+            ("name",),
         )
         rest_buckets = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
         self._rest_requests = counter(
@@ -534,6 +552,9 @@ class SchedulerMetrics:
         """``scheduler_resourceclaim_creates_total{status}`` (success, failure)."""
         self._resourceclaim_creates.labels(status).inc()
 
+    def volume_scheduling_stage_error(self, operation: str) -> None:
+        self._child(self._volume_stage_errors, operation).inc()
+
     def binding_conditions(self, profile: str, driver: str, status: str, seconds: float) -> None:
         """One PreBind wait for binding conditions (success, failed, timeout, error)."""
         self._binding_conditions_wait.labels(profile, driver, status).observe(seconds)
@@ -542,6 +563,10 @@ class SchedulerMetrics:
     def leader_election(self, lease: str, is_leader: Callable[[], bool]) -> None:
         """``leader_election_master_status{name}``, read from ``is_leader`` on scrape."""
         self._leader.labels(lease).set_function(lambda: 1.0 if is_leader() else 0.0)
+
+    def leader_election_slowpath(self, lease: str) -> None:
+        """``leader_election_slowpath_total{name}``: a renewal that had to GET."""
+        self._child(self._leader_slowpath, lease).inc()
 
     # ------------------------------------------------------ housekeeping
     def cache_size(self, kind: CacheType, count: int) -> None:

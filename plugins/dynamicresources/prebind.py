@@ -54,6 +54,9 @@ class _NoMetrics:
     def binding_conditions(self, profile: str, driver: str, status: str, seconds: float) -> None:
         return None
 
+    def volume_scheduling_stage_error(self, operation: str) -> None:
+        return None
+
 
 class ClaimBinder:
     def __init__(

@@ -46,6 +46,7 @@ from scheduler.framework import (
     FilterPlugin,
     Handle,
     NodeInfo,
+    PluginMetrics,
     Pod,
     PreBindPlugin,
     PreFilterPlugin,
@@ -106,9 +107,21 @@ class VolumeBinding(
 ):
     name = NAME
 
-    def __init__(self, binder: VolumeBinder, writer: VolumeBindingWriter) -> None:
+    def __init__(
+        self,
+        binder: VolumeBinder,
+        writer: VolumeBindingWriter,
+        metrics: PluginMetrics | None = None,
+    ) -> None:
         self._binder = binder
         self._writer = writer
+        self._metrics = metrics
+
+    def _stage_failed(self, stage: str) -> None:
+        """``scheduler_volume_scheduling_stage_error_total{operation}``, counted
+        where upstream's binder counts it (predicate, assume, bind)."""
+        if self._metrics is not None:
+            self._metrics.volume_scheduling_stage_error(stage)
 
     def sign_pod(self, pod: Pod) -> Hashable | None:
         # Reads claims and volumes, which the node's generation does not cover.
@@ -230,6 +243,7 @@ class VolumeBinding(
                 pod, current.claims or PodVolumeClaims(), node
             )
         except BindingError as error:
+            self._stage_failed("predicate")
             return Status.as_error(error)
         if reasons:
             return Status.unresolvable(*reasons)
@@ -247,6 +261,7 @@ class VolumeBinding(
         try:
             current.all_bound, assumed = self._binder.assume_pod_volumes(pod, node_name, volumes)
         except BindingError as error:
+            self._stage_failed("assume")
             return Status.as_error(error)
         current.volumes_by_node[node_name] = assumed
         return None
@@ -282,6 +297,7 @@ class VolumeBinding(
         try:
             await self._writer.bind_pod_volumes(pod, node_name, volumes)
         except Exception as error:  # BindingError or the API's refusal
+            self._stage_failed("bind")
             return Status.as_error(error)
         return None
 
@@ -314,4 +330,4 @@ def new(args: object, handle: Handle) -> VolumeBinding:
     writer = VolumeBindingWriter(
         handle.api, binder, lister, handle.clock, float(args.bind_timeout_seconds)
     )
-    return VolumeBinding(binder, writer)
+    return VolumeBinding(binder, writer, handle.metrics)

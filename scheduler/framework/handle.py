@@ -106,6 +106,10 @@ class PluginMetrics(Protocol):
         """``scheduler_dra_bindingconditions_wait_duration_seconds`` and
         ``scheduler_dra_bindingconditions_allocations_total`` (DynamicResources)."""
 
+    def volume_scheduling_stage_error(self, operation: str) -> None:
+        """``scheduler_volume_scheduling_stage_error_total{operation}``
+        (VolumeBinding: ``predicate``, ``assume``, ``bind``)."""
+
 
 class Handle(Protocol):
     @property

@@ -32,8 +32,12 @@ class LeaderElector:
         clock: Clock,
         *,
         rand: Callable[[], float] = random.random,
+        on_slow_path: Callable[[], None] | None = None,
     ) -> None:
         self._config = config
+        # client-go's leader_election_slowpath_total: renewing while we lead
+        # through a GET and a write (the fast path failed or had no copy).
+        self._on_slow_path = on_slow_path
         self._client = client
         self._clock = clock
         self._rand = rand
@@ -155,7 +159,10 @@ class LeaderElector:
         except Exception as error:
             log.warning("error retrieving lease %s: %s", cfg.description, error)
             return False
+        leading = state.is_leader(clock.now())
         write = state.observe(lease, clock.now(), clock.wall())
+        if write is not None and leading and self._on_slow_path is not None:
+            self._on_slow_path()
         return write is not None and await self._send(write)
 
     async def _send(self, write: Write) -> bool:

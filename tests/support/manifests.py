@@ -1,7 +1,10 @@
 """Read the deployment manifests in ``manifests/`` as plain dicts.
 
 Pure file reading, no cluster and no kustomize binary: the base is the list of
-files named by ``manifests/kustomization.yaml``, in order. Shared by the unit
+files named by ``manifests/kustomization.yaml``, in order, then the ConfigMaps
+of its ``configMapGenerator`` under their base names (kustomize adds a hash of
+the content to the name and rewrites the references; here the Deployment's
+reference already is the base name). Shared by the unit
 checks (the manifests agree with each other and with the code) and the
 integration tests (the API server accepts them and the RBAC suffices).
 """
@@ -39,9 +42,50 @@ def kustomization(folder: Path = MANIFESTS) -> Obj:
     return doc
 
 
+def generator_sources(folder: Path = MANIFESTS) -> set[str]:
+    """The files a kustomization's ``configMapGenerator`` reads (data, not objects)."""
+    return {
+        entry.split("=", 1)[-1]
+        for generator in kustomization(folder).get("configMapGenerator") or ()
+        for entry in generator.get("files") or ()
+    }
+
+
+def generated_configmaps(folder: Path = MANIFESTS) -> list[Obj]:
+    """The ConfigMaps of a kustomization's ``configMapGenerator``, unhashed."""
+    made = []
+    for generator in kustomization(folder).get("configMapGenerator") or ():
+        data = {}
+        for entry in generator.get("files") or ():
+            key, _, source = entry.rpartition("=")
+            data[key or Path(source).name] = (folder / source).read_text(encoding="utf-8")
+        metadata = {"name": generator["name"], "namespace": generator["namespace"]}
+        labels = (generator.get("options") or {}).get("labels")
+        if labels:
+            metadata["labels"] = dict(labels)
+        made.append({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": data})
+    return made
+
+
+def unhashed(obj: Obj, folder: Path = MANIFESTS) -> tuple[str, str]:
+    """(kind, name) of a built object, a generated ConfigMap under its base
+    name (kustomize's ``<name>-<10-character hash>``)."""
+    name: str = obj["metadata"]["name"]
+    if obj["kind"] == "ConfigMap":
+        for generator in kustomization(folder).get("configMapGenerator") or ():
+            base = generator["name"]
+            if name.startswith(base + "-") and len(name) == len(base) + 11:
+                return "ConfigMap", base
+    return obj["kind"], name
+
+
 def resources(folder: Path = MANIFESTS) -> list[Obj]:
-    """The objects of a kustomization's ``resources`` files, in order."""
-    return [doc for name in kustomization(folder)["resources"] for doc in documents(folder / name)]
+    """The objects of a kustomization's ``resources`` files, in order, then
+    the generated ConfigMaps."""
+    listed = [
+        doc for name in kustomization(folder)["resources"] for doc in documents(folder / name)
+    ]
+    return listed + generated_configmaps(folder)
 
 
 def find(objects: Iterable[Obj], kind: str, name: str | None = None) -> Obj:

@@ -666,3 +666,25 @@ async def test_api_lease_client_maps_requests_and_statuses(
     else:
         assert await operation(client) == outcome
     assert request.calls == [call]
+
+
+async def test_a_renewal_that_must_read_the_lease_counts_one_slow_path() -> None:
+    store, timeline = FakeLeaseStore(), make_timeline()
+    slow: list[float] = []
+    elector = LeaderElector(
+        config(), store, timeline, rand=lambda: 0.0, on_slow_path=lambda: slow.append(1.0)
+    )
+    work = Work(timeline)
+
+    def touch() -> None:  # another writer bumps the version: the fast path conflicts
+        lease = store.lease
+        assert lease is not None
+        store.put(lease)
+
+    timeline.at(5, touch)
+    timeline.at(10, work.finish)
+
+    await elector.run(work)
+
+    assert slow == [1.0], "only the renewal after the conflict went through a GET"
+    assert store.writes[-1] == ("replace", "", 0), "still ours until released"

@@ -130,6 +130,9 @@ class FakeMetrics:
     def binding_conditions(self, profile: str, driver: str, status: str, seconds: float) -> None:
         self.recorded.append(("binding_conditions", profile, driver, status, seconds))
 
+    def volume_scheduling_stage_error(self, operation: str) -> None:
+        self.recorded.append(("volume_scheduling_stage_error", operation))
+
 
 class FakeEvents:
     def __init__(self) -> None:
