@@ -1,4 +1,4 @@
-"""overlays/neon-autoscaling: the AutoscaleEnforcer where Neon's
+"""examples/neon-autoscaling: the AutoscaleEnforcer where Neon's
 autoscaler-agents find it (issue 25 #5).
 
 Neon's agent (pkg/agent/schedwatch, ``StartSchedulerWatcher``) lists pods in
@@ -7,18 +7,18 @@ IP that are Ready (``isActivePod``) and talks to the newest (``reconcile``).
 The rendered overlay must put exactly one such pod there, never a second
 one (a follower would be Ready and answer 503), serving the profile and the
 plugin config of that scheduler name. Rendered with ``kubectl kustomize``
-(no cluster); skipped where kubectl is not installed.
+(the pinned kubectl of the control-plane binary; no cluster needed).
 """
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from typing import Any
 
 import pytest
 import yaml
 
+from localcluster.binary import control_plane_binary
 from plugins.autoscale_enforcer import CONFIG_MAP_NAME, CONFIG_MAP_NAMESPACE
 from plugins.autoscale_enforcer.config import CONFIG_MAP_KEY
 from plugins.autoscale_enforcer.config import parse_config as parse_plugin_config
@@ -26,23 +26,29 @@ from scheduler.app import build_registry, resolve
 from scheduler.config import parse_config
 from tests.support.manifests import CONFIG_KEY, REPO_ROOT, find
 
-OVERLAY = REPO_ROOT / "overlays" / "neon-autoscaling"
+OVERLAY = REPO_ROOT / "examples" / "neon-autoscaling"
 AGENT_NAMESPACE = "kube-system"  # schedwatch.schedulerNamespace
 CLUSTER_SCOPED = {"ClusterRole", "ClusterRoleBinding"}
-
-pytestmark = pytest.mark.skipif(shutil.which("kubectl") is None, reason="needs kubectl")
 
 
 @pytest.fixture(scope="module")
 def rendered() -> list[dict[str, Any]]:
     out = subprocess.run(
-        ["kubectl", "kustomize", str(OVERLAY)], check=True, capture_output=True, text=True
+        [str(control_plane_binary()), "kubectl", "kustomize", str(OVERLAY)],
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout
     return [doc for doc in yaml.safe_load_all(out) if doc is not None]
 
 
 def _profile_with_the_enforcer(objects: list[dict[str, Any]]) -> str:
-    text = find(objects, "ConfigMap", "pyscheduler-config")["data"][CONFIG_KEY]
+    (configmap,) = [
+        o
+        for o in objects
+        if o["kind"] == "ConfigMap" and o["metadata"]["name"].startswith("pyscheduler-config-")
+    ]
+    text = configmap["data"][CONFIG_KEY]
     config = parse_config(text)
     assert config.leader_election.leader_elect is False  # one replica, as Neon's
     profiles = resolve(config, build_registry())
