@@ -474,18 +474,23 @@ def test_endpoint_mixed_version_sequences(
         state.check_invariants()
 
 
-def test_endpoint_refuses_an_increase_it_cannot_round_up_to_the_version() -> None:
-    """1 byte (v4.0), then v1.1 asks 5 slots on a full node: one slot would
-    take the node above its total and 0 slots is no permit, so 400."""
+def test_after_a_tiny_permit_a_v11_increase_on_a_full_node_keeps_memory_at_use() -> None:
+    """1 byte (v4.0), then v1.1 asks 5 slots on a node whose memory is full:
+    the VM stays reserved at its use (never below it, issue 25 #7), so the
+    answer keeps memory at that one slot and grants the CPU that fits; the
+    node's memory reservation does not grow."""
     state = vm_state((3, 8))
     assert api(state).handle("POST", V4_BYTE).status == 200
-    before = repr(state.nodes), repr(state.pods)
+    memory_before = state.nodes["n1"].reserved.mem
+
     answer = api(state).handle(
         "POST", body(protoVersion=2, resources={"vCPUs": 5, "mem": 5}, metrics=None)
     )
-    assert (answer.status, answer.content_type) == (400, "text/plain")
-    assert answer.body.startswith(b"cannot grant increase: reservation {cpu: 1000m, mem: 1}")
-    assert (repr(state.nodes), repr(state.pods)) == before
+
+    assert answer.status == 200, answer.body
+    assert orjson.loads(answer.body)["permit"] == {"vCPUs": 5, "mem": 1}
+    assert state.nodes["n1"].reserved.mem == memory_before
+    state.check_invariants()
 
 
 @pytest.mark.parametrize(

@@ -17,6 +17,7 @@ from scheduler.framework import (
     PreFilterPlugin,
     ReservePlugin,
 )
+from scheduler.handle import NoPluginMetrics
 from tests.support.clock import FakeClock
 from tests.support.storage import FakeInformers
 
@@ -26,6 +27,7 @@ class FakeHandle:
         self.informers = FakeInformers()
         self.clock = FakeClock()
         self.api: Any = object()
+        self.metrics = NoPluginMetrics()
 
     def snapshot(self) -> Any:
         return None
