@@ -273,6 +273,21 @@ def _statuses_by_name(status: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]
     return by_name
 
 
+def _with_pod_level(total: Resource, level: Resource, pod_level: Mapping[str, Any]) -> Resource:
+    """``total`` with the pod-level values set in ``pod_level`` winning."""
+    scalar = dict(total.scalar)
+    scalar.update(
+        (name, level.get(name)) for name in pod_level if name.startswith(_HUGEPAGES_PREFIX)
+    )
+    return Resource(
+        level.milli_cpu if CPU in pod_level else total.milli_cpu,
+        level.memory if MEMORY in pod_level else total.memory,
+        total.ephemeral_storage,
+        total.allowed_pods,
+        scalar,
+    )
+
+
 def pod_requests(
     spec: Mapping[str, Any],
     *,
@@ -327,17 +342,7 @@ def pod_requests(
                 },
                 infeasible,
             )
-        scalar = dict(total.scalar)
-        scalar.update(
-            (name, level.get(name)) for name in pod_level if name.startswith(_HUGEPAGES_PREFIX)
-        )
-        total = Resource(
-            level.milli_cpu if CPU in pod_level else total.milli_cpu,
-            level.memory if MEMORY in pod_level else total.memory,
-            total.ephemeral_storage,
-            total.allowed_pods,
-            scalar,
-        )
+        total = _with_pod_level(total, level, pod_level)
     overhead = spec.get("overhead")
     if overhead:
         try:
@@ -384,17 +389,7 @@ def pod_limits(spec: Mapping[str, Any]) -> Resource:
             level = Resource.from_list(pod_level)
         except QuantityError as error:
             raise QuantityError(f"pod-level resources limits {error}") from None
-        scalar = dict(total.scalar)
-        scalar.update(
-            (name, level.get(name)) for name in pod_level if name.startswith(_HUGEPAGES_PREFIX)
-        )
-        total = Resource(
-            level.milli_cpu if CPU in pod_level else total.milli_cpu,
-            level.memory if MEMORY in pod_level else total.memory,
-            total.ephemeral_storage,
-            total.allowed_pods,
-            scalar,
-        )
+        total = _with_pod_level(total, level, pod_level)
     overhead = spec.get("overhead")
     if overhead:
         try:
