@@ -32,8 +32,8 @@ from typing import Any
 from aiohttp import web
 from prometheus_client import REGISTRY, Counter, generate_latest
 
-from scheduler.clock import RealClock
 from scheduler.cycle.reporting import ACTION_BINDING, EVENT_SCHEDULED, TYPE_NORMAL, scheduled_note
+from scheduler.framework.clock import RealClock
 from scheduler.informers.factory import InformerFactory
 from scheduler.kube.client import KubeClient
 from scheduler.kube.errors import ApiError, TransportError

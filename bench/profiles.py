@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.app import build_registry, resolve
 from scheduler.config import ALL_PLUGINS, API_VERSION, KIND, ResolvedProfile, parse_config
+from scheduler.engine.assembly import build_registry, resolve
 from scheduler.framework.interfaces import ExtensionPoint
 
 # Upstream's in-tree registry, v1.36 (pkg/scheduler/framework/plugins/registry.go).

@@ -38,8 +38,8 @@ from bench.workload import (
     pod_body,
     pod_name,
 )
-from scheduler.app import build_registry, resolve
 from scheduler.config import parse_config
+from scheduler.engine.assembly import build_registry, resolve
 from scheduler.kube.resources import PODS
 from scheduler.simulate.run import Simulation
 

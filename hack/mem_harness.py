@@ -32,9 +32,9 @@ from prometheus_client import CollectorRegistry
 
 from bench.simulate import CONFIG, SCHEDULER_NAME
 from bench.workload import MEASURED_NAMESPACE, node_body, node_name, pod_body, pod_name
-from scheduler.app import build_registry, resolve
 from scheduler.config import parse_config
-from scheduler.engine import Engine
+from scheduler.engine.assembly import build_registry, resolve
+from scheduler.engine.core import Engine
 from scheduler.kube.resources import NODES, PODS, ResourceType
 from scheduler.simulate.clock import SimClock
 from scheduler.simulate.memory import MemoryCluster

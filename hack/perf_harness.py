@@ -26,7 +26,7 @@ from typing import Any
 
 from bench.workload import namespace_body, node_body, node_name, pod_body, pod_name
 from localcluster import ControlPlane, ControlPlaneOptions
-from scheduler.app import AppOptions, SchedulerApp
+from scheduler.app.root import AppOptions, SchedulerApp
 from scheduler.config.loading import load_config
 from scheduler.kube.client import KubeClient
 from scheduler.kube.resources import NODES, PODS

@@ -19,7 +19,8 @@ from plugins.autoscale_enforcer.config import (
     CONFIG_MAP_NAMESPACE,
     INIT_CONFIG_MAP_TIMEOUT_SECONDS,
 )
-from scheduler.framework import HEARTBEAT_SECONDS, ListenerLimits
+from scheduler.framework import ListenerLimits
+from scheduler.framework.services import HEARTBEAT_SECONDS
 
 AGENT_PROCESS_NICE = -10
 AGENT_PORT = 10299

@@ -39,7 +39,6 @@ from scheduler.framework import (
     ClusterEventWithHint,
     Code,
     CycleState,
-    Diagnosis,
     EnqueueExtensions,
     EventResource,
     Handle,
@@ -52,9 +51,9 @@ from scheduler.framework import (
     PreEnqueuePlugin,
     QueueingHint,
     Status,
-    fit_error_message,
     parse_pod,
 )
+from scheduler.framework.types import Diagnosis, fit_error_message
 
 NAME = "DefaultPreemption"
 MESSAGE_PREFIX = "preemption: "

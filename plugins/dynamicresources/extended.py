@@ -21,7 +21,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from plugins.dynamicresources.model import Raw
-from scheduler.framework import ExtendedResourceClasses, Pod, QuantityError, to_units
+from scheduler.framework import Pod, QuantityError
+from scheduler.framework.deviceclasses import ExtendedResourceClasses
+from scheduler.framework.quantity import to_units
 
 ANNOTATION = "resource.kubernetes.io/extended-resource-claim"
 PLACEHOLDER_NAME = "<extended-resources>"

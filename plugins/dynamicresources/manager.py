@@ -27,7 +27,8 @@ from plugins.dynamicresources.features import Features
 from plugins.dynamicresources.inventory import DeviceInventory
 from plugins.dynamicresources.state import ClaimTracker
 from plugins.dynamicresources.writes import BackgroundWrites
-from scheduler.framework import Handle, SharedKey, dra_devices
+from scheduler.framework import Handle, SharedKey
+from scheduler.framework.deviceclasses import dra_devices
 
 RESOURCE_CLAIMS = "resourceclaims"
 RESOURCE_SLICES = "resourceslices"

@@ -104,7 +104,6 @@ from scheduler.framework import (
     CycleState,
     EnqueueExtensions,
     EventResource,
-    ExtendedResourceClasses,
     FilterPlugin,
     Handle,
     NodeInfo,
@@ -124,8 +123,8 @@ from scheduler.framework import (
     SignPlugin,
     Status,
     default_normalize,
-    is_dra_extended_resource_name,
 )
+from scheduler.framework.deviceclasses import ExtendedResourceClasses, is_dra_extended_resource_name
 
 log = logging.getLogger(__name__)
 

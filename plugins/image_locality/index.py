@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from scheduler.framework import node_images
+from scheduler.framework.objects import node_images
 
 Raw = Mapping[str, Any]
 

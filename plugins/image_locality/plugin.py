@@ -32,8 +32,8 @@ from scheduler.framework import (
     ScorePlugin,
     SignPlugin,
     Status,
-    go_div,
 )
+from scheduler.framework.types import go_div
 
 NAME = "ImageLocality"
 MIB = 1024 * 1024

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, field_validator
 from pydantic.alias_generators import to_camel
 
-from scheduler.framework import (
+from scheduler.framework.nodeaffinity import (
     NodeSelector,
     NodeSelectorError,
     PreferredTerms,

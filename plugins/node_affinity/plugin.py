@@ -42,9 +42,7 @@ from scheduler.framework import (
     Node,
     NodeInfo,
     NodeScore,
-    NodeSelector,
     Pod,
-    PreferredTerms,
     PreFilterPlugin,
     PreFilterResult,
     PreScorePlugin,
@@ -55,6 +53,7 @@ from scheduler.framework import (
     Status,
     default_normalize,
 )
+from scheduler.framework.nodeaffinity import NodeSelector, PreferredTerms
 
 NAME = "NodeAffinity"
 REASON_POD = "node(s) didn't match Pod's node affinity/selector"

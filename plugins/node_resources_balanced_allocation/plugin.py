@@ -33,8 +33,6 @@ from scheduler.framework import (
     MAX_NODE_SCORE,
     MEMORY,
     CycleState,
-    DraDevicesSlot,
-    ExtendedResourceClasses,
     Handle,
     NodeInfo,
     Pod,
@@ -43,10 +41,14 @@ from scheduler.framework import (
     SignPlugin,
     StateKey,
     Status,
+)
+from scheduler.framework.deviceclasses import (
+    DraDevicesSlot,
+    ExtendedResourceClasses,
     dra_allocatable_and_used,
     dra_devices,
-    is_scalar_resource_name,
 )
+from scheduler.framework.resource import is_scalar_resource_name
 
 NAME = "NodeResourcesBalancedAllocation"
 

@@ -13,15 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from scheduler.framework import (
-    CPU,
-    EPHEMERAL_STORAGE,
-    MEMORY,
-    PODS,
-    Node,
-    NodeInfo,
-    Pod,
-    Resource,
+from scheduler.framework import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, Node, NodeInfo, Pod, Resource
+from scheduler.framework.resource import (
     is_extended_resource_name,
     is_native_resource_name,
     is_scalar_resource_name,

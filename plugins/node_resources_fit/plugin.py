@@ -32,10 +32,8 @@ from scheduler.framework import (
     ClusterEvent,
     ClusterEventWithHint,
     CycleState,
-    DraDevicesSlot,
     EnqueueExtensions,
     EventResource,
-    ExtendedResourceClasses,
     FilterPlugin,
     Handle,
     Node,
@@ -50,6 +48,10 @@ from scheduler.framework import (
     SignPlugin,
     StateKey,
     Status,
+)
+from scheduler.framework.deviceclasses import (
+    DraDevicesSlot,
+    ExtendedResourceClasses,
     dra_allocatable_and_used,
     dra_devices,
 )

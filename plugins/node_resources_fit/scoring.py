@@ -27,15 +27,8 @@ from plugins.node_resources_fit.args import (
     ScoringStrategyType,
 )
 from plugins.node_resources_fit.fit import is_scalar_resource_name
-from scheduler.framework import (
-    CPU,
-    EPHEMERAL_STORAGE,
-    MAX_NODE_SCORE,
-    MEMORY,
-    NodeInfo,
-    Pod,
-    go_div,
-)
+from scheduler.framework import CPU, EPHEMERAL_STORAGE, MAX_NODE_SCORE, MEMORY, NodeInfo, Pod
+from scheduler.framework.types import go_div
 
 # scorer(requested, allocatable) -> node score, both lists aligned with the
 # configured resources; allocatable 0 marks a resource left out.

@@ -57,8 +57,8 @@ from scheduler.framework import (
     SignPlugin,
     StateKey,
     Status,
-    to_units,
 )
+from scheduler.framework.quantity import to_units
 from scheduler.framework.volumes import (
     ANN_MIGRATED_PLUGINS,
     CSI_DRIVERS,

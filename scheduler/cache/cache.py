@@ -26,7 +26,7 @@ from collections import OrderedDict
 from scheduler.cache.dump import CacheDump
 from scheduler.cache.node_tree import NodeTree
 from scheduler.cache.snapshot import Snapshot
-from scheduler.clock import Clock, RealClock
+from scheduler.framework.clock import Clock, RealClock
 from scheduler.framework.nodeinfo import NodeInfo
 from scheduler.framework.objects import Node, Pod
 

@@ -13,9 +13,9 @@ import asyncio
 import logging
 from collections.abc import Mapping
 
-from scheduler.clock import Clock
 from scheduler.cycle.contracts import (
     AttemptMetrics,
+    AttemptResult,
     Binding,
     SchedulingLoop,
     SchedulingQueueLike,
@@ -28,12 +28,12 @@ from scheduler.cycle.reporting import (
     StatusWriter,
     scheduled_note,
 )
+from scheduler.framework.clock import Clock
 from scheduler.framework.events import ASSIGNED_POD_DELETE
 from scheduler.framework.handle import EventRecorder
 from scheduler.framework.objects import Pod
 from scheduler.framework.status import Status
 from scheduler.framework.types import FitError
-from scheduler.metrics import AttemptResult
 
 log = logging.getLogger(__name__)
 

@@ -5,6 +5,7 @@ loop), the in-flight ``Binding``, and the single-node FitError."""
 from __future__ import annotations
 
 import dataclasses
+import enum
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
@@ -18,8 +19,15 @@ from scheduler.framework.types import (
     NominatingInfo,
     QueuedPodInfo,
 )
-from scheduler.metrics import AttemptResult
 from scheduler.runtime.framework import Framework
+
+
+class AttemptResult(enum.StrEnum):
+    """``result`` of ``scheduler_schedule_attempts_total`` and the attempt duration."""
+
+    SCHEDULED = "scheduled"
+    UNSCHEDULABLE = "unschedulable"
+    ERROR = "error"
 
 
 class SchedulingQueueLike(Protocol):

@@ -25,7 +25,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from scheduler.clock import Clock
+from scheduler.framework.clock import Clock
 from scheduler.framework.objects import Pod
 from scheduler.framework.types import FitError, NodeToStatus
 

@@ -29,12 +29,12 @@ from collections.abc import Callable, Mapping
 
 from scheduler.cache.cache import Cache, CacheError
 from scheduler.cache.snapshot import Snapshot
-from scheduler.clock import Clock
 from scheduler.cycle.algorithm import Algorithm, ScheduleResult, SchedulingError
 from scheduler.cycle.binding import BindingCycles
 from scheduler.cycle.contracts import (
     AttemptMetrics,
     AttemptRecorder,
+    AttemptResult,
     Binding,
     SchedulingQueueLike,
     single_node_fit_error,
@@ -51,6 +51,7 @@ from scheduler.cycle.reporting import (
     scheduled_attempt,
     scheduled_condition_patch,
 )
+from scheduler.framework.clock import Clock
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.handle import EventRecorder
 from scheduler.framework.objects import Pod
@@ -62,7 +63,6 @@ from scheduler.framework.types import (
     NominatingMode,
     QueuedPodInfo,
 )
-from scheduler.metrics import AttemptResult
 from scheduler.runtime.framework import Framework
 
 log = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ components. Of those:
   implements; a plugin that reads a gate adds it here, with its v1.36 default.
 - ``SCHEDULER_GATES`` are the gates upstream's scheduler reads
   (``pkg/scheduler``); those not in ``KNOWN_GATES`` behave here as their v1.36
-  default, so any other value is refused (``scheduler.features``), naming the
+  default, so any other value is refused (``scheduler.app.gateflags``), naming the
   gate.
 - Every other gate does not change what a scheduler does (kubelet, API server
   and controller gates): accepted at any value that upstream accepts.

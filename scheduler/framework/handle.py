@@ -12,7 +12,7 @@ import random
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any, Protocol, TypeVar
 
-from scheduler.clock import Clock
+from scheduler.framework.clock import Clock
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.features import FeatureGates
 from scheduler.framework.nodeinfo import NodeInfo

@@ -3,7 +3,7 @@ metrics, a start-up step and background workers. Protocols and plain data only (
 
 A plugin that serves clients (the AutoscaleEnforcer's agent API) describes
 its endpoints with a synchronous ``HttpHandler`` over ``HttpRequest`` /
-``HttpResponse``; the ops server (``scheduler.server``) is the only code
+``HttpResponse``; the ops server (``scheduler.ops.server``) is the only code
 that speaks HTTP.
 
 Threads: a ``PluginHttp.listen`` handler runs on its listener's own thread

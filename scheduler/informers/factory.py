@@ -17,7 +17,7 @@ import asyncio
 import random
 from collections.abc import Callable, Mapping
 
-from scheduler.clock import Clock
+from scheduler.framework.clock import Clock
 from scheduler.framework.handle import ObjectStore, RawObject
 from scheduler.informers.compact import Transform, compactor_for
 from scheduler.informers.informer import Informer, ReflectorOptions

@@ -44,7 +44,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from scheduler.clock import Clock, RealClock
+from scheduler.framework.clock import Clock, RealClock
 from scheduler.informers.backoff import Backoff
 from scheduler.informers.compact import Transform
 from scheduler.informers.source import ListWatchClient

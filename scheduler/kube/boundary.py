@@ -2,7 +2,7 @@
 
 ``KubeClient`` implements it against a kube-apiserver;
 ``scheduler.simulate.memory.MemoryCluster`` implements it over in-memory
-objects (``pyscheduler simulate``). The composition (``scheduler.engine``)
+objects (``pyscheduler simulate``). The composition (``scheduler.engine.core``)
 is typed against this protocol only, so the live daemon and the simulator
 build the same informers, cache, queue and frameworks.
 

@@ -44,7 +44,7 @@ from aiohttp.client_proto import ResponseHandler
 from aiohttp.client_reqrep import ClientRequest
 from aiohttp.tracing import Trace
 
-from scheduler.clock import Clock, RealClock
+from scheduler.framework.clock import Clock, RealClock
 from scheduler.kube.connection import Connection, load_connection
 from scheduler.kube.errors import (
     HTTP_UNSUPPORTED_MEDIA_TYPE,

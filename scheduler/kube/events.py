@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from scheduler.clock import Clock
+from scheduler.framework.clock import Clock
 from scheduler.kube.errors import HTTP_FORBIDDEN, HTTP_NOT_FOUND, ApiError, TransportError
 from scheduler.kube.eventseries import (
     DEFAULT_REFRESH,

@@ -27,7 +27,7 @@ import enum
 from collections import deque
 from typing import Generic, TypeVar
 
-from scheduler.clock import Clock
+from scheduler.framework.clock import Clock
 
 T = TypeVar("T")
 

@@ -1,19 +1,35 @@
 """TokenReview and SubjectAccessReview through the API server, for the ops
-port's delegated authentication and authorization (``scheduler.delegation``).
+port's delegated authentication and authorization (``scheduler.ops.delegation``).
 
 ``Reviews(client)`` gives the two callables ``DelegatedAuth`` takes. Any API
 or transport error is raised as ``ReviewError``, never cached by the caller.
+``UserInfo`` (who a token belongs to) and ``ReviewError`` live here, beside
+the client that produces them, so the ops room depends on the kube floor and
+not the other way round.
 The reviews run at NORMAL priority: they must not delay binds.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from scheduler.delegation import ReviewError, UserInfo
 from scheduler.kube.client import KubeClient
 from scheduler.kube.errors import ApiError, TransportError
 from scheduler.kube.ratelimit import Priority
+
+
+@dataclass(frozen=True)
+class UserInfo:
+    username: str
+    uid: str = ""
+    groups: tuple[str, ...] = ()
+    extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+
+class ReviewError(Exception):
+    """A review could not be made (the API server did not answer it)."""
+
 
 TOKEN_REVIEWS = "/apis/authentication.k8s.io/v1/tokenreviews"
 ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/subjectaccessreviews"

@@ -8,7 +8,7 @@ import logging
 import random
 from collections.abc import Awaitable, Callable
 
-from scheduler.clock import Clock
+from scheduler.framework.clock import Clock
 from scheduler.leaderelection.client import LeaseClient
 from scheduler.leaderelection.core import (
     JITTER_FACTOR,

@@ -23,7 +23,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from scheduler.clock import Clock
+from scheduler.framework.clock import Clock
 from scheduler.framework.events import ActionType, ClusterEvent, QueueingHint, Resource
 from scheduler.framework.objects import Pod, Raw
 from scheduler.framework.types import QueuedPodInfo

@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping
 
-from scheduler.clock import Clock
+from scheduler.framework.clock import Clock
 from scheduler.framework.types import QueuedPodInfo
 from scheduler.queue.backoff import BackoffPolicy, BackoffQueue
 from scheduler.queue.heap import KeyedHeap

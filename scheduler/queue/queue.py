@@ -34,7 +34,7 @@ import logging
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from scheduler.clock import Clock
+from scheduler.framework.clock import Clock
 from scheduler.framework.events import (
     ASSIGNED_POD_ADD,
     FORCE_ACTIVATE,

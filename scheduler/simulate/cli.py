@@ -21,8 +21,8 @@ import sys
 from collections.abc import Iterator, Sequence
 from typing import TextIO
 
-from scheduler.app import build_registry, resolve
 from scheduler.config import ConfigError, SchedulerConfiguration, load_config
+from scheduler.engine.assembly import build_registry, resolve
 from scheduler.simulate.edits import EditError, add_nodes, cordon, parse_count, remove_node
 from scheduler.simulate.report import (
     as_json,

@@ -42,11 +42,11 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from scheduler.config import ResolvedProfile, SchedulerConfiguration
-from scheduler.diagnostics import AttemptLog
-from scheduler.engine import Engine
+from scheduler.engine.core import Engine
 from scheduler.framework.registry import Registry
-from scheduler.gcpolicy import settle_after_sync
 from scheduler.kube.resources import PODS
+from scheduler.ops.diagnostics import AttemptLog
+from scheduler.ops.gcpolicy import settle_after_sync
 from scheduler.queue import QueueName
 from scheduler.simulate.clock import SimClock
 from scheduler.simulate.memory import MemoryCluster

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from scheduler.engine import Engine
+from scheduler.engine.core import Engine
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.nodeinfo import NodeInfo
 from scheduler.framework.objects import Pod

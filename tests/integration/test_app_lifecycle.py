@@ -7,7 +7,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from scheduler.app import AppOptions, SchedulerApp
+from scheduler.app.root import AppOptions, SchedulerApp
 from scheduler.config import parse_config
 from scheduler.kube.client import KubeClient
 from tests.integration.conftest import Cluster

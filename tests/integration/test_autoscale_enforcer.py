@@ -24,11 +24,10 @@ from kubernetes_asyncio import client
 
 from plugins.autoscale_enforcer import CONFIG_MAP_KEY
 from plugins.autoscale_enforcer.plugin import AGENT_LISTENER, NAME, STATE_DUMP_PATH
-from scheduler import cli
-from scheduler import engine as engine_module
-from scheduler.app import AppOptions, SchedulerApp
+from scheduler.app.flags import apply_flags, parse_args
+from scheduler.app.root import AppOptions, SchedulerApp, cli
 from scheduler.config import parse_config
-from scheduler.flags import apply_flags, parse_args
+from scheduler.engine import core as engine_module
 from scheduler.informers import FactoryInformerAccess
 from scheduler.kube.client import KubeClient
 from scheduler.kube.resources import KNOWN_RESOURCES, VIRTUAL_MACHINES
@@ -136,7 +135,7 @@ async def enforcer(
     async with running_scheduler(
         control_plane.kubeconfig, env.name, config_text=env.scheduler_config()
     ) as app:
-        port = app.server.listener_port(AGENT_LISTENER)
+        port = app.listeners.port(AGENT_LISTENER)
         async with aiohttp.ClientSession() as session:
             yield app, session, f"http://127.0.0.1:{port}/"
 
@@ -388,7 +387,7 @@ async def test_the_agent_process_dying_is_restarted_with_its_grant_kept_and_the_
         await eventually(ready, timeout=30, what="scheduler ready")
         await env.create_vm_pod("y")
         assert await eventually(lambda: env.node_of("y-pod"), what="VM pod placed") == node
-        port = app.server.listener_port(AGENT_LISTENER)
+        port = app.listeners.port(AGENT_LISTENER)
         pod = {"namespace": env.namespace, "name": "y-pod"}
         grow = {"protoVersion": 2, "pod": pod, "resources": {"vCPUs": 3, "mem": 3}}
         grow["metrics"] = None
@@ -643,7 +642,7 @@ async def test_only_the_leader_answers_agents_and_a_follower_takes_over(
         )
 
         def url(app: SchedulerApp) -> str:
-            return f"http://127.0.0.1:{app.server.listener_port(AGENT_LISTENER)}/"
+            return f"http://127.0.0.1:{app.listeners.port(AGENT_LISTENER)}/"
 
         async def answers(app: SchedulerApp, expected: tuple[int, str]) -> tuple[int, str]:
             # The agent process learns readiness and leadership from the

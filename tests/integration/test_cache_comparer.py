@@ -71,7 +71,7 @@ async def test_cache_matches_the_api_after_a_burst_and_a_phantom_pod_is_reported
             ("pod-redundant", f"{namespace}/phantom")
         }
 
-        with caplog.at_level(logging.INFO, logger="scheduler.cachedebug"):
+        with caplog.at_level(logging.INFO, logger="scheduler.ops.cachedebug"):
             app.request_cache_report()
 
             async def logged() -> list[str]:

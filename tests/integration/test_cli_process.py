@@ -15,7 +15,7 @@ import pytest
 from kubernetes_asyncio import client
 
 from bench.checks import overcommitted_nodes
-from scheduler.cli import EXIT_CONFIG
+from scheduler.app.cli import EXIT_CONFIG
 from tests.integration.conftest import Cluster, NodePool
 from tests.support.builders import make_node, make_pod
 from tests.support.daemon import PYSCHEDULER, SHUTDOWN_DEADLINE, UPSTREAM_OPEN, pyscheduler

@@ -8,7 +8,7 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
-from scheduler.clock import RealClock
+from scheduler.framework.clock import RealClock
 from scheduler.kube.client import KubeClient
 from scheduler.kube.errors import ApiError
 from scheduler.kube.events import EventSink, EventType

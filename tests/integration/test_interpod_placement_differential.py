@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
-from scheduler.app import SchedulerApp
+from scheduler.app.root import SchedulerApp
 from tests.integration.conftest import Cluster
 from tests.support.differential import (
     OURS_PROFILE,

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.clock import RealClock
+from scheduler.framework.clock import RealClock
 from scheduler.kube.client import KubeClient
 from scheduler.kube.errors import ApiError
 from scheduler.kube.events import EventSink, EventType, object_reference

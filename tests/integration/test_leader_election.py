@@ -18,7 +18,7 @@ import orjson
 import pytest
 from kubernetes_asyncio import client
 
-from scheduler.clock import RealClock
+from scheduler.framework.clock import RealClock
 from scheduler.leaderelection import (
     ApiLeaseClient,
     LeaderElectionConfig,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from kubernetes_asyncio import client
 
-from scheduler.app import AppOptions, SchedulerApp
+from scheduler.app.root import AppOptions, SchedulerApp
 from scheduler.config import parse_config
 from scheduler.kube.client import KubeClient
 from scheduler.leaderelection import LeadershipLost

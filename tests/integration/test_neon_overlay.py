@@ -22,8 +22,8 @@ from localcluster.binary import control_plane_binary
 from plugins.autoscale_enforcer import CONFIG_MAP_NAME, CONFIG_MAP_NAMESPACE
 from plugins.autoscale_enforcer.config import CONFIG_MAP_KEY
 from plugins.autoscale_enforcer.config import parse_config as parse_plugin_config
-from scheduler.app import build_registry, resolve
 from scheduler.config import parse_config
+from scheduler.engine.assembly import build_registry, resolve
 from tests.support.manifests import CONFIG_KEY, REPO_ROOT, find
 
 OVERLAY = REPO_ROOT / "examples" / "neon-autoscaling"

@@ -111,7 +111,7 @@ async def test_the_installed_plugins_change_where_a_pod_lands(
     process = ComponentProcess(
         "pyscheduler-plugins",
         [
-            str(plugin_venv), "-m", "scheduler.cli",
+            str(plugin_venv), "-m", "scheduler.app.cli",
             f"--config={EXAMPLE / 'scheduler-config.yaml'}",
             f"--kubeconfig={control_plane.kubeconfig}",
             f"--secure-port={port}", "--bind-address=127.0.0.1",

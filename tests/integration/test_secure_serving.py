@@ -18,7 +18,7 @@ import aiohttp
 import orjson
 from kubernetes_asyncio import client
 
-from scheduler.app import SchedulerApp
+from scheduler.app.root import SchedulerApp
 from scheduler.kube.ratelimit import Priority
 from tests.integration.conftest import Cluster
 from tests.support.manifests import find, resources

@@ -14,7 +14,7 @@ import yaml
 from kubernetes_asyncio import client
 
 from localcluster.binary import control_plane_binary
-from scheduler.flags import build_parser
+from scheduler.app.flags import build_parser
 from tests.integration.conftest import Cluster, NodePool
 from tests.support.builders import make_node, make_pod
 from tests.support.daemon import pyscheduler

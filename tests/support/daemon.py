@@ -23,7 +23,7 @@ import aiohttp
 
 from localcluster.cluster import free_port
 from localcluster.process import ComponentProcess
-from scheduler.app import AppOptions
+from scheduler.app.root import AppOptions
 from tests.support.ops import ops_get
 from tests.support.scheduler import scheduler_config
 from tests.support.wait import ConditionTimeout, eventually

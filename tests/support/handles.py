@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from scheduler.cache.snapshot import Snapshot
 from scheduler.cycle.randomness import PluginRandomness
-from scheduler.features import FeatureGates
-from scheduler.handle import ProfileHandle
+from scheduler.engine.profilehandle import ProfileHandle
+from scheduler.framework.features import FeatureGates
 from scheduler.runtime.waiting import WaitingPods
 from tests.support.clock import FakeClock
 

@@ -16,9 +16,9 @@ import secrets
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from scheduler.app import AppOptions, SchedulerApp
+from scheduler.app.gateflags import parse_feature_gates
+from scheduler.app.root import AppOptions, SchedulerApp
 from scheduler.config import parse_config
-from scheduler.features import parse_feature_gates
 from scheduler.framework.registry import Registry
 from scheduler.kube.client import KubeClient
 from tests.support.wait import eventually

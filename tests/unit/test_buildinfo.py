@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from scheduler import buildinfo
-from scheduler.cli import main
+from scheduler.app import buildinfo
+from scheduler.app.cli import main
 
 
 def _git(cwd: Path, *argv: str) -> str:

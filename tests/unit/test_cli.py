@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from scheduler import cli
+from scheduler.app import cli
 from scheduler.framework.interfaces import ExtensionPoint
 from scheduler.kube.client import KubeClient
 from tests.unit.config.builders import make_config, make_profile

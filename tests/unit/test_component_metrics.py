@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from scheduler.buildinfo import build_info_labels
-from scheduler.flags import parse_args
-from scheduler.looplag import LoopLag
-from scheduler.metrics import SchedulerMetrics
-from scheduler.server import _WithoutFamilies
+from scheduler.app.buildinfo import build_info_labels
+from scheduler.app.flags import parse_args
+from scheduler.ops.looplag import LoopLag
+from scheduler.ops.metrics import SchedulerMetrics
+from scheduler.ops.server import _WithoutFamilies
 from tests.support.clock import FakeClock
 
 

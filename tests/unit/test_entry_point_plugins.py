@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.app import build_registry, resolve
 from scheduler.config import parse_config
+from scheduler.engine.assembly import build_registry, resolve
 from scheduler.framework import ExtensionPoint
 from scheduler.framework.registry import ENTRY_POINT_GROUP, RegistryError, entry_point_plugins
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from scheduler.app import build_registry, resolve
+from scheduler.app.flags import DEFAULT_ALWAYS_ALLOW_PATHS, apply_flags, log_level, parse_args
+from scheduler.app.gateflags import FeatureGateError, parse_feature_gates
 from scheduler.config import ConfigError, parse_config
-from scheduler.features import FeatureGateError, parse_feature_gates
-from scheduler.flags import DEFAULT_ALWAYS_ALLOW_PATHS, apply_flags, log_level, parse_args
+from scheduler.engine.assembly import build_registry, resolve
 from tests.support.handles import bare_profile_handle
 from tests.unit.config.builders import make_config
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from scheduler.gcpolicy import YOUNG_THRESHOLD, settle_after_sync
+from scheduler.ops.gcpolicy import YOUNG_THRESHOLD, settle_after_sync
 
 
 @pytest.fixture

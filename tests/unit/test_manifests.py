@@ -19,11 +19,12 @@ from prometheus_client import CollectorRegistry
 
 from plugins.autoscale_enforcer import CONFIG_MAP_NAME, CONFIG_MAP_NAMESPACE
 from plugins.autoscale_enforcer.args import AGENT_PORT
-from scheduler.app import AppOptions, build_registry, resolve
+from scheduler.app.flags import parse_args
+from scheduler.app.root import AppOptions
 from scheduler.config import DEFAULT_SCHEDULER_NAME, SchedulerConfiguration, parse_config
-from scheduler.flags import parse_args
-from scheduler.health import Endpoint
-from scheduler.metrics import SchedulerMetrics
+from scheduler.engine.assembly import build_registry, resolve
+from scheduler.ops.health import Endpoint
+from scheduler.ops.metrics import SchedulerMetrics
 from tests.support.manifests import (
     CONFIG_KEY,
     KUSTOMIZATION,

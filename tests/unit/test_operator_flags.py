@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 import yaml
 
-from scheduler import cli
+from scheduler.app import cli
+from scheduler.app.flags import NO_OP_FLAGS, apply_flags, parse_args
 from scheduler.config import load_config
 from scheduler.config.advice import warnings
-from scheduler.flags import NO_OP_FLAGS, apply_flags, parse_args
 from scheduler.framework.durations import format_duration
 from scheduler.kube.client import KubeClient
-from scheduler.tls import serving_context
+from scheduler.ops.tls import serving_context
 from tests.unit.config.builders import make_config, make_profile
 
 DATA = Path(__file__).parent / "config" / "data"

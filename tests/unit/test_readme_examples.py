@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from scheduler.app import build_registry, resolve
 from scheduler.config import parse_config
+from scheduler.engine.assembly import build_registry, resolve
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

@@ -24,7 +24,7 @@ import orjson
 import pytest
 from kubernetes_asyncio import client
 
-from scheduler.app import build_registry
+from scheduler.engine.assembly import build_registry
 from tests.integration.chaos.conftest import Scene
 from tests.integration.chaos.harness import (
     Burst,

@@ -10,12 +10,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.cache import Cache
+from scheduler.cycle.contracts import AttemptResult
 from scheduler.cycle.randomness import CycleRandomness
 from scheduler.cycle.reporting import StatusWriter
 from scheduler.cycle.scheduler import Scheduler
 from scheduler.framework import ClusterEvent, Pod, QueuedPodInfo
 from scheduler.framework.types import NominatingInfo
-from scheduler.metrics import AttemptResult
 from scheduler.queue.nominator import Nominator
 from scheduler.runtime.framework import Framework
 from tests.support.clock import FakeClock

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from scheduler import eventhandlers
 from scheduler.cache import Cache
-from scheduler.eventhandlers import EventHandlers, node_update_action
+from scheduler.engine import eventhandlers
+from scheduler.engine.eventhandlers import EventHandlers, node_update_action
 from scheduler.framework import ActionType, ClusterEvent, Pod, parse_node
 from scheduler.framework.events import ASSIGNED_POD_DELETE, NODE_ADD, NODE_DELETE, Resource
 from scheduler.framework.objects import parse_pod as real_parse_pod

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from scheduler.cache import Cache
-from scheduler.eventhandlers import EventHandlers
+from scheduler.engine.eventhandlers import EventHandlers
 from scheduler.framework import QueuedPodInfo, QueueingHint
 from scheduler.framework.events import ActionType, ClusterEvent, Resource
 from scheduler.queue import QueueName, SchedulingQueue

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from scheduler.app import object_event_resources
-from scheduler.eventhandlers import ObjectEventHandlers
+from scheduler.engine.core import object_event_resources
+from scheduler.engine.eventhandlers import ObjectEventHandlers
 from scheduler.framework import ActionType, ClusterEvent, ClusterEventWithHint
 from scheduler.framework.events import Resource
 from scheduler.runtime.framework import Framework

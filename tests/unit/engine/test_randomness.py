@@ -10,11 +10,12 @@ import random
 import pytest
 from prometheus_client import CollectorRegistry
 
-from scheduler.app import build_registry, resolve
 from scheduler.cache.snapshot import Snapshot
 from scheduler.config import parse_config
 from scheduler.cycle.randomness import CycleRandomness, PluginRandomness
-from scheduler.engine import Engine
+from scheduler.engine.assembly import build_registry, resolve
+from scheduler.engine.core import Engine
+from scheduler.engine.profilehandle import ProfileHandle
 from scheduler.framework import (
     CycleState,
     ExtensionPoint,
@@ -25,7 +26,6 @@ from scheduler.framework import (
     Pod,
     Status,
 )
-from scheduler.handle import ProfileHandle
 from scheduler.simulate.clock import SimClock
 from scheduler.simulate.memory import MemoryCluster
 from tests.support.handles import bare_profile_handle

@@ -16,7 +16,7 @@ from scheduler.cycle.reporting import (
     StatusWriter,
     scheduled_condition_patch,
 )
-from scheduler.eventhandlers import EventHandlers
+from scheduler.engine.eventhandlers import EventHandlers
 from scheduler.framework import Pod
 from scheduler.kube.errors import ApiError
 from tests.support.builders import PodBuilder, make_pod

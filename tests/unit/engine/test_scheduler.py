@@ -9,9 +9,9 @@ from collections.abc import Callable
 
 import pytest
 
+from scheduler.cycle.contracts import AttemptResult
 from scheduler.framework import Pod, Status
 from scheduler.framework.events import ASSIGNED_POD_DELETE
-from scheduler.metrics import AttemptResult
 from scheduler.runtime.framework import Framework
 from scheduler.runtime.waiting import WaitingPods
 from tests.unit.engine.harness import Event, Harness, Requeued, harness

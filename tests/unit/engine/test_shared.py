@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry
 
-from scheduler.app import build_registry, resolve
 from scheduler.config import parse_config
-from scheduler.engine import Engine
+from scheduler.engine.assembly import build_registry, resolve
+from scheduler.engine.core import Engine
 from scheduler.framework import (
     CycleState,
     ExtensionPoint,

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from scheduler.framework import (
+from scheduler.framework import parse_pod
+from scheduler.framework.nodeaffinity import (
     NodeSelectorError,
-    parse_pod,
+    parse_go_int64,
+    parse_node_selector,
     parse_preferred_terms,
     strict_node_selector,
 )
-from scheduler.framework.nodeaffinity import parse_go_int64, parse_node_selector
 from tests.support.builders import expression, make_pod, term
 
 

@@ -13,8 +13,8 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scheduler.app import build_registry, resolve
 from scheduler.config import ConfigError, parse_config
+from scheduler.engine.assembly import build_registry, resolve
 from tests.unit.fuzz.strategies import examples, garbage
 
 BASE: dict[str, Any] = {

@@ -1,4 +1,4 @@
-"""Fuzzing the agent port's HTTP/1.1 (``scheduler.listener.HttpCore``, the
+"""Fuzzing the agent port's HTTP/1.1 (``scheduler.services.thread.HttpCore``, the
 loop both plugin listeners and the agent child process run): request lines,
 headers, ``Content-Length`` values (Unicode digits, huge, negative, repeated),
 pipelined requests and bodies, all cut into arbitrary reads, sent over a real
@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from scheduler.framework import HttpRequest, HttpResponse
-from scheduler.listener import HttpCore, bind
+from scheduler.services.thread import HttpCore, bind
 from tests.unit.fuzz.strategies import examples
 
 FUZZ = settings(
@@ -71,7 +71,7 @@ def serving() -> Iterator[Served]:
         server=server,
     )
     errors = _Errors()
-    logger = logging.getLogger("scheduler.listener")
+    logger = logging.getLogger("scheduler.services.thread")
     logger.addHandler(errors)
     try:
         yield Served(core, selector, errors, server.getsockname()[:2])

@@ -12,11 +12,11 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
-from scheduler.connlimits import Limits
-from scheduler.delegation import Decision
-from scheduler.diagnostics import AttemptLog
-from scheduler.health import HealthChecks
-from scheduler.server import OpsServer
+from scheduler.ops.connlimits import Limits
+from scheduler.ops.delegation import Decision
+from scheduler.ops.diagnostics import AttemptLog
+from scheduler.ops.health import HealthChecks
+from scheduler.ops.server import OpsServer
 from tests.unit.fuzz.strategies import examples
 
 FUZZ = settings(

@@ -14,7 +14,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scheduler.app import AppOptions, SchedulerApp
+from scheduler.app.root import AppOptions, SchedulerApp
 from scheduler.config import parse_config
 from scheduler.framework import parse_node, parse_pod
 from tests.support.scheduler import scheduler_config

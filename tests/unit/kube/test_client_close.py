@@ -24,7 +24,7 @@ import pytest
 from scheduler.kube.client import KubeClient
 from scheduler.kube.connection import Connection
 from scheduler.kube.resources import PODS
-from scheduler.tls import serving_context
+from scheduler.ops.tls import serving_context
 from tests.support.sockets import can_count, open_sockets, socket_id
 
 pytestmark = pytest.mark.skipif(not can_count(), reason="needs /proc")

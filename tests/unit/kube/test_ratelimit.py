@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from scheduler.clock import RealClock
+from scheduler.framework.clock import RealClock
 from scheduler.kube.ratelimit import Priority, PriorityLimiter, RateLimiter, TokenBucket
 
 CRITICAL, NORMAL, LOW = Priority.CRITICAL, Priority.NORMAL, Priority.LOW

@@ -11,10 +11,10 @@ from contextlib import asynccontextmanager
 import pytest
 from prometheus_client import CollectorRegistry
 
-from scheduler.connlimits import HEADER_TIMEOUT_SECONDS, Limits
-from scheduler.diagnostics import AttemptLog
-from scheduler.health import HealthChecks
-from scheduler.server import OpsServer
+from scheduler.ops.connlimits import HEADER_TIMEOUT_SECONDS, Limits
+from scheduler.ops.diagnostics import AttemptLog
+from scheduler.ops.health import HealthChecks
+from scheduler.ops.server import OpsServer
 from tests.support.wait import eventually
 
 DEADLINE = 10.0  # seconds any expected close may take on a loaded machine

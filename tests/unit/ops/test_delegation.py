@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from scheduler.delegation import (
+from scheduler.ops.delegation import (
     AUTHN_CACHE_TTL,
     AUTHZ_DENY_TTL,
     DelegatedAuth,

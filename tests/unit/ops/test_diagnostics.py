@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from scheduler.diagnostics import AttemptLog
+from scheduler.ops.diagnostics import AttemptLog
 
 
 def attempt(cycle: int) -> dict[str, Any]:

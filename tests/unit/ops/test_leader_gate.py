@@ -13,7 +13,7 @@ from collections.abc import Callable
 import pytest
 
 from scheduler.leaderelection import ElectionState
-from scheduler.listenerprocess import LEADERSHIP_UNCONFIRMED, ChildGate
+from scheduler.services.process import LEADERSHIP_UNCONFIRMED, ChildGate
 from tests.unit.test_leaderelection import ME, OTHER, T0, W0, config, held
 
 STEP = 0.05

@@ -11,7 +11,7 @@ from typing import Any
 import orjson
 import pytest
 
-from scheduler.logsetup import configure_logging, parse_level
+from scheduler.ops.logsetup import configure_logging, parse_level
 
 TS = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z"
 

@@ -12,7 +12,7 @@ from prometheus_client.samples import Sample
 
 from scheduler.framework.interfaces import ExtensionPoint
 from scheduler.framework.status import Code
-from scheduler.metrics import (
+from scheduler.ops.metrics import (
     BUILD_INFO_LABELS,
     AttemptResult,
     CacheType,

@@ -24,11 +24,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
-import scheduler.listener as listener_module
-from scheduler.diagnostics import AttemptLog
+import scheduler.services.thread as listener_module
 from scheduler.framework import HttpRequest, HttpResponse, ListenerLimits
-from scheduler.health import HealthChecks
-from scheduler.listener import (
+from scheduler.ops.diagnostics import AttemptLog
+from scheduler.ops.health import HealthChecks
+from scheduler.ops.server import OpsServer
+from scheduler.services.collector import DaemonPluginServices
+from scheduler.services.hosting import ListenerHost
+from scheduler.services.thread import (
     ACCEPT_BACKOFF_SECONDS,
     LISTENER_SWITCH_INTERVAL,
     SWITCH_INTERVAL_ENV,
@@ -37,8 +40,6 @@ from scheduler.listener import (
     listener_switch_interval,
     switch_interval,
 )
-from scheduler.pluginservices import DaemonPluginServices
-from scheduler.server import OpsServer
 
 
 def echo(request: HttpRequest) -> HttpResponse:
@@ -58,7 +59,9 @@ class Gate:
 
 
 @asynccontextmanager
-async def serving(gate: Gate) -> AsyncIterator[tuple[OpsServer, aiohttp.ClientSession]]:
+async def serving(
+    gate: Gate,
+) -> AsyncIterator[tuple[OpsServer, ListenerHost, aiohttp.ClientSession]]:
     services = DaemonPluginServices(CollectorRegistry())
     services.listen("echo", 0, echo, max_body_bytes=8)
     services.listen("open", 0, echo, max_body_bytes=8, leader_only=False)
@@ -70,15 +73,16 @@ async def serving(gate: Gate) -> AsyncIterator[tuple[OpsServer, aiohttp.ClientSe
         CollectorRegistry(),
         HealthChecks(),
         AttemptLog(),
-        listeners=services.listeners,
         debug_routes=services.debug_routes,
-        gate=gate,
     )
+    listeners = ListenerHost("127.0.0.1", services.listeners, gate=gate)
     await server.start()
+    await listeners.start()
     try:
         async with aiohttp.ClientSession() as session:
-            yield server, session
+            yield server, listeners, session
     finally:
+        await listeners.stop()
         await server.stop()
 
 
@@ -90,8 +94,8 @@ async def call(
 
 
 async def test_listener_serves_every_method_and_path_and_cuts_the_body() -> None:
-    async with serving(Gate()) as (server, session):
-        port = server.listener_port("echo")
+    async with serving(Gate()) as (_server, listeners, session):
+        port = listeners.port("echo")
         assert await call(session, port, "POST", "/", b"12345") == (
             200,
             "text/plain",
@@ -104,22 +108,22 @@ async def test_listener_serves_every_method_and_path_and_cuts_the_body() -> None
 async def test_gated_listener_answers_503_and_ungated_one_serves() -> None:
     gate = Gate()
     gate.refusal = "not the leader"
-    async with serving(gate) as (server, session):
-        assert await call(session, server.listener_port("echo"), "POST", "/") == (
+    async with serving(gate) as (_server, listeners, session):
+        assert await call(session, listeners.port("echo"), "POST", "/") == (
             503,
             "text/plain",
             "not the leader",
         )
-        status, _, _ = await call(session, server.listener_port("open"), "POST", "/")
+        status, _, _ = await call(session, listeners.port("open"), "POST", "/")
         assert status == 200
         gate.refusal = None
-        status, _, _ = await call(session, server.listener_port("echo"), "POST", "/")
+        status, _, _ = await call(session, listeners.port("echo"), "POST", "/")
         assert status == 200
 
 
 async def test_a_crashing_handler_answers_500() -> None:
-    async with serving(Gate()) as (server, session):
-        assert await call(session, server.listener_port("crash"), "POST", "/") == (
+    async with serving(Gate()) as (_server, listeners, session):
+        assert await call(session, listeners.port("crash"), "POST", "/") == (
             500,
             "text/plain",
             "internal error",
@@ -127,7 +131,7 @@ async def test_a_crashing_handler_answers_500() -> None:
 
 
 async def test_debug_route_on_the_ops_port() -> None:
-    async with serving(Gate()) as (server, session):
+    async with serving(Gate()) as (server, _listeners, session):
         status, _, text = await call(session, server.bound_port, "GET", "/debug/plugins/echo/state")
         assert (status, text) == (200, "GET /debug/plugins/echo/state 0:")
 
@@ -173,8 +177,8 @@ def test_workers_are_registered_once_by_name() -> None:
 
 
 async def test_a_listener_answers_while_the_daemons_loop_is_blocked() -> None:
-    async with serving(Gate()) as (server, _session):
-        port = server.listener_port("echo")
+    async with serving(Gate()) as (_server, listeners, _session):
+        port = listeners.port("echo")
         answered = threading.Event()
         answers: list[bytes] = []
 
@@ -208,21 +212,14 @@ async def test_after_runs_on_the_daemons_loop() -> None:
 
     services = DaemonPluginServices(CollectorRegistry())
     services.listen("after", 0, with_after, max_body_bytes=8)
-    server = OpsServer(
-        "127.0.0.1",
-        0,
-        CollectorRegistry(),
-        HealthChecks(),
-        AttemptLog(),
-        listeners=services.listeners,
-    )
-    await server.start()
+    listeners = ListenerHost("127.0.0.1", services.listeners)
+    await listeners.start()
     try:
         async with aiohttp.ClientSession() as session:
-            status, _, _ = await call(session, server.listener_port("after"), "POST", "/")
+            status, _, _ = await call(session, listeners.port("after"), "POST", "/")
         await asyncio.wait_for(done.wait(), 30)
     finally:
-        await server.stop()
+        await listeners.stop()
     assert status == 200
     assert ran_on == [threading.current_thread().name]
     assert not [t for t in threading.enumerate() if t.name.startswith("listener:")]
@@ -524,8 +521,8 @@ async def test_an_answer_larger_than_the_socket_buffer_is_flushed_whole() -> Non
 
 
 async def test_idle_connections_are_closed(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("scheduler.listener.IDLE_SECONDS", 0.05)
-    monkeypatch.setattr("scheduler.listener.SWEEP_SECONDS", 0.05)
+    monkeypatch.setattr("scheduler.services.thread.IDLE_SECONDS", 0.05)
+    monkeypatch.setattr("scheduler.services.thread.SWEEP_SECONDS", 0.05)
     async with raw_listener() as port:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
         writer.write(post("/", b"hi"))

@@ -10,7 +10,7 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
 from scheduler.framework.resource import pod_limits
-from scheduler.podresources import PodResourceCollector, samples
+from scheduler.ops.podresources import PodResourceCollector, samples
 from tests.support.builders import make_pod
 
 

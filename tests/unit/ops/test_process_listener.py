@@ -1,4 +1,4 @@
-"""Process listeners (``scheduler.listenerprocess``): a plugin endpoint served
+"""Process listeners (``scheduler.services.process``): a plugin endpoint served
 by a child process, over a real socket and a real child. Messages keep their
 order both ways, a call sees every message sent before it and delivers what
 the child sent before answering, the gate is followed, failures are reported
@@ -19,7 +19,7 @@ from contextlib import asynccontextmanager
 import pytest
 
 from scheduler.framework import ChannelError, HttpRequest, ListenerLimits
-from scheduler.listenerprocess import (
+from scheduler.services.process import (
     LEADERSHIP_UNCONFIRMED,
     ChildGate,
     Frames,

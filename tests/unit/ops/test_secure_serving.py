@@ -16,11 +16,11 @@ import pytest
 from cryptography import x509
 from prometheus_client import CollectorRegistry
 
-from scheduler.delegation import DelegatedAuth, UserInfo
-from scheduler.diagnostics import AttemptLog
-from scheduler.health import scheduler_health
-from scheduler.server import OpsServer
-from scheduler.tls import self_signed_pem, serving_context
+from scheduler.ops.delegation import DelegatedAuth, UserInfo
+from scheduler.ops.diagnostics import AttemptLog
+from scheduler.ops.health import scheduler_health
+from scheduler.ops.server import OpsServer
+from scheduler.ops.tls import self_signed_pem, serving_context
 from tests.support.clock import FakeClock
 
 WALL = 1_700_000_000.0

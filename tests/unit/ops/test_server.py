@@ -13,10 +13,11 @@ import orjson
 import pytest
 from prometheus_client import CollectorRegistry
 
-from scheduler.diagnostics import AttemptLog
-from scheduler.health import CheckResult, HealthChecks, scheduler_health
-from scheduler.metrics import AttemptResult, SchedulerMetrics
-from scheduler.server import OpsServer
+from scheduler.cycle.contracts import AttemptResult
+from scheduler.ops.diagnostics import AttemptLog
+from scheduler.ops.health import CheckResult, HealthChecks, scheduler_health
+from scheduler.ops.metrics import SchedulerMetrics
+from scheduler.ops.server import OpsServer
 
 
 @dataclass

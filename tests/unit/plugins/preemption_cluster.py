@@ -18,6 +18,7 @@ from plugins.node_resources_fit import NodeResourcesFit, NodeResourcesFitArgs
 from scheduler.cache import Cache, Snapshot
 from scheduler.cycle.algorithm import Algorithm
 from scheduler.cycle.randomness import PluginRandomness
+from scheduler.engine.profilehandle import ProfileHandle
 from scheduler.framework import (
     CycleState,
     ExtensionPoint,
@@ -29,7 +30,6 @@ from scheduler.framework import (
     parse_pod,
 )
 from scheduler.framework.types import FitError
-from scheduler.handle import ProfileHandle
 from scheduler.runtime.background import BackgroundTasks
 from scheduler.runtime.framework import Framework
 from scheduler.runtime.waiting import WaitingPods

@@ -21,7 +21,7 @@ from plugins.autoscale_enforcer import AutoscaleEnforcer, AutoscaleEnforcerArgs
 from plugins.autoscale_enforcer.authority import Dump
 from plugins.autoscale_enforcer.plugin import AUTHORITY_WATCH, REASON_NO_ROOM, STATE_DUMP_PATH
 from scheduler.framework import Code, CycleState, Handle, HttpRequest, ListenerLimits
-from scheduler.listenerprocess import ProcessListener
+from scheduler.services.process import ProcessListener
 from tests.support.builders import make_node
 from tests.unit.plugins.support import node_info, pod
 from tests.unit.plugins.test_autoscale_plugin import FakeHandle, config_map, plain_pod

@@ -23,7 +23,7 @@ import orjson
 from plugins.autoscale_enforcer import AutoscaleEnforcer, AutoscaleEnforcerArgs
 from plugins.autoscale_enforcer.authority import Dump
 from scheduler.framework import Code, CycleState, Handle, Pod
-from scheduler.listenerprocess import ProcessListener
+from scheduler.services.process import ProcessListener
 from tests.support.builders import make_node, make_vm
 from tests.unit.plugins.support import node_info, pod
 from tests.unit.plugins.test_autoscale_plugin import FakeHandle, config_map, plain_pod, vm_pod

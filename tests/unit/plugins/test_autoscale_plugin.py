@@ -23,7 +23,6 @@ from plugins.autoscale_enforcer.metrics import AutoscaleMetrics
 from plugins.autoscale_enforcer.migration import MigrationController
 from plugins.autoscale_enforcer.plugin import AGENT_LISTENER, MIGRATION_WORKER, STATE_DUMP_PATH
 from plugins.autoscale_enforcer.state import ZERO, Amounts
-from scheduler.clock import RealClock
 from scheduler.framework import (
     Code,
     CycleState,
@@ -34,8 +33,9 @@ from scheduler.framework import (
     Pod,
     object_key,
 )
-from scheduler.listenerprocess import ProcessListener
-from scheduler.pluginservices import DaemonPluginServices
+from scheduler.framework.clock import RealClock
+from scheduler.services.collector import DaemonPluginServices
+from scheduler.services.process import ProcessListener
 from tests.support.builders import make_config_map, make_node, make_pod, make_vm
 from tests.support.informers import FakeStore
 from tests.unit.plugins.autoscale_support import GI, amounts, config_doc

@@ -10,8 +10,8 @@ import asyncio
 import pytest
 
 from plugins.default_preemption import NAME, DefaultPreemptionArgs
-from scheduler.app import build_registry, resolve
 from scheduler.config import parse_config
+from scheduler.engine.assembly import build_registry, resolve
 from scheduler.framework import ClusterEventWithHint, NominatingMode, QueueingHint, Status
 from scheduler.framework.events import ASSIGNED_POD_DELETE
 from scheduler.queue import QueueName, QueueProfile, SchedulingQueue

@@ -16,7 +16,8 @@ from plugins.image_locality import (
     calculate_priority,
 )
 from plugins.image_locality.plugin import new
-from scheduler.framework import CycleState, Handle, NodeInfo, normalized_image_name
+from scheduler.framework import CycleState, Handle, NodeInfo
+from scheduler.framework.objects import normalized_image_name
 from tests.support.builders import make_node, make_pod
 from tests.unit.plugins.support import Obj, node_info, pod
 

@@ -17,8 +17,8 @@ from plugins.node_affinity import (
 )
 from plugins.node_affinity.plugin import new
 from plugins.registry import in_tree_registry
-from scheduler.app import resolve
 from scheduler.config import ConfigError, parse_config
+from scheduler.engine.assembly import resolve
 from scheduler.framework import (
     ActionType,
     ClusterEvent,

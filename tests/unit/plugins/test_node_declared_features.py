@@ -10,7 +10,7 @@ from plugins.node_declared_features import (
     NodeDeclaredFeatures,
     required_features,
 )
-from scheduler.eventhandlers import node_update_action
+from scheduler.engine.eventhandlers import node_update_action
 from scheduler.framework import (
     ActionType,
     ClusterEvent,

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 import pytest
 
 from plugins.node_volume_limits import REASON_MAX_VOLUME_COUNT_EXCEEDED, NodeVolumeLimits
-from scheduler.framework import Code, CycleState, QueueingHint, Status, status_code
+from scheduler.framework import Code, CycleState, QueueingHint, Status
+from scheduler.framework.status import status_code
 from scheduler.framework.volumes import StorageLister
 from tests.support.builders import make_node, make_pod
 from tests.support.storage import (

@@ -13,7 +13,8 @@ from plugins.volume_binding import (
     REASON_PV_NOT_EXIST,
     REASON_UNBOUND_IMMEDIATE,
 )
-from scheduler.framework import Code, CycleState, Status, status_code
+from scheduler.framework import Code, CycleState, Status
+from scheduler.framework.status import status_code
 from tests.support.builders import make_node, make_pod
 from tests.support.storage import (
     FakeInformers,

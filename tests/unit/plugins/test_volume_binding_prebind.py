@@ -6,9 +6,10 @@ import pytest
 
 from plugins.volume_binding.args import VolumeBindingArgs
 from plugins.volume_binding.plugin import VolumeBinding
-from scheduler.app import build_registry, resolve
 from scheduler.config import ConfigError, parse_config
-from scheduler.framework import Code, CycleState, Node, Pod, status_code
+from scheduler.engine.assembly import build_registry, resolve
+from scheduler.framework import Code, CycleState, Node, Pod
+from scheduler.framework.status import status_code
 from scheduler.framework.volumes import ANN_SELECTED_NODE
 from tests.support.builders import make_node
 from tests.support.clock import FakeClock

@@ -8,6 +8,7 @@ from typing import Any, cast
 import pytest
 
 from plugins.registry import in_tree_registry
+from scheduler.engine.profilehandle import NoPluginMetrics
 from scheduler.framework import (
     EnqueueExtensions,
     EventResource,
@@ -17,7 +18,6 @@ from scheduler.framework import (
     PreFilterPlugin,
     ReservePlugin,
 )
-from scheduler.handle import NoPluginMetrics
 from tests.support.clock import FakeClock
 from tests.support.storage import FakeInformers
 

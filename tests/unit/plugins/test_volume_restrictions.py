@@ -11,7 +11,8 @@ from plugins.volume_restrictions import (
     REASON_READ_WRITE_ONCE_POD_CONFLICT,
     VolumeRestrictions,
 )
-from scheduler.framework import Code, CycleState, NodeInfo, QueueingHint, status_code
+from scheduler.framework import Code, CycleState, NodeInfo, QueueingHint
+from scheduler.framework.status import status_code
 from scheduler.framework.volumes import StorageLister
 from tests.support.builders import make_node, make_pod
 from tests.support.storage import FakeInformers, claim_volume, make_pvc

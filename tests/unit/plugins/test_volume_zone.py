@@ -8,7 +8,8 @@ import pytest
 
 from plugins.volume_zone import REASON_CONFLICT, VolumeZone
 from plugins.volume_zone.plugin import LABEL_BETA_ZONE, LABEL_REGION, LABEL_ZONE
-from scheduler.framework import Code, CycleState, QueueingHint, Status, status_code
+from scheduler.framework import Code, CycleState, QueueingHint, Status
+from scheduler.framework.status import status_code
 from scheduler.framework.volumes import StorageLister
 from tests.support.builders import make_node, make_pod
 from tests.support.storage import (

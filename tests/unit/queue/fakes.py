@@ -7,7 +7,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from scheduler.clock import Clock
 from scheduler.framework import (
     ClusterEvent,
     ClusterEventWithHint,
@@ -18,6 +17,7 @@ from scheduler.framework import (
     Status,
     parse_pod,
 )
+from scheduler.framework.clock import Clock
 from scheduler.framework.events import ActionType, Resource
 from scheduler.queue import QueueProfile, SchedulingQueue
 from tests.support.builders import PodBuilder, make_pod

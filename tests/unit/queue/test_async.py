@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from scheduler.clock import RealClock
+from scheduler.framework.clock import RealClock
 from scheduler.queue import QueueName
 from tests.support.clock import FakeClock
 from tests.unit.queue.fakes import NODE_ADD, fail, make_queue, on, pod, pop, rejected, where

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from scheduler.cli import main as pyscheduler_main
+from scheduler.app.cli import main as pyscheduler_main
 from scheduler.simulate.cli import EXIT_INPUT, one_line_logging
 from scheduler.simulate.cli import main as simulate_main
 from scheduler.simulate.snapshot import load_text

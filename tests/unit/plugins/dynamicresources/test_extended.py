@@ -12,8 +12,9 @@ from plugins.dynamicresources.extended import ANNOTATION, requests_and_mappings
 from plugins.node_resources_balanced_allocation import SPEC as BALANCED_SPEC
 from plugins.node_resources_fit import SPEC as FIT_SPEC
 from plugins.node_resources_fit import NodeResourcesFit
-from scheduler.features import parse_feature_gates
-from scheduler.framework import CycleState, ExtendedResourceClasses, Handle, Status, dra_devices
+from scheduler.app.gateflags import parse_feature_gates
+from scheduler.framework import CycleState, Handle, Status
+from scheduler.framework.deviceclasses import ExtendedResourceClasses, dra_devices
 from tests.support.builders import make_node, make_pod
 from tests.support.drabuilders import make_claim, make_class, make_device, make_slice
 from tests.unit.plugins.dynamicresources.fakes import FakeHandle, FakeInformers, make_plugin

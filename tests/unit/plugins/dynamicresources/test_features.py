@@ -23,9 +23,8 @@ from plugins.dynamicresources.features import GATES, Features
 from plugins.dynamicresources.inventory import DeviceInventory
 from plugins.dynamicresources.model import parse_claim, parse_class, parse_slice
 from plugins.dynamicresources.state import usage_of
-from scheduler.features import FeatureGateError, parse_feature_gates
-from scheduler.framework import KNOWN_GATES
-from scheduler.framework.features import CATALOGUE
+from scheduler.app.gateflags import FeatureGateError, parse_feature_gates
+from scheduler.framework.features import CATALOGUE, KNOWN_GATES
 from tests.support.drabuilders import Obj, make_claim, make_class, make_device, make_slice, request
 
 NODE = ("node-1", {"region": "region-1"})

@@ -16,7 +16,7 @@ from plugins.dynamicresources import SPEC
 from plugins.dynamicresources.plugin import DynamicResources
 from plugins.node_resources_fit import SPEC as FIT_SPEC
 from plugins.node_resources_fit import NodeResourcesFit
-from scheduler.features import parse_feature_gates
+from scheduler.app.gateflags import parse_feature_gates
 from scheduler.framework import CycleState, Handle, Status
 from tests.support.builders import make_node, make_pod
 from tests.support.drabuilders import make_claim, make_class

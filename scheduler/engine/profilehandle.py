@@ -14,8 +14,8 @@ from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import Any, Protocol, TypeVar
 
 from scheduler.cache.snapshot import Snapshot
-from scheduler.clock import Clock
 from scheduler.cycle.randomness import PluginRandomness
+from scheduler.framework.clock import Clock
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.features import FeatureGates
 from scheduler.framework.handle import (

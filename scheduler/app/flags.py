@@ -32,12 +32,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from scheduler.app.gateflags import FeatureGateError, parse_feature_gates
 from scheduler.config import ConfigError, SchedulerConfiguration
 from scheduler.config.errors import problems_from
-from scheduler.connlimits import HEADER_TIMEOUT_SECONDS, MAX_CONNECTIONS
-from scheduler.features import FeatureGateError, parse_feature_gates
 from scheduler.framework.durations import parse_duration
-from scheduler.tls import openssl_cipher_list
+from scheduler.ops.connlimits import HEADER_TIMEOUT_SECONDS, MAX_CONNECTIONS
+from scheduler.ops.tls import openssl_cipher_list
 
 DEFAULT_SECURE_PORT = 10259
 DEFAULT_ALWAYS_ALLOW_PATHS = ("/healthz", "/readyz", "/livez")

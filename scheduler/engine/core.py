@@ -24,34 +24,34 @@ from prometheus_client import CollectorRegistry
 
 from scheduler.cache.cache import Cache
 from scheduler.cache.snapshot import Snapshot
-from scheduler.cachedebug import NON_TERMINAL_PODS
-from scheduler.clock import Clock
 from scheduler.config import ResolvedProfile, SchedulerConfiguration
 from scheduler.cycle.randomness import CycleRandomness
 from scheduler.cycle.reporting import StatusWriter
 from scheduler.cycle.scheduler import Scheduler
-from scheduler.diagnostics import AttemptLog
-from scheduler.eventhandlers import EventHandlers, ObjectEventHandlers
-from scheduler.features import FeatureGates
+from scheduler.engine.eventhandlers import EventHandlers, ObjectEventHandlers
+from scheduler.engine.profilehandle import ProfileHandle
+from scheduler.framework.clock import Clock
 from scheduler.framework.events import Resource as EventResource
+from scheduler.framework.features import FeatureGates
 from scheduler.framework.interfaces import ExtensionPoint, Plugin
 from scheduler.framework.objects import Pod, parse_pod
 from scheduler.framework.registry import Registry
 from scheduler.framework.shared import SharedObjects
-from scheduler.handle import ProfileHandle
 from scheduler.informers.factory import FactoryInformerAccess, InformerFactory
 from scheduler.informers.informer import Informer
 from scheduler.kube.boundary import ClusterClient
 from scheduler.kube.events import EventSink, Recorder
 from scheduler.kube.resources import BY_GROUP_KIND, NODES, PODS
 from scheduler.kube.writer import KubeApiWriter
-from scheduler.metrics import SchedulerMetrics
-from scheduler.pluginservices import DaemonPluginServices
+from scheduler.ops.cachedebug import NON_TERMINAL_PODS
+from scheduler.ops.diagnostics import AttemptLog
+from scheduler.ops.metrics import SchedulerMetrics
 from scheduler.queue import QueueProfile, SchedulingQueue
 from scheduler.queue.queue import DEFAULT_MAX_IN_UNSCHEDULABLE
 from scheduler.runtime.background import BackgroundTasks
 from scheduler.runtime.framework import Framework
 from scheduler.runtime.waiting import WaitingPods
+from scheduler.services.collector import DaemonPluginServices
 
 
 def build_framework(

@@ -25,7 +25,7 @@ Concurrent requests that miss the cache with the same key share one review
 (single flight), and at most ``max_reviews`` reviews are in flight at once
 (``MAX_REVIEWS_IN_FLIGHT``): a burst of anonymous requests costs one
 SubjectAccessReview per distinct path, not one per request, and the reviews
-themselves go through a client of their own (see ``scheduler.cli``), so they
+themselves go through a client of their own (see ``scheduler.app.cli``), so they
 never wait in the scheduling path's rate limiter. Anonymous requests are
 still reviewed, as upstream's delegating authorizer reviews
 ``system:anonymous`` for any path not always allowed.
@@ -38,7 +38,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar, cast
 
-from scheduler.clock import Clock
+from scheduler.framework.clock import Clock
+from scheduler.kube.reviews import ReviewError, UserInfo
 
 AUTHN_CACHE_TTL = 10.0
 AUTHZ_ALLOW_TTL = 10.0
@@ -51,24 +52,12 @@ _MAX_CACHED = 4096
 MAX_REVIEWS_IN_FLIGHT = 16
 
 
-@dataclass(frozen=True)
-class UserInfo:
-    username: str
-    uid: str = ""
-    groups: tuple[str, ...] = ()
-    extra: tuple[tuple[str, tuple[str, ...]], ...] = ()
-
-
 ANONYMOUS_USER = UserInfo(ANONYMOUS, groups=(UNAUTHENTICATED,))
 
 # token -> the user, or None when the API server says the token is not valid.
 TokenReviewer = Callable[[str], Awaitable[UserInfo | None]]
 # (user, path, verb) -> (allowed, reason).
 AccessReviewer = Callable[[UserInfo, str, str], Awaitable[tuple[bool, str]]]
-
-
-class ReviewError(Exception):
-    """A review could not be made (the API server did not answer it)."""
 
 
 @dataclass(frozen=True)

@@ -1,24 +1,24 @@
 """The operations HTTP server: /metrics, /healthz, /livez, /readyz, /configz, /debug/pods.
 
-A thin aiohttp adapter: the health semantics live in ``scheduler.health``, the
+A thin aiohttp adapter: the health semantics live in ``scheduler.ops.health``, the
 metrics in the registry passed in, the attempt history behind
 ``DiagnosticsSource``. The composition root owns the server's lifetime
 (``start``/``stop``); the server starts no task of its own beyond aiohttp's
 listener.
 
-Served over HTTPS when given an ``ssl.SSLContext`` (``scheduler.tls``) and,
-when given a ``RequestGuard`` (``scheduler.delegation.DelegatedAuth``), every
+Served over HTTPS when given an ``ssl.SSLContext`` (``scheduler.ops.tls``) and,
+when given a ``RequestGuard`` (``scheduler.ops.delegation.DelegatedAuth``), every
 request is authenticated and authorized before its handler runs: 401 or 403
 with a JSON ``Status`` body otherwise, as kube-scheduler's secure serving.
 Without either (unit tests) the endpoints are plain and open. The listening
 socket has a header-read timeout, a TLS handshake timeout and a connection
-cap (``scheduler.connlimits.Limits``), which aiohttp itself lacks.
+cap (``scheduler.ops.connlimits.Limits``), which aiohttp itself lacks.
 
 Endpoints (upstream ``cmd/kube-scheduler/app/server.go``):
 - ``/metrics``: Prometheus text exposition of the registry, without the
   families named by ``--disabled-metrics``;
 - ``/metrics/resources``: ``kube_pod_resource_request``/``_limit`` per pod
-  (``scheduler.podresources``), collected at scrape time;
+  (``scheduler.ops.podresources``), collected at scrape time;
 - ``/healthz``, ``/livez``, ``/readyz`` with ``?verbose``, ``?exclude=name`` and
   per-check paths ``/<endpoint>/<name>``;
 - ``/configz``: ``{"componentconfig": <effective config>}`` (404 when none given),
@@ -29,29 +29,13 @@ Endpoints (upstream ``cmd/kube-scheduler/app/server.go``):
 - ``/debug/cache``: the cache comparer's report as JSON (a fresh list from the
   API server compared with the cache; 503 with a JSON error if the list fails).
 
-Plugin listeners (``PluginHttp.listen``) are served on their own ports (plain
-HTTP, not behind the guard: the plugin owns that protocol), every
-method and path, with the guarantees stated in ``scheduler.framework.services``:
-503 until ``gate`` lets them through (synced, started, leading), at most
-``max_body_bytes`` of the body read, a handler exception answered 500.
-
-Process listeners (``PluginHttp.listen_process``) are started after the
-thread listeners (``scheduler.listenerprocess.ProcessListener``: the port is
-bound here, the child spawned and waited for) and stopped first; their gate
-is pushed to them every ``GATE_SECONDS`` when it changes, with its expiry
-(``gate_expiry``: while leading, the end of the leadership the last renewal
-bought), so a child whose daemon stalls stops serving on its own.
-
-Threads: each plugin listener is served by a ``scheduler.listener.ListenerThread``
-(its own thread, ``selectors`` loop and minimal HTTP/1.1 protocol), started by
-``start`` and stopped (connections closed, thread joined) by ``stop``;
-nothing else here runs off the daemon's loop. On that thread only ``gate``
-(plain reads of flags) and the plugin's handler are called.
+Plugin listeners (``PluginHttp.listen``) are not served here: they have
+their own ports, hosted by ``scheduler.services.hosting.ListenerHost``. The
+only thread here is aiohttp's listener on the daemon's loop.
 """
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
 import ssl
@@ -64,30 +48,18 @@ from aiohttp.typedefs import Handler
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.metrics_core import Metric
 
-from scheduler.connlimits import LimitedSite, Limits
-from scheduler.delegation import Decision
 from scheduler.framework.services import DebugHandler, HttpHandler, HttpRequest
-from scheduler.health import Endpoint, HealthChecks, HealthResponse, render, render_one
-from scheduler.listener import ListenerThread
-from scheduler.listenerprocess import ProcessListener
-from scheduler.pluginservices import Listener
+from scheduler.ops.connlimits import LimitedSite, Limits
+from scheduler.ops.delegation import Decision
+from scheduler.ops.health import Endpoint, HealthChecks, HealthResponse, render, render_one
 
 log = logging.getLogger(__name__)
 
 CONFIGZ_KEY = "componentconfig"
-GATE_SECONDS = 0.02  # how soon a process listener follows the gate
 # How long stop() lets ops requests in flight finish (aiohttp's default is
 # 60 s): the exit, leadership loss included, must not wait on a client.
 SHUTDOWN_GRACE_SECONDS = 2.0
 _TEXT = "text/plain; charset=utf-8"
-
-
-# Why a plugin listener refuses now (None: serve). Given the listener's
-# ``leader_only``; the composition root knows sync, start and leadership.
-ListenerGate = Callable[[bool], str | None]
-# Until when (``time.monotonic`` seconds) a process listener may serve on its
-# last gate without hearing again, given its ``leader_only`` (None: no limit).
-GateExpiry = Callable[[bool], float | None]
 
 
 class DiagnosticsSource(Protocol):
@@ -162,11 +134,7 @@ class OpsServer:
         config_warnings: Sequence[str] = (),
         disabled_metrics: frozenset[str] = frozenset(),
         resource_metrics: CollectorRegistry | None = None,
-        listeners: Sequence[Listener] = (),
-        process_listeners: Sequence[ProcessListener] = (),
         debug_routes: dict[str, DebugHandler] | None = None,
-        gate: ListenerGate | None = None,
-        gate_expiry: GateExpiry | None = None,
         cache_report: Callable[[], Awaitable[dict[str, Any]]] | None = None,
         ssl_context: ssl.SSLContext | None = None,
         guard: RequestGuard | None = None,
@@ -174,14 +142,7 @@ class OpsServer:
     ) -> None:
         self._limits = limits or Limits()
         self._site: LimitedSite | None = None
-        self._listeners = tuple(listeners)
         self._debug_routes = dict(debug_routes or {})
-        self._gate = gate or (lambda _leader_only: None)
-        self._gate_expiry = gate_expiry or (lambda _leader_only: None)
-        self._listener_threads: list[ListenerThread] = []
-        self._process_listeners = tuple(process_listeners)
-        self._started_processes: list[ProcessListener] = []
-        self._gate_timer: asyncio.TimerHandle | None = None
         self._host = host
         self._port = port
         self._resource_metrics = resource_metrics
@@ -238,73 +199,18 @@ class OpsServer:
             await runner.cleanup()
             raise
         self._runner = runner
-        try:
-            for listener in self._listeners:
-                await self._start_listener(listener)
-            for process in self._process_listeners:
-                self._update_gate(process)
-                self._started_processes.append(process)
-                await process.start(self._host)
-        except BaseException:
-            await self.stop()
-            raise
-        if self._process_listeners:
-            self._push_gates()
-
-    def _push_gates(self) -> None:
-        """Forward the gate to process listeners every ``GATE_SECONDS``
-        (they cannot ask it per request)."""
-        for process in self._started_processes:
-            self._update_gate(process)
-        loop = asyncio.get_running_loop()
-        self._gate_timer = loop.call_later(GATE_SECONDS, self._push_gates)
-
-    def _update_gate(self, process: ProcessListener) -> None:
-        leader_only = process.leader_only
-        process.update_gate(self._gate(leader_only), self._gate_expiry(leader_only))
-
-    async def _start_listener(self, listener: Listener) -> None:
-        thread = ListenerThread(
-            listener.name,
-            listener.handler,
-            host=self._host,
-            port=listener.port,
-            max_body_bytes=listener.max_body_bytes,
-            gate=lambda: self._gate(listener.leader_only),
-        )
-        await thread.start()
-        self._listener_threads.append(thread)
 
     async def stop(self) -> None:
-        """Close the listeners (their threads joined) and finish in-flight
-        requests; idempotent."""
-        if self._gate_timer is not None:
-            self._gate_timer.cancel()
-            self._gate_timer = None
-        processes, self._started_processes = self._started_processes, []
-        for process in processes:
-            await process.stop()
-        threads, self._listener_threads = self._listener_threads, []
-        for thread in threads:
-            await thread.stop()
+        """Finish in-flight requests (at most ``SHUTDOWN_GRACE_SECONDS``) and
+        close the port; idempotent."""
         runner, self._runner = self._runner, None
         if runner is not None:
             await runner.cleanup()
 
     @property
     def open_connections(self) -> int:
-        """Connections open on the ops port now (``scheduler.connlimits``)."""
+        """Connections open on the ops port now (``scheduler.ops.connlimits``)."""
         return self._site.open_connections if self._site is not None else 0
-
-    def listener_port(self, name: str) -> int:
-        """The port a plugin listener actually listens on (useful with port 0)."""
-        for thread in self._listener_threads:
-            if thread.name == name:
-                return thread.port
-        for process in self._started_processes:
-            if process.name == name:
-                return process.port
-        raise RuntimeError(f"plugin listener {name!r} is not started")
 
     @property
     def bound_port(self) -> int:

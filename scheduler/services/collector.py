@@ -2,7 +2,7 @@
 plugins ask for while they are built, and the composition root serves it.
 
 Plugins register while the app is constructed (listeners, process
-listeners (``scheduler.listenerprocess``), debug routes,
+listeners (``scheduler.services.process``), debug routes,
 start steps); nothing is served or awaited until ``SchedulerApp.run``. One
 port serves one listener: a second ``listen`` on the same port is an error
 at construction, not a bind failure later.
@@ -24,7 +24,7 @@ from scheduler.framework.services import (
     StartStep,
     Worker,
 )
-from scheduler.listenerprocess import ProcessListener
+from scheduler.services.process import ProcessListener
 
 
 @dataclass(frozen=True, slots=True)

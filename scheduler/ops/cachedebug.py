@@ -24,7 +24,7 @@ from typing import Any
 
 from scheduler.cache.cache import Cache
 from scheduler.cache.comparer import DEFAULT_ASSUMED_BOUND_SECONDS, Difference, compare
-from scheduler.clock import Clock
+from scheduler.framework.clock import Clock
 from scheduler.framework.objects import parse_node, parse_pod
 from scheduler.kube.resources import NODES, PODS, ResourceType
 from scheduler.queue import SchedulingQueue

@@ -455,7 +455,7 @@ def bind(host: str, port: int) -> socket.socket:
 class HttpCore:
     """The HTTP side of a listener's ``selectors`` loop: accepting, reading,
     answering and closing connections. Whoever runs the loop (``ListenerThread``
-    here, ``scheduler.listenerprocess`` in a child process) hands it the
+    here, ``scheduler.services.process`` in a child process) hands it the
     events of the server socket and of the connections (``dispatch``) and
     calls ``sweep`` about once a second."""
 

@@ -29,7 +29,7 @@ The ops server gives requests in flight at most
 
 Threads: plugin listeners (``PluginHttp.listen``) are served from their own
 threads, owned by the ops server. While any is configured, ``run`` lowers the
-interpreter's switch interval (``scheduler.listener.LISTENER_SWITCH_INTERVAL``,
+interpreter's switch interval (``scheduler.services.thread.LISTENER_SWITCH_INTERVAL``,
 or ``PYSCHEDULER_LISTENER_SWITCH_INTERVAL`` seconds) so a listener
 thread gets the GIL from a busy scheduling cycle within 0.1 ms instead of
 CPython's default 5 ms per hand-over, and restores it
@@ -53,53 +53,35 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from plugins.registry import DEFAULT_PLUGINS, in_tree_registry
-from scheduler.buildinfo import build_info_labels
-from scheduler.cachedebug import NON_TERMINAL_PODS, CacheDebugger
-from scheduler.clock import Clock, RealClock
+from scheduler.app.buildinfo import build_info_labels
 from scheduler.config import (
-    PluginRef,
-    ResolvedProfile,
     SchedulerConfiguration,
     advice,
-    points_of_classes,
-    resolve_profiles,
 )
-from scheduler.connlimits import Limits
-from scheduler.delegation import DelegatedAuth
-from scheduler.engine import (
-    Engine,
-    build_framework,
-    object_event_resources,
-    watch_object_events,
-)
-from scheduler.features import FeatureGates
+from scheduler.engine.assembly import build_registry, resolve
+from scheduler.engine.core import Engine
+from scheduler.framework.clock import Clock, RealClock
+from scheduler.framework.features import FeatureGates
 from scheduler.framework.gatecatalogue import CATALOGUE
-from scheduler.framework.registry import Registry, entry_point_plugins
-from scheduler.gcpolicy import settle_after_sync
-from scheduler.health import scheduler_health
+from scheduler.framework.registry import Registry
 from scheduler.kube.client import KubeClient
 from scheduler.kube.reviews import Reviews
 from scheduler.leaderelection import ApiLeaseClient, LeaderElectionConfig, LeaderElector
-from scheduler.listener import listener_switch_interval, switch_interval
-from scheduler.looplag import LoopLag
-from scheduler.metrics import CacheType
-from scheduler.podresources import PodResourceCollector
+from scheduler.ops.cachedebug import CacheDebugger
+from scheduler.ops.connlimits import Limits
+from scheduler.ops.delegation import DelegatedAuth
+from scheduler.ops.gcpolicy import settle_after_sync
+from scheduler.ops.health import scheduler_health
+from scheduler.ops.looplag import LoopLag
+from scheduler.ops.metrics import CacheType
+from scheduler.ops.podresources import PodResourceCollector
+from scheduler.ops.server import OpsServer
+from scheduler.ops.tls import serving_context
 from scheduler.queue.queue import DEFAULT_MAX_IN_UNSCHEDULABLE
-from scheduler.server import OpsServer
-from scheduler.tls import serving_context
+from scheduler.services.hosting import ListenerHost
+from scheduler.services.thread import listener_switch_interval, switch_interval
 
-# Re-exported: the composition helpers live in scheduler.engine.
-__all__ = [
-    "NON_TERMINAL_PODS",
-    "AppOptions",
-    "SchedulerApp",
-    "build_framework",
-    "build_registry",
-    "object_event_resources",
-    "resolve",
-    "watch_object_events",
-]
+__all__ = ["AppOptions", "SchedulerApp"]
 
 log = logging.getLogger(__name__)
 
@@ -132,24 +114,6 @@ class AppOptions:
     ops_limits: Limits = field(default_factory=Limits)
     # kube-scheduler's --disabled-metrics: families left out of /metrics.
     disabled_metrics: frozenset[str] = frozenset()
-
-
-def build_registry() -> Registry:
-    """In-tree plugins plus those installed under the entry-point group."""
-    return in_tree_registry().merged(entry_point_plugins())
-
-
-def resolve(
-    config: SchedulerConfiguration, registry: Registry, gates: FeatureGates | None = None
-) -> list[ResolvedProfile]:
-    gates = gates or FeatureGates()
-    defaults = [
-        PluginRef(name, weight)
-        for name, weight in DEFAULT_PLUGINS
-        if name != "NodeDeclaredFeatures" or gates.enabled("NodeDeclaredFeatures")
-    ]
-    points_of = points_of_classes(spec.plugin_class for spec in registry.values())
-    return resolve_profiles(config, registry, defaults, points_of)
 
 
 class SchedulerApp:
@@ -220,6 +184,13 @@ class SchedulerApp:
 
         self.elector = self._leader_elector(config, client)
         self.server = self._ops_server(config, client, authn_client, authz_client)
+        self.listeners = ListenerHost(
+            self.options.bind_address,
+            self.plugin_services.listeners,
+            self.plugin_services.process_listeners,
+            gate=self._plugin_gate,
+            gate_expiry=self._plugin_gate_expiry,
+        )
 
     def _leader_elector(
         self, config: SchedulerConfiguration, client: KubeClient
@@ -277,11 +248,7 @@ class SchedulerApp:
             config_warnings=advice.warnings(config),
             disabled_metrics=self.options.disabled_metrics,
             resource_metrics=self._resource_registry(),
-            listeners=self.plugin_services.listeners,
-            process_listeners=self.plugin_services.process_listeners,
             debug_routes=self.plugin_services.debug_routes,
-            gate=self._plugin_gate,
-            gate_expiry=self._plugin_gate_expiry,
             cache_report=self.cache_debugger.report_json,
             ssl_context=serving_context(
                 self.options.tls_cert_file,
@@ -342,7 +309,7 @@ class SchedulerApp:
         return self._synced and not self._shutting_down
 
     async def run(self) -> None:
-        interval = None  # see scheduler.listener.LISTENER_SWITCH_INTERVAL
+        interval = None  # see scheduler.services.thread.LISTENER_SWITCH_INTERVAL
         if self.plugin_services.listeners:
             interval = listener_switch_interval(os.environ)
         with switch_interval(interval):
@@ -351,6 +318,11 @@ class SchedulerApp:
     async def _run(self) -> None:
         await self.server.start()
         self._serving = True
+        try:
+            await self.listeners.start()
+        except BaseException:
+            await self._stop_serving()
+            raise
         log.info(
             "pyscheduler starting",
             extra={
@@ -409,26 +381,32 @@ class SchedulerApp:
         self._shutting_down = True
         if self._serving:
             self._serving = False
+            await self.listeners.stop()
             await self.server.stop()
 
     async def _until_stopped(self, awaitable: Awaitable[Any]) -> bool:
         """Await ``awaitable`` unless stop comes first; True if stopped."""
         work = asyncio.ensure_future(awaitable)
         stop = asyncio.ensure_future(self._stop.wait())
-        await asyncio.wait({work, stop}, return_when=asyncio.FIRST_COMPLETED)
-        if work.done():
+        try:
+            await asyncio.wait({work, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:  # also when cancelled: leave no waiter behind
             stop.cancel()
-            work.result()
-            return False
-        work.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await work
-        return True
+            if not work.done():
+                work.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await work
+        if work.cancelled():
+            return True
+        work.result()
+        return False
 
     async def _stop_or_done(self, task: asyncio.Task[None]) -> None:
         stop = asyncio.ensure_future(self._stop.wait())
-        await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
-        stop.cancel()
+        try:
+            await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:  # also when cancelled: leave no waiter behind
+            stop.cancel()
 
     async def _lead_and_schedule(self) -> None:
         if self.elector is None:

@@ -9,7 +9,7 @@ its own; ARCHITECTURE.md, AutoscaleEnforcer). A child process has its own GIL.
 Daemon side, ``ProcessListener`` (the ``ProcessChannel`` a plugin holds):
 - ``start`` (the ops server's, on the daemon's loop) binds the port in the
   daemon (a bind error fails start-up there), spawns
-  ``python -m scheduler.listenerprocess <channel fd> <socket fd>`` with both
+  ``python -m scheduler.services.process <channel fd> <socket fd>`` with both
   descriptors, sends the boot message (factory, name, body limit, logging)
   and waits for the child's ``ready`` (or its ``failed`` with the traceback);
 - ``send`` queues a frame and writes what the socket takes; the rest is
@@ -49,7 +49,7 @@ message is delivered at once, each pickled and unpickled as on the wire.
 Child side, ``main``: at the ``nice`` asked for (where permitted: a lower
 value needs CAP_SYS_NICE; otherwise it says so and runs at the default), one
 thread, one ``selectors`` loop over the listening
-socket, its connections (``scheduler.listener.HttpCore``) and the channel.
+socket, its connections (``scheduler.services.thread.HttpCore``) and the channel.
 Daemon messages are handled in arrival order, first in each loop turn: every
 one up to the last call read (a call's answer is what the daemon waits for),
 then more for at most ``TURN_SECONDS``, and what they produced is written at
@@ -112,8 +112,8 @@ from scheduler.framework.services import (
     ListenerLimits,
     ProcessEndpoint,
 )
-from scheduler.listener import SWEEP_SECONDS, HttpCore, bind, default_limits
-from scheduler.logsetup import JsonFormatter, configure_logging
+from scheduler.ops.logsetup import JsonFormatter, configure_logging
+from scheduler.services.thread import SWEEP_SECONDS, HttpCore, bind, default_limits
 
 log = logging.getLogger(__name__)
 
@@ -431,7 +431,7 @@ class ProcessListener:
             self._process = await asyncio.create_subprocess_exec(
                 sys.executable,
                 "-m",
-                "scheduler.listenerprocess",
+                "scheduler.services.process",
                 str(theirs.fileno()),
                 str(server.fileno()),
                 pass_fds=(theirs.fileno(), server.fileno()),

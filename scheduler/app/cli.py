@@ -1,12 +1,12 @@
 """Command line: ``pyscheduler --config FILE [--kubeconfig FILE] ...`` with
-kube-scheduler's flag names (see ``scheduler.flags``), or ``pyscheduler
+kube-scheduler's flag names (see ``scheduler.app.flags``), or ``pyscheduler
 simulate ...`` (``scheduler.simulate.cli``).
 
 Loads and validates the configuration first, merged with the flags that
 override it: a bad file or flag stops start-up with a message naming the field
 and the problem (exit code 2), before any connection is made. SIGTERM and
 SIGINT stop it in order; SIGUSR2 logs the cache comparer's report
-(``scheduler.cachedebug``). Runs against ``--kubeconfig``, the config's
+(``scheduler.ops.cachedebug``). Runs against ``--kubeconfig``, the config's
 ``clientConnection.kubeconfig``, or the in-cluster service account.
 A resource type the API server does not serve (a CRD a plugin needs, not
 installed) stops start-up with one error line naming it (exit code 3).
@@ -22,8 +22,9 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from scheduler.app import AppOptions, SchedulerApp, build_registry, resolve
-from scheduler.buildinfo import version_line
+from scheduler.app.buildinfo import version_line
+from scheduler.app.flags import apply_flags, log_level, parse_args
+from scheduler.app.root import AppOptions, SchedulerApp
 from scheduler.config import (
     PROTOBUF_CONTENT_TYPE,
     ConfigError,
@@ -32,13 +33,13 @@ from scheduler.config import (
     load_config,
 )
 from scheduler.config.effective import effective_yaml
-from scheduler.connlimits import Limits
-from scheduler.flags import apply_flags, log_level, parse_args
+from scheduler.engine.assembly import build_registry, resolve
 from scheduler.informers import ResourceNotServed
 from scheduler.kube.client import KubeClient
 from scheduler.kube.connection import ConfigError as ConnectionConfigError
 from scheduler.leaderelection import LeadershipLost
-from scheduler.logsetup import configure_logging
+from scheduler.ops.connlimits import Limits
+from scheduler.ops.logsetup import configure_logging
 from scheduler.simulate.cli import main as simulate_main
 
 log = logging.getLogger("pyscheduler")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from scheduler.clock import Clock
+from scheduler.framework.clock import Clock
 
 TICK_SECONDS = 0.25
 WINDOW_SECONDS = 60.0

@@ -40,6 +40,7 @@ from prometheus_client.metrics_core import CounterMetricFamily, HistogramMetricF
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
+from scheduler.cycle.contracts import AttemptResult
 from scheduler.framework.interfaces import ExtensionPoint
 from scheduler.framework.status import Code
 
@@ -54,14 +55,6 @@ BUILD_INFO_LABELS = (
     "minor",
     "platform",
 )
-
-
-class AttemptResult(enum.StrEnum):
-    """``result`` of ``scheduler_schedule_attempts_total`` and the attempt duration."""
-
-    SCHEDULED = "scheduled"
-    UNSCHEDULABLE = "unschedulable"
-    ERROR = "error"
 
 
 class QueueName(enum.StrEnum):
@@ -387,7 +380,7 @@ class SchedulerMetrics:
             "This metric records the data about the stage and enablement of a k8s feature.",
             ("name", "stage"),
         )
-        # Ours: how late the event loop runs what is due (scheduler.looplag).
+        # Ours: how late the event loop runs what is due (scheduler.ops.looplag).
         self._loop_lag = histogram(
             "pyscheduler_event_loop_lag_seconds",
             "How late the event loop woke a periodic tick, in seconds: the time every "

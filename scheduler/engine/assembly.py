@@ -1,0 +1,42 @@
+"""Assembly: the plugin registry and a configuration's resolved profiles.
+
+``build_registry`` is the in-tree plugins plus those installed under the
+``pyscheduler.plugins`` entry-point group; ``resolve`` turns a configuration
+into profiles against it, with upstream's default plugin set (gated where
+upstream gates it). This is the only module of the engine that names the
+in-tree plugins (``plugins.registry``); the composition root, the simulator
+and the tools all assemble through it.
+"""
+
+from __future__ import annotations
+
+from plugins.registry import DEFAULT_PLUGINS, in_tree_registry
+from scheduler.config import (
+    PluginRef,
+    ResolvedProfile,
+    SchedulerConfiguration,
+    points_of_classes,
+    resolve_profiles,
+)
+from scheduler.framework.features import FeatureGates
+from scheduler.framework.registry import Registry, entry_point_plugins
+
+__all__ = ["build_registry", "resolve"]
+
+
+def build_registry() -> Registry:
+    """In-tree plugins plus those installed under the entry-point group."""
+    return in_tree_registry().merged(entry_point_plugins())
+
+
+def resolve(
+    config: SchedulerConfiguration, registry: Registry, gates: FeatureGates | None = None
+) -> list[ResolvedProfile]:
+    gates = gates or FeatureGates()
+    defaults = [
+        PluginRef(name, weight)
+        for name, weight in DEFAULT_PLUGINS
+        if name != "NodeDeclaredFeatures" or gates.enabled("NodeDeclaredFeatures")
+    ]
+    points_of = points_of_classes(spec.plugin_class for spec in registry.values())
+    return resolve_profiles(config, registry, defaults, points_of)
