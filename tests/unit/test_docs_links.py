@@ -1,6 +1,6 @@
-"""Every relative link and ``#anchor`` in README.md and docs/*.md resolves:
-the target file or folder exists, and an anchor names a heading of the
-target Markdown file as GitHub spells heading ids.
+"""Every relative link and ``#anchor`` in README.md, ARCHITECTURE.md and
+docs/*.md resolves: the target file or folder exists, and an anchor names a
+heading of the target Markdown file as GitHub spells heading ids.
 
 Links inside code (fenced blocks, inline code) are not links and are skipped;
 links with a scheme (``https:``, ``mailto:``) are not checked here.
@@ -15,7 +15,7 @@ from urllib.parse import unquote
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCUMENTS = sorted([ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
+DOCUMENTS = sorted([ROOT / "README.md", ROOT / "ARCHITECTURE.md", *(ROOT / "docs").glob("*.md")])
 
 FENCE = re.compile(r"^\s*(```|~~~)")
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
