@@ -62,7 +62,7 @@ demo: venv controlplane
 
 # pyscheduler against upstream kube-scheduler and the ceiling binder
 # (SchedulingBasic, 5000 nodes, both modes, 3 rounds); results go to
-# bench/results/, then `python -m bench.publish` updates the README;
+# bench/results/, then `python -m bench.publish` updates docs/benchmarks.md;
 # e.g. make bench BENCH_ARGS="--workload scale"
 # Then simulate's pure decision throughput on the same workload (no API server).
 bench: venv controlplane

@@ -22,6 +22,7 @@ Run it with ``make bench`` or ``python -m bench.run --help``. Modules:
 - ``results``: what one run produced;
 - ``report``: min/median/max over the rounds, ratios and their verdicts, the
   tables and the JSON;
-- ``publish``: the result files (JSON, Markdown, PNG) and the README section;
+- ``publish``: the result files (JSON, Markdown, PNG) and the results section
+  of ``docs/benchmarks.md``;
 - ``run``: the command line.
 """

@@ -13,7 +13,7 @@ CRDs, ``--nodes`` nodes and pyscheduler with AutoscaleEnforcer enabled, then:
 
 Each of ``--repeat`` rounds (default 3) runs on a fresh control plane; the
 rounds and their min / median / max go to ``bench/results/autoscale.json``
-and ``.md`` (``--results-dir``), which the README quotes through
+and ``.md`` (``--results-dir``), which ``docs/benchmarks.md`` quotes through
 ``python -m bench.publish`` (``bench.autoscale_report``). Bound pods are
 counted from the harness's pod watch (``bench.podwatch``), not by listing
 the API server while it is measured.

@@ -1,5 +1,5 @@
 """The AutoscaleEnforcer workload's results (pure): rounds to a document, a
-Markdown table and the README's section.
+Markdown table and its part of the results section in ``docs/benchmarks.md``.
 
 One round (``AutoscaleRound``) is one fresh control plane and scheduler: VM
 pods scheduled without agent traffic, then the storm and the other half. The
@@ -9,7 +9,8 @@ is nothing to compare with: upstream kube-scheduler has no AutoscaleEnforcer,
 so the table states the target next to the figures instead of a ratio.
 
 Invariant: ``document`` is the only place a round becomes JSON, and
-``markdown`` reads only that JSON, so the committed files and the README agree.
+``markdown`` reads only that JSON, so the committed files and
+``docs/benchmarks.md`` agree.
 """
 
 from __future__ import annotations
@@ -97,9 +98,11 @@ def table(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def readme_section(doc: dict[str, Any], base: str) -> list[str]:
+def results_section(doc: dict[str, Any], base: str) -> list[str]:
+    """This workload's part of the results section; ``base`` is the results
+    folder as the document links to it."""
     return [
-        f"#### AutoscaleEnforcer agent storm ([details]({base}/{STEM}.md))",
+        f"### AutoscaleEnforcer agent storm ([details]({base}/{STEM}.md))",
         "",
         *describe(doc),
         "",

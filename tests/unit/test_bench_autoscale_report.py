@@ -1,5 +1,5 @@
 """The AutoscaleEnforcer workload's results: rounds to a document with
-spreads, its Markdown, and its section of the README."""
+spreads, its Markdown, and its part of docs/benchmarks.md's results."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 from bench import autoscale_report
 from bench.autoscale_report import AutoscaleRound, document, markdown
-from bench.publish import readme_section
+from bench.publish import results_section
 
 ROUND = AutoscaleRound(
     quiet_pods_per_second=200.0,
@@ -75,9 +75,9 @@ def test_markdown_states_the_target_the_spread_and_every_round() -> None:
     assert "`abc`" in text
 
 
-def test_readme_section_quotes_the_autoscale_file(tmp_path: Path) -> None:
+def test_results_section_quotes_the_autoscale_file(tmp_path: Path) -> None:
     doc = document(CONTEXT, rounds(10.0))
     (tmp_path / f"{autoscale_report.STEM}.json").write_bytes(orjson.dumps(doc))
-    section = readme_section(tmp_path)
-    assert section.startswith("#### AutoscaleEnforcer agent storm")
+    section = results_section(tmp_path)
+    assert section.startswith("### AutoscaleEnforcer agent storm")
     assert "| VM pods/s during the storm | 120.0 |" in section

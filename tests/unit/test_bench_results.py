@@ -1,6 +1,6 @@
 """The benchmark's pure parts: the same-plugins profile derived from ours,
-spreads and ratios, result files, and the README quoting the committed
-results (never figures typed by hand)."""
+spreads and ratios, result files, and docs/benchmarks.md quoting the
+committed results (never figures typed by hand)."""
 
 from __future__ import annotations
 
@@ -20,11 +20,13 @@ from bench.profiles import (
     same_plugins_profile,
 )
 from bench.publish import (
-    README,
-    README_BEGIN,
-    README_END,
+    BENCHMARKS_DOC,
+    RESULTS_BEGIN,
+    RESULTS_DIR,
+    RESULTS_END,
+    link_base,
     markdown,
-    readme_section,
+    results_section,
     with_section,
     write,
 )
@@ -210,23 +212,33 @@ def test_the_plot_is_written_with_matplotlib(tmp_path: Path) -> None:
     assert (tmp_path / "custom-backlog.png").read_bytes()[:4] == b"\x89PNG"
 
 
-def test_readme_section_quotes_the_files(tmp_path: Path) -> None:
+def test_results_section_quotes_the_files(tmp_path: Path) -> None:
     doc = _doc()
     (tmp_path / "basic-backlog.json").write_bytes(orjson.dumps(doc))
-    section = readme_section(tmp_path)
-    assert "#### w, backlog" in section
+    section = results_section(tmp_path)
+    assert "### w, backlog" in section
     assert "| rate, measured pods / clock (pods/s) | 101.0 [100.0-102.0]" in section
-    readme = f"a\n{README_BEGIN}\nold\n{README_END}\nz"
-    replaced = with_section(readme, section)
+    document = f"a\n{RESULTS_BEGIN}\nold\n{RESULTS_END}\nz"
+    replaced = with_section(document, section)
     assert "old" not in replaced
-    assert replaced.startswith(f"a\n{README_BEGIN}\n#### w")
-    assert replaced.endswith(f"{README_END}\nz")
+    assert replaced.startswith(f"a\n{RESULTS_BEGIN}\n### w")
+    assert replaced.endswith(f"{RESULTS_END}\nz")
 
 
-def test_readme_quotes_the_committed_results() -> None:
+def test_a_document_without_the_markers_is_refused() -> None:
+    with pytest.raises(ValueError, match="lacks the markers"):
+        with_section("# Benchmarks\n", "### w")
+
+
+def test_the_committed_results_are_linked_from_the_documents_folder() -> None:
+    assert link_base(RESULTS_DIR) == "../bench/results"
+    assert "(../bench/results/basic-backlog.md)" in results_section()
+
+
+def test_benchmarks_doc_quotes_the_committed_results() -> None:
     """Fails when bench/results/ changed and `python -m bench.publish` was not run."""
-    text = README.read_text()
-    assert with_section(text, readme_section()) == text
+    text = BENCHMARKS_DOC.read_text()
+    assert with_section(text, results_section()) == text
 
 
 # ------------------------------------------------------------- profiles
