@@ -8,8 +8,14 @@ framework does, without a cluster.
     plugin = build_plugin(SPEC, {"label": "pool", "allowed": ["blue"]})
     status = run_filter(plugin, make_pod("p"), make_node("n", labels={"pool": "red"}))
 
-A stable API (used by ``examples/plugin-package``'s own tests); everything
-returned is the framework's own type (``Pod``, ``NodeInfo``, ``Status``).
+``PodBuilder``/``NodeBuilder`` (``scheduler.testing.builders``) build any pod or
+node the scheduler's own tests build; ``ConfigError`` is what ``build_plugin``
+raises for arguments a configuration would refuse.
+
+A stable, pinned API (``__all__``, checked with ``scheduler.framework``'s by
+``tests/unit/framework/test_public_api.py``; used by ``examples/plugin-package``'s
+own tests); everything returned is the framework's own type (``Pod``,
+``NodeInfo``, ``Status``).
 """
 
 from __future__ import annotations
@@ -32,9 +38,19 @@ from scheduler.framework import (
     PreScorePlugin,
     ScorePlugin,
     Status,
-    parse_node,
-    parse_pod,
 )
+from scheduler.testing.builders import NodeBuilder, PodBuilder
+
+__all__ = [
+    "ConfigError",
+    "NodeBuilder",
+    "PodBuilder",
+    "build_plugin",
+    "make_node",
+    "make_pod",
+    "run_filter",
+    "run_score",
+]
 
 P = TypeVar("P", bound=Plugin)
 
@@ -49,26 +65,17 @@ def make_pod(
     scheduler_name: str = "default-scheduler",
     uid: str | None = None,
 ) -> Pod:
-    """A parsed Pod with one container requesting ``requests``."""
-    container: dict[str, Any] = {"name": "main", "image": "registry.k8s.io/pause:3.10"}
+    """A parsed Pod with one container requesting ``requests`` (for more, use
+    ``PodBuilder``: ``PodBuilder("p").requests(cpu="1").build()``)."""
+    builder = PodBuilder(name, namespace).scheduler(scheduler_name)
+    builder.uid(uid or f"uid-{namespace}-{name}")
+    for key, value in (labels or {}).items():
+        builder.label(key, value)
     if requests:
-        container["resources"] = {"requests": dict(requests)}
-    spec: dict[str, Any] = {"schedulerName": scheduler_name, "containers": [container]}
+        builder.requests(**requests)
     if node_selector:
-        spec["nodeSelector"] = dict(node_selector)
-    return parse_pod(
-        {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": {
-                "name": name,
-                "namespace": namespace,
-                "uid": uid or f"uid-{namespace}-{name}",
-                "labels": dict(labels or {}),
-            },
-            "spec": spec,
-        }
-    )
+        builder.node_selector(**node_selector)
+    return builder.build()
 
 
 def make_node(
@@ -81,20 +88,12 @@ def make_node(
     running: Sequence[Pod] = (),
 ) -> NodeInfo:
     """A NodeInfo as in a snapshot: the node (allocatable = capacity) and the
-    pods ``running`` on it."""
+    pods ``running`` on it (for more, use ``NodeBuilder``)."""
     resources = {"cpu": cpu, "memory": memory, "pods": pods}
-    node = parse_node(
-        {
-            "apiVersion": "v1",
-            "kind": "Node",
-            "metadata": {
-                "name": name,
-                "labels": {"kubernetes.io/hostname": name, **dict(labels or {})},
-            },
-            "status": {"capacity": resources, "allocatable": resources},
-        }
-    )
-    info = NodeInfo(node)
+    builder = NodeBuilder(name).capacity(**resources).allocatable(**resources)
+    for key, value in (labels or {}).items():
+        builder.label(key, value)
+    info = NodeInfo(builder.build())
     for pod in running:
         info.add_pod(pod)
     return info

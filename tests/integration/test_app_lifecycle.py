@@ -10,7 +10,7 @@ from typing import Any
 from scheduler.app.root import AppOptions, SchedulerApp
 from scheduler.config import parse_config
 from scheduler.kube.client import KubeClient
-from tests.integration.conftest import Cluster
+from tests.support.cluster import Cluster
 from tests.support.scheduler import scheduler_config, unique_scheduler_name
 from tests.support.sockets import can_count, open_sockets
 from tests.support.wait import eventually

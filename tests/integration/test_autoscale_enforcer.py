@@ -31,8 +31,8 @@ from scheduler.engine import core as engine_module
 from scheduler.informers import FactoryInformerAccess
 from scheduler.kube.client import KubeClient
 from scheduler.kube.resources import KNOWN_RESOURCES, VIRTUAL_MACHINES
-from tests.integration.conftest import Cluster, NodePool
 from tests.support.builders import make_config_map, make_node, make_pod, make_vm
+from tests.support.cluster import Cluster, NodePool
 from tests.support.kubeapi import condition, read_json, read_pod
 from tests.support.neonvm import GROUP, VERSION, install_neonvm_crds
 from tests.support.ops import kubeconfig_token, ops_get

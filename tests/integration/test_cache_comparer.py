@@ -12,8 +12,8 @@ import pytest
 from kubernetes_asyncio import client
 
 from scheduler.framework import parse_pod
-from tests.integration.conftest import Cluster, NodePool
 from tests.support.builders import make_node, make_pod
+from tests.support.cluster import Cluster, NodePool
 from tests.support.kubeapi import create_all, list_pods
 from tests.support.ops import kubeconfig_token, ops_get
 from tests.support.scheduler import running_scheduler, unique_scheduler_name

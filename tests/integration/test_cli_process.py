@@ -16,8 +16,8 @@ from kubernetes_asyncio import client
 
 from bench.checks import overcommitted_nodes
 from scheduler.app.cli import EXIT_CONFIG
-from tests.integration.conftest import Cluster, NodePool
 from tests.support.builders import make_node, make_pod
+from tests.support.cluster import Cluster, NodePool
 from tests.support.daemon import PYSCHEDULER, SHUTDOWN_DEADLINE, UPSTREAM_OPEN, pyscheduler
 from tests.support.faultproxy import FaultProxy, Kind
 from tests.support.kubeapi import create_all, list_pods, read_json

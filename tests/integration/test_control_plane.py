@@ -17,8 +17,8 @@ import orjson
 from kubernetes_asyncio import client
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from tests.integration.conftest import Cluster
 from tests.support.builders import make_node, make_pod
+from tests.support.cluster import Cluster
 from tests.support.wait import eventually
 
 

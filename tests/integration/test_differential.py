@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from kubernetes_asyncio import client
 
-from tests.integration.conftest import Cluster
+from tests.support.cluster import Cluster
 from tests.support.differential import compare_seed, ours_runner, upstream_runner
 from tests.support.workloads import generate
 

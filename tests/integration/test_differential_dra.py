@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 from kubernetes_asyncio import client
 
-from tests.integration.conftest import Cluster, NodePool
 from tests.support.builders import make_node, make_pod
+from tests.support.cluster import Cluster, NodePool
 from tests.support.differential import (
     OURS_PROFILE,
     UPSTREAM_PROFILE,

@@ -15,8 +15,8 @@ from typing import Any
 
 from kubernetes_asyncio import client
 
-from tests.integration.conftest import Cluster, NodePool
 from tests.support.builders import make_node, make_pod
+from tests.support.cluster import Cluster, NodePool
 from tests.support.drabuilders import (
     make_claim,
     make_class,

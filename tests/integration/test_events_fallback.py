@@ -12,8 +12,8 @@ from scheduler.framework.clock import RealClock
 from scheduler.kube.client import KubeClient
 from scheduler.kube.errors import ApiError
 from scheduler.kube.events import EventSink, EventType
-from tests.integration.conftest import Cluster
 from tests.support.builders import make_pod
+from tests.support.cluster import Cluster
 from tests.support.kubeapi import read_json
 
 

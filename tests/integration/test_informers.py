@@ -16,8 +16,8 @@ from scheduler.informers import InformerFactory, ReflectorOptions
 from scheduler.informers.informer import Informer
 from scheduler.kube.client import KubeClient
 from scheduler.kube.resources import PODS
-from tests.integration.conftest import Cluster
 from tests.support.builders import make_pod
+from tests.support.cluster import Cluster
 from tests.support.wait import eventually
 
 # Reconnect quickly: the restart test should not wait out a 30 s backoff.

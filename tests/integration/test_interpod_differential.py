@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from kubernetes_asyncio import client
 
-from tests.integration.conftest import Cluster
+from tests.support.cluster import Cluster
 from tests.support.differential import (
     OURS_PROFILE,
     UPSTREAM_PROFILE,

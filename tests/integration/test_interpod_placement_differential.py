@@ -30,7 +30,7 @@ import pytest
 from kubernetes_asyncio import client
 
 from scheduler.app.root import SchedulerApp
-from tests.integration.conftest import Cluster
+from tests.support.cluster import Cluster
 from tests.support.differential import (
     OURS_PROFILE,
     UPSTREAM_PROFILE,

@@ -17,8 +17,8 @@ from scheduler.kube.errors import ApiError
 from scheduler.kube.events import EventSink, EventType, object_reference
 from scheduler.kube.protobuf import PROTOBUF, encode_event
 from scheduler.kube.resources import EVENTS, NODES, PODS
-from tests.integration.conftest import Cluster
 from tests.support.builders import make_node, make_pod
+from tests.support.cluster import Cluster
 from tests.support.wait import eventually
 
 

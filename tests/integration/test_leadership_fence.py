@@ -17,9 +17,9 @@ from scheduler.app.root import AppOptions, SchedulerApp
 from scheduler.config import parse_config
 from scheduler.kube.client import KubeClient
 from scheduler.leaderelection import LeadershipLost
-from tests.integration.conftest import Cluster, NodePool
 from tests.integration.test_app_lifecycle import spy
 from tests.support.builders import make_node, make_pod
+from tests.support.cluster import Cluster, NodePool
 from tests.support.faultproxy import FaultProxy, Kind
 from tests.support.kubeapi import create_all, list_pods
 from tests.support.scheduler import running_scheduler, scheduler_config, unique_scheduler_name

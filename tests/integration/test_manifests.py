@@ -28,8 +28,8 @@ import pytest
 import yaml
 from kubernetes_asyncio import client
 
-from tests.integration.conftest import Cluster, NodePool
 from tests.support.builders import make_node, make_pod
+from tests.support.cluster import Cluster, NodePool
 from tests.support.dradriver import allocated_devices, simulated_driver
 from tests.support.kubeapi import condition, read_json, read_pod
 from tests.support.manifests import (

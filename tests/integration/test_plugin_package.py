@@ -26,8 +26,8 @@ from kubernetes_asyncio import client
 
 from localcluster.cluster import free_port
 from localcluster.process import ComponentProcess
-from tests.integration.conftest import Cluster, NodePool
 from tests.support.builders import make_node, make_pod
+from tests.support.cluster import Cluster, NodePool
 from tests.support.kubeapi import read_pod
 from tests.support.ops import ops_get
 from tests.support.wait import eventually

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from kubernetes_asyncio import client
 
-from tests.integration.conftest import Cluster, NodePool
 from tests.support.builders import make_node, make_pod
+from tests.support.cluster import Cluster, NodePool
 from tests.support.kubeapi import condition, list_pods, read_json, read_pod
 from tests.support.scheduler import running_scheduler, unique_scheduler_name
 from tests.support.wait import eventually

@@ -13,8 +13,8 @@ import pytest
 from kubernetes_asyncio import client
 
 from bench.checks import overcommitted_nodes
-from tests.integration.conftest import Cluster, NodePool
 from tests.support.builders import make_node, make_pod
+from tests.support.cluster import Cluster, NodePool
 from tests.support.faultproxy import FaultProxy, Kind
 from tests.support.kubeapi import condition, create_all, list_pods, read_json, read_pod
 from tests.support.ops import kubeconfig_token, ops_get

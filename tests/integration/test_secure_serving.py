@@ -20,7 +20,7 @@ from kubernetes_asyncio import client
 
 from scheduler.app.root import SchedulerApp
 from scheduler.kube.ratelimit import Priority
-from tests.integration.conftest import Cluster
+from tests.support.cluster import Cluster
 from tests.support.manifests import find, resources
 from tests.support.ops import kubeconfig_token, ops_get, ops_session
 from tests.support.scheduler import running_scheduler, unique_scheduler_name

@@ -36,9 +36,9 @@ from kubernetes_asyncio import client
 from plugins.autoscale_enforcer import CONFIG_MAP_KEY
 from plugins.autoscale_enforcer.plugin import NAME as ENFORCER
 from scheduler.simulate.cli import main as simulate_main
-from tests.integration.conftest import Cluster, NodePool
 from tests.integration.test_differential_dra import Topology, topology
 from tests.support.builders import make_config_map, make_node, make_pod, make_vm
+from tests.support.cluster import Cluster, NodePool
 from tests.support.differential import (
     Outcome,
     Outcomes,

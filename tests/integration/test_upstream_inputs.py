@@ -15,8 +15,8 @@ from kubernetes_asyncio import client
 
 from localcluster.binary import control_plane_binary
 from scheduler.app.flags import build_parser
-from tests.integration.conftest import Cluster, NodePool
 from tests.support.builders import make_node, make_pod
+from tests.support.cluster import Cluster, NodePool
 from tests.support.daemon import pyscheduler
 from tests.support.kubeapi import create_all, list_pods
 from tests.support.scheduler import unique_scheduler_name

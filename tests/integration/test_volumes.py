@@ -19,8 +19,8 @@ from typing import Any
 from kubernetes_asyncio import client
 
 from scheduler.framework.volumes import ANN_BIND_COMPLETED, ANN_SELECTED_NODE
-from tests.integration.conftest import Cluster, NodePool
 from tests.support.builders import make_node, make_pod
+from tests.support.cluster import Cluster, NodePool
 from tests.support.kubeapi import condition, read_json, read_pod
 from tests.support.scheduler import running_scheduler, unique_scheduler_name
 from tests.support.storage import (

@@ -1,5 +1,6 @@
-"""The one fake clock: it moves when the test advances it or when the code
-under test sleeps on it."""
+"""The fake clocks: ``FakeClock`` (the injected ``Clock``) moves when the test
+advances it or when the code under test sleeps on it; ``LoopTime`` is virtual
+time for a running event loop (the engine tests' ``loop_time`` fixture)."""
 
 from __future__ import annotations
 
@@ -64,3 +65,29 @@ class FakeClock:
             hook(seconds)
         self.advance(max(0.0, seconds))
         await asyncio.sleep(0)
+
+
+class LoopTime:
+    """The running loop's clock, moved only by ``advance``.
+
+    Timers (``call_later``, ``asyncio.sleep``) fire when virtual time passes
+    them, so a 15-minute Permit timeout takes no real time. Only await things
+    that virtual time or other tasks resolve: a timer far in the virtual
+    future with nothing else to do would block the loop for real.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self.now = loop.time()
+
+    def time(self) -> float:
+        return self.now
+
+    async def settle(self) -> None:
+        """Let every ready callback and woken task run."""
+        for _ in range(10):
+            await asyncio.sleep(0)
+
+    async def advance(self, seconds: float) -> None:
+        self.now += seconds
+        await self.settle()

@@ -7,8 +7,7 @@ from __future__ import annotations
 import pytest
 from pool_plugins import POOL_FILTER, PREFER_POOL, PoolFilterArgs
 
-from scheduler.config import ConfigError
-from scheduler.testing import build_plugin, make_node, make_pod, run_filter, run_score
+from scheduler.testing import ConfigError, build_plugin, make_node, make_pod, run_filter, run_score
 
 BLUE = make_node("blue-1", labels={"example.com/pool": "blue"})
 GREEN = make_node("green-1", labels={"example.com/pool": "green"})

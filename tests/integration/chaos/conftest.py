@@ -13,14 +13,13 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from kubernetes_asyncio import client
 
-from tests.integration.chaos.harness import FULL_ENV, Burst, Outcome, size, table
-from tests.integration.conftest import Cluster, NodePool
+from tests.integration.chaos.harness import FULL_ENV, Burst, Outcome, Scene, size, table
+from tests.support.cluster import Cluster, NodePool
 from tests.support.faultproxy import FaultProxy
 from tests.support.scheduler import unique_scheduler_name
 
@@ -44,18 +43,6 @@ def outcome(request: pytest.FixtureRequest) -> Outcome:
     outcomes = request.config.stash.setdefault(_outcomes_key, [])
     outcomes.append(row)
     return row
-
-
-@dataclass
-class Scene:
-    cluster: Cluster
-    kube: client.ApiClient
-    nodes: NodePool
-    proxy: FaultProxy
-    via_proxy: Path  # kubeconfig for the scheduler under test
-    burst: Burst
-    outcome: Outcome
-    workdir: Path
 
 
 @pytest.fixture

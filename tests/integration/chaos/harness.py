@@ -15,12 +15,13 @@ import os
 import re
 from collections.abc import Awaitable, Callable, Collection, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from kubernetes_asyncio import client
 
-from tests.integration.conftest import NodePool
 from tests.support.builders import make_node, make_pod
+from tests.support.cluster import Cluster, NodePool
 from tests.support.faultproxy import FaultProxy
 from tests.support.kubeapi import condition, list_pods, read_json
 from tests.support.podrequests import imports_scheduler, node_view_differences, overcommitted
@@ -449,3 +450,17 @@ async def unscheduled_evidence(
 def observed_counters(proxy: FaultProxy) -> list[str]:
     """The proxy's injected faults, per kind, as evidence for the table."""
     return [f"{kind} x{count}" for kind, count in sorted(proxy.injected.items()) if count]
+
+
+@dataclass
+class Scene:
+    """What one scenario gets from the ``scene`` fixture (chaos/conftest.py)."""
+
+    cluster: Cluster
+    kube: client.ApiClient
+    nodes: NodePool
+    proxy: FaultProxy
+    via_proxy: Path  # kubeconfig for the scheduler under test
+    burst: Burst
+    outcome: Outcome
+    workdir: Path

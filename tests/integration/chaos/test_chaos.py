@@ -25,9 +25,9 @@ import pytest
 from kubernetes_asyncio import client
 
 from scheduler.engine.assembly import build_registry
-from tests.integration.chaos.conftest import Scene
 from tests.integration.chaos.harness import (
     Burst,
+    Scene,
     assert_in_flight,
     observed_counters,
     size,

@@ -19,7 +19,7 @@ from scheduler.framework.types import NominatingInfo
 from scheduler.queue.nominator import Nominator
 from scheduler.runtime.framework import Framework
 from tests.support.clock import FakeClock
-from tests.unit.engine.objects import node
+from tests.support.objects import node
 from tests.unit.engine.plugins import PROFILE
 
 

@@ -17,7 +17,7 @@ from scheduler.cycle.algorithm import (
 from scheduler.framework import Code, CycleState, Pod, Status
 from scheduler.framework.types import FitError
 from scheduler.runtime.framework import Framework
-from tests.unit.engine.objects import node, pod
+from tests.support.objects import node, pod
 from tests.unit.engine.plugins import FilterStub, PreFilterStub, ScoreStub, make_framework
 
 POD = pod("p")

@@ -21,7 +21,7 @@ from scheduler.cycle.reporting import (
 )
 from scheduler.framework import Status
 from scheduler.framework.types import Diagnosis, FitError, NodeToStatus
-from tests.unit.engine.objects import pod
+from tests.support.objects import pod
 
 CPU = "Insufficient cpu"
 TAINT = "node(s) had untolerated taint(s)"

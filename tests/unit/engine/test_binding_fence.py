@@ -13,9 +13,9 @@ import pytest
 from scheduler.framework import CycleState, Pod, QueuedPodInfo, Status
 from scheduler.runtime.framework import Framework
 from scheduler.runtime.waiting import WaitingPods
+from tests.support.objects import pod
 from tests.support.wait import eventually
 from tests.unit.engine.harness import Harness, harness
-from tests.unit.engine.objects import pod
 from tests.unit.engine.plugins import (
     BindStub,
     PermitStub,

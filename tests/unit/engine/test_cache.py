@@ -11,7 +11,7 @@ import pytest
 from scheduler.cache import Cache, CacheError, Snapshot
 from scheduler.framework import Pod
 from tests.support.builders import PodBuilder
-from tests.unit.engine.objects import bound, node, pod
+from tests.support.objects import bound, node, pod
 
 
 def cache_with(*node_names: str) -> Cache:

@@ -13,7 +13,7 @@ from scheduler.cache.comparer import Difference, DifferenceKind, compare, descri
 from scheduler.framework import Node, Pod
 from scheduler.framework.resource import Resource
 from tests.support.clock import FakeClock
-from tests.unit.engine.objects import bound, node, pod
+from tests.support.objects import bound, node, pod
 
 OURS = "pysched"
 BOUND = 60.0

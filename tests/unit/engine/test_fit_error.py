@@ -8,7 +8,7 @@ import pytest
 from scheduler.framework import NodeToStatus, Status, parse_pod
 from scheduler.framework.types import Diagnosis, FitError, fit_error_message
 from tests.support.builders import make_pod
-from tests.unit.engine.objects import pod
+from tests.support.objects import pod
 
 CPU = Status.unschedulable("Insufficient cpu")
 TAINT = Status.unschedulable("node(s) had untolerated taint {dedicated: db}")

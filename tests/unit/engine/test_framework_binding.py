@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from scheduler.framework import Code, CycleState, Status
-from tests.unit.engine.objects import pod
+from tests.support.objects import pod
 from tests.unit.engine.plugins import BindStub, PostBindStub, PreBindStub, make_framework
 
 POD = pod("p")

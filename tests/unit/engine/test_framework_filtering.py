@@ -18,7 +18,7 @@ from scheduler.framework import (
     Status,
 )
 from scheduler.framework.types import NominatingInfo, NominatingMode
-from tests.unit.engine.objects import node_info, pod
+from tests.support.objects import node_info, pod
 from tests.unit.engine.plugins import (
     FilterStub,
     PostFilterStub,

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from scheduler.framework import Code, CycleState, NodeScore, Status
-from tests.unit.engine.objects import node_info, pod
+from tests.support.objects import node_info, pod
 from tests.unit.engine.plugins import PreScoreStub, ScoreStub, make_framework
 
 POD = pod("p")

@@ -23,7 +23,7 @@ from scheduler.framework import (
     Status,
 )
 from scheduler.runtime.nominated import run_filters_with_nominated_pods
-from tests.unit.engine.objects import node, node_info, pod
+from tests.support.objects import node, node_info, pod
 from tests.unit.engine.plugins import ScoreStub, make_framework
 
 

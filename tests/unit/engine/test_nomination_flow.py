@@ -4,8 +4,8 @@ handler records PostFilter's nomination (or clears it), assume ends it."""
 from __future__ import annotations
 
 from scheduler.framework import Pod, Status
+from tests.support.objects import pod
 from tests.unit.engine.harness import Harness, harness
-from tests.unit.engine.objects import pod
 from tests.unit.engine.plugins import BindStub, FilterStub, PostFilterStub, make_framework
 
 P = pod("p")

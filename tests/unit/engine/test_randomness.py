@@ -29,9 +29,9 @@ from scheduler.framework import (
 from scheduler.simulate.clock import SimClock
 from scheduler.simulate.memory import MemoryCluster
 from tests.support.handles import bare_profile_handle
+from tests.support.objects import pod
 from tests.unit.config.builders import make_config, make_profile
 from tests.unit.engine.harness import harness
-from tests.unit.engine.objects import pod
 from tests.unit.engine.plugins import (
     BindStub,
     FilterStub,

@@ -20,9 +20,8 @@ from scheduler.engine.eventhandlers import EventHandlers
 from scheduler.framework import Pod
 from scheduler.kube.errors import ApiError
 from tests.support.builders import PodBuilder, make_pod
-from tests.support.clock import FakeClock
-from tests.unit.engine.conftest import LoopTime
-from tests.unit.engine.objects import node, pod
+from tests.support.clock import FakeClock, LoopTime
+from tests.support.objects import node, pod
 from tests.unit.queue.fakes import PROFILE, make_queue
 
 NOW = 1_700_000_000.0  # 2023-11-14T22:13:20Z

@@ -14,8 +14,8 @@ from scheduler.framework import Pod, Status
 from scheduler.framework.events import ASSIGNED_POD_DELETE
 from scheduler.runtime.framework import Framework
 from scheduler.runtime.waiting import WaitingPods
+from tests.support.objects import bound, pod
 from tests.unit.engine.harness import Event, Harness, Requeued, harness
-from tests.unit.engine.objects import bound, pod
 from tests.unit.engine.plugins import (
     BindStub,
     FilterStub,

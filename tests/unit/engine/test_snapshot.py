@@ -10,7 +10,7 @@ import pytest
 from scheduler.cache import Cache, Snapshot
 from scheduler.cache.node_tree import NodeTree
 from scheduler.framework import Node, NodeInfo
-from tests.unit.engine.objects import bound, node, pod
+from tests.support.objects import bound, node, pod
 
 
 def zoned(name: str, zone: str) -> Node:

@@ -9,8 +9,8 @@ import pytest
 
 from scheduler.framework import Code, CycleState, Status
 from scheduler.runtime.waiting import WaitingPodImpl, WaitingPods, go_duration
-from tests.unit.engine.conftest import LoopTime
-from tests.unit.engine.objects import pod
+from tests.support.clock import LoopTime
+from tests.support.objects import pod
 from tests.unit.engine.plugins import PermitStub, RecordingFrameworkMetrics, make_framework
 
 POD = pod("p")

@@ -1,4 +1,5 @@
-"""Render the public plugin API (``scheduler.framework.__all__``) as text.
+"""Render the public plugin API (``__all__`` of ``scheduler.framework`` and
+``scheduler.testing``) as text.
 
 One line per exported name with its kind and signature; for classes, one
 indented line per public member (methods with signatures, properties,
@@ -18,7 +19,10 @@ import re
 import sys
 from typing import Any
 
-from scheduler import framework
+import scheduler.framework
+import scheduler.testing
+
+PUBLIC_MODULES = (scheduler.framework, scheduler.testing)
 
 _ADDRESS = re.compile(r" at 0x[0-9a-f]+")
 
@@ -56,8 +60,16 @@ def _class_lines(cls: type) -> list[str]:
 
 def surface() -> list[str]:
     lines: list[str] = []
-    for name in sorted(framework.__all__):
-        obj = getattr(framework, name)
+    for module in PUBLIC_MODULES:
+        lines.append(f"module {module.__name__}")
+        lines += _module_lines(module)
+    return lines
+
+
+def _module_lines(module: Any) -> list[str]:
+    lines: list[str] = []
+    for name in sorted(module.__all__):
+        obj = getattr(module, name)
         if inspect.isclass(obj):
             bases = ", ".join(b.__name__ for b in obj.__bases__)
             lines.append(f"class {name}({bases})")

@@ -41,6 +41,7 @@ class FakeApiServer:
 
     chunks: list[bytes] = field(default_factory=list)
     hang: bool = False
+    released: asyncio.Event = field(default_factory=asyncio.Event)
     watch_status: int = 200
     refuse_protobuf: bool = False
     requests: list[dict[str, Any]] = field(default_factory=list)
@@ -60,7 +61,7 @@ class FakeApiServer:
         for chunk in self.chunks:
             await response.write(chunk)
         if self.hang:
-            await asyncio.Event().wait()  # until the client goes away
+            await self.released.wait()  # until the client goes away or teardown
         return response
 
     async def binding(self, request: web.Request) -> web.Response:
@@ -108,6 +109,7 @@ async def server() -> AsyncIterator[FakeApiServer]:
     await site.start()
     fake.port = runner.addresses[0][1]
     yield fake
+    fake.released.set()  # a hanging handler ends, so no task outlives the test
     await runner.cleanup()
 
 

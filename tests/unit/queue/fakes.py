@@ -15,13 +15,12 @@ from scheduler.framework import (
     QueuedPodInfo,
     QueueingHint,
     Status,
-    parse_pod,
 )
 from scheduler.framework.clock import Clock
 from scheduler.framework.events import ActionType, Resource
 from scheduler.queue import QueueProfile, SchedulingQueue
-from tests.support.builders import PodBuilder, make_pod
 from tests.support.clock import FakeClock
+from tests.support.objects import pod
 
 PROFILE = "default-scheduler"
 NODE_ADD = ClusterEvent(Resource.NODE, ActionType.ADD)
@@ -37,16 +36,6 @@ def priority_less(a: QueuedPodInfo, b: QueuedPodInfo) -> bool:
     if a.pod.priority != b.pod.priority:
         return a.pod.priority > b.pod.priority
     return a.timestamp < b.timestamp
-
-
-def pod(
-    name: str,
-    builder: Callable[[PodBuilder], PodBuilder] | None = None,
-    namespace: str = "default",
-) -> Pod:
-    """An unassigned pod whose UID is its key."""
-    base = make_pod(name, namespace).uid(f"{namespace}/{name}")
-    return parse_pod((builder(base) if builder else base).obj())
 
 
 def always(hint: QueueingHint) -> Hint:

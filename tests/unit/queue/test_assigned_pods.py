@@ -23,7 +23,7 @@ def _pooled(
 ) -> None:
     """A pod rejected by ``plugin``, with a pod-affinity term for ``labels`` if any."""
     builder = (lambda b: b.required_pod_affinity("zone", **labels)) if labels else None
-    queue.add(pod(name, builder, namespace))
+    queue.add(pod(name, builder, namespace=namespace))
     fail(queue, pop(queue), plugin)
 
 

@@ -1,23 +1,26 @@
-"""Parsed pods, nodes and NodeInfos for the engine tests, from the builders.
+"""Parsed pods, nodes and NodeInfos from the builders, for tests of pure logic.
 
 ``pod("p", lambda b: b.node("n1"))`` reads like the object it makes; every pod
-gets the UID ``namespace/name`` so that tests can name pods by key.
+gets the UID ``namespace/name`` (``PodBuilder.build``) so tests can name pods
+by key. Shared by the engine, queue and cache tests: one way to make a pod.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from scheduler.framework import Node, NodeInfo, Pod, parse_node, parse_pod
-from tests.support.builders import NodeBuilder, PodBuilder, make_node, make_pod
+from scheduler.framework import Node, NodeInfo, Pod
+from scheduler.testing.builders import NodeBuilder, PodBuilder, make_node, make_pod
+
+__all__ = ["NodeEdit", "PodEdit", "bound", "node", "node_info", "pod"]
 
 PodEdit = Callable[[PodBuilder], PodBuilder]
 NodeEdit = Callable[[NodeBuilder], NodeBuilder]
 
 
 def pod(name: str, edit: PodEdit | None = None, *, namespace: str = "default") -> Pod:
-    builder = make_pod(name, namespace).uid(f"{namespace}/{name}")
-    return parse_pod((edit(builder) if edit else builder).obj())
+    builder = make_pod(name, namespace)
+    return (edit(builder) if edit else builder).build()
 
 
 def bound(name: str, node_name: str, cpu: str = "", *, namespace: str = "default") -> Pod:
@@ -32,7 +35,7 @@ def bound(name: str, node_name: str, cpu: str = "", *, namespace: str = "default
 
 def node(name: str, edit: NodeEdit | None = None) -> Node:
     builder = make_node(name)
-    return parse_node((edit(builder) if edit else builder).obj())
+    return (edit(builder) if edit else builder).build()
 
 
 def node_info(name: str, *pods: Pod) -> NodeInfo:
