@@ -24,8 +24,9 @@ from kubernetes_asyncio import client
 
 from plugins.autoscale_enforcer import CONFIG_MAP_KEY
 from plugins.autoscale_enforcer.plugin import AGENT_LISTENER, NAME, STATE_DUMP_PATH
+from scheduler.app import cli
 from scheduler.app.flags import apply_flags, parse_args
-from scheduler.app.root import AppOptions, SchedulerApp, cli
+from scheduler.app.root import AppOptions, SchedulerApp
 from scheduler.config import parse_config
 from scheduler.engine import core as engine_module
 from scheduler.informers import FactoryInformerAccess
