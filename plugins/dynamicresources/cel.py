@@ -80,6 +80,11 @@ _STATUS_PREFIX = re.compile(r"^[A-Z_]+: ")
 # cost error and cached like any other result.
 _ITERATION_BUDGET = "Iteration budget exceeded"
 _NO_SUCH_KEY = re.compile(r'^Key not found in map : "?(.*?)"?$')
+# Compiled selectors' numbers, unique in the process and not only per
+# environment: a device's result cache is keyed by them, and one device can
+# meet environments with different features (tests, a gate flipped in a
+# restarted manager), whose results differ.
+_SELECTOR_KEYS = itertools.count(1)
 
 
 class _Overrun(Exception):
@@ -100,17 +105,10 @@ class SelectorError(Exception):
 
 
 class CelDevice:
-    """One device as CEL sees it, built once, with its selector results."""
+    """One device as CEL sees it, built once per variant, with its selector
+    results."""
 
-    __slots__ = (
-        "_attributes",
-        "_capacity",
-        "_input",
-        "_plain",
-        "allow_multiple",
-        "driver",
-        "results",
-    )
+    __slots__ = ("_attributes", "_capacity", "_variables", "allow_multiple", "driver", "results")
 
     def __init__(
         self,
@@ -123,37 +121,38 @@ class CelDevice:
         self._attributes = attributes
         self._capacity = capacity
         self.allow_multiple = allow_multiple
-        self._input: dict[str, Any] | SelectorError | None = None
-        self._plain: dict[str, Any] | None = None  # without allowMultipleAllocations
+        # (consumable capacity, list-type attributes) -> the variable, or the
+        # error building it; one entry in practice (gates are process-wide)
+        self._variables: dict[tuple[bool, bool], dict[str, Any] | SelectorError] = {}
         # CompiledSelector.key -> outcome (True/False, or the error it
         # raised); at most MAX_RESULTS_PER_DEVICE entries
         self.results: dict[int, bool | SelectorError] = {}
 
-    def input(self) -> dict[str, Any]:
-        """The ``device`` variable; raises SelectorError for an attribute
-        value CEL cannot represent."""
-        if self._input is None:
+    def input(
+        self, *, consumable_capacity: bool = True, list_types: bool = False
+    ) -> dict[str, Any]:
+        """The ``device`` variable of upstream's environment with those
+        features (without DRAConsumableCapacity it has no
+        ``allowMultipleAllocations``; without DRAListTypeAttributes a list
+        attribute has no value); raises SelectorError for an attribute value
+        CEL cannot represent."""
+        key = (consumable_capacity, list_types)
+        variable = self._variables.get(key)
+        if variable is None:
             try:
-                self._input = self._build()
+                variable = self._build(consumable_capacity, list_types)
             except SelectorError as error:
-                self._input = error
-        if isinstance(self._input, SelectorError):
-            raise self._input
-        return self._input
+                variable = error
+            self._variables[key] = variable
+        if isinstance(variable, SelectorError):
+            raise variable
+        return variable
 
-    def input_without_consumable_capacity(self) -> dict[str, Any]:
-        """The ``device`` variable of upstream's environment without
-        DRAConsumableCapacity, which has no ``allowMultipleAllocations``."""
-        if self._plain is None:
-            full = self.input()
-            self._plain = {k: v for k, v in full.items() if k != "allowMultipleAllocations"}
-        return self._plain
-
-    def _build(self) -> dict[str, Any]:
+    def _build(self, consumable_capacity: bool, list_types: bool) -> dict[str, Any]:
         attributes: dict[str, dict[str, Any]] = {}
         for name, attribute in self._attributes.items():
             domain, ident = split_qualified_name(name, self.driver)
-            attributes.setdefault(domain, {})[ident] = _attribute_value(name, attribute)
+            attributes.setdefault(domain, {})[ident] = _attribute_value(name, attribute, list_types)
         capacity: dict[str, dict[str, Any]] = {}
         for name, entry in self._capacity.items():
             domain, ident = split_qualified_name(name, self.driver)
@@ -162,12 +161,12 @@ class CelDevice:
             except QuantityError as error:
                 raise SelectorError("runtime", f"capacity {name}: {error}") from None
             capacity.setdefault(domain, {})[ident] = value
-        return {
-            "driver": self.driver,
-            "allowMultipleAllocations": self.allow_multiple,
-            "attributes": attributes,
-            "capacity": capacity,
-        }
+        variable: dict[str, Any] = {"driver": self.driver}
+        if consumable_capacity:
+            variable["allowMultipleAllocations"] = self.allow_multiple
+        variable["attributes"] = attributes
+        variable["capacity"] = capacity
+        return variable
 
 
 def split_qualified_name(name: str, driver: str) -> tuple[str, str]:
@@ -176,27 +175,50 @@ def split_qualified_name(name: str, driver: str) -> tuple[str, str]:
     return (domain, ident) if slash else (driver, name)
 
 
-def _attribute_value(name: str, attribute: Mapping[str, Any]) -> Any:
-    if "int" in attribute:
-        return int(attribute["int"])
-    if "bool" in attribute:
-        return bool(attribute["bool"])
-    if "string" in attribute:
-        return str(attribute["string"])
-    if "version" in attribute:
-        try:
-            return fn.semver_value(str(attribute["version"]))
-        except ValueError as error:
-            raise SelectorError(
-                "runtime", f"attribute {name}: parse semantic version: {error}"
-            ) from None
+# list attribute (DRAListTypeAttributes) -> the scalar kind of its elements,
+# in the order upstream's getAttributeValue tries them
+LIST_KINDS = (("ints", "int"), ("bools", "bool"), ("strings", "string"), ("versions", "version"))
+
+
+def _attribute_value(name: str, attribute: Mapping[str, Any], list_types: bool) -> Any:
+    if list_types:
+        for key, kind in LIST_KINDS:
+            values = attribute.get(key)
+            if values is not None:
+                return [_scalar(name, kind, value) for value in values]
+    for kind in ("int", "bool", "string", "version"):
+        if kind in attribute:
+            return _scalar(name, kind, attribute[kind])
     raise SelectorError("runtime", f"attribute {name}: unsupported attribute value")
+
+
+def _scalar(name: str, kind: str, value: Any) -> Any:
+    if kind == "int":
+        return int(value)
+    if kind == "bool":
+        return bool(value)
+    if kind == "string":
+        return str(value)
+    try:
+        return fn.semver_value(str(value))
+    except ValueError as error:
+        raise SelectorError(
+            "runtime", f"attribute {name}: parse semantic version: {error}"
+        ) from None
 
 
 class CompiledSelector:
     """One compiled expression; ``matches`` evaluates it on a device."""
 
-    __slots__ = ("_clock", "_consumable", "_cost_limit", "_program", "expression", "key")
+    __slots__ = (
+        "_clock",
+        "_consumable",
+        "_cost_limit",
+        "_list_types",
+        "_program",
+        "expression",
+        "key",
+    )
 
     def __init__(
         self,
@@ -207,9 +229,11 @@ class CompiledSelector:
         *,
         key: int = 0,
         consumable_capacity: bool = True,
+        list_types: bool = False,
     ) -> None:
         self.expression = expression
         self._consumable = consumable_capacity
+        self._list_types = list_types
         self.key = key  # unique per environment: the devices' result-cache key
         self._program = program
         self._clock = clock
@@ -237,8 +261,8 @@ class CompiledSelector:
     def _evaluate(self, device: CelDevice) -> bool:
         started = self._clock()
         try:
-            variable = (
-                device.input() if self._consumable else device.input_without_consumable_capacity()
+            variable = device.input(
+                consumable_capacity=self._consumable, list_types=self._list_types
             )
             result = self._program.eval(data={"device": variable})
         except RuntimeError as error:
@@ -273,30 +297,36 @@ class CelEnvironment:
         cost_limit_seconds: float = DEFAULT_COST_LIMIT_SECONDS,
         *,
         consumable_capacity: bool = True,
+        list_type_attributes: bool = False,
     ) -> None:
         # DRAConsumableCapacity off: upstream's device type has no
         # allowMultipleAllocations (cel.Features), so a selector reading it
         # fails on every device (here at run time: the variable is a map)
         self._consumable = consumable_capacity
+        # DRAListTypeAttributes (cel.Features): list attributes have values
+        # and ``includes`` is declared
+        self._list_types = list_type_attributes
+        extensions = [
+            ext_bindings.ExtBindings(),
+            ext_optional.ExtOptional(),
+            ext_strings.ExtStrings(STRINGS_VERSION),
+            # after strings: its indexOf/lastIndexOf gain the list overloads
+            cel.CelExtension("kubernetes.lists", _lists_decls()),
+            cel.CelExtension("kubernetes.net", _net_decls()),
+            cel.CelExtension("kubernetes.urls", _url_decls()),
+            cel.CelExtension("kubernetes.regex", _regex_decls(celregex.Regexes())),
+        ]
+        if list_type_attributes:
+            extensions.append(cel.CelExtension("dra.lists", _includes_decls()))
         self._env = cel.NewEnv(
             config=cel.NewEnvConfigFromYaml(_LIBRARIES),
             variables={"device": _T.Map(_T.STRING, _T.DYN)},
-            extensions=[
-                ext_bindings.ExtBindings(),
-                ext_optional.ExtOptional(),
-                ext_strings.ExtStrings(STRINGS_VERSION),
-                # after strings: its indexOf/lastIndexOf gain the list overloads
-                cel.CelExtension("kubernetes.lists", _lists_decls()),
-                cel.CelExtension("kubernetes.net", _net_decls()),
-                cel.CelExtension("kubernetes.urls", _url_decls()),
-                cel.CelExtension("kubernetes.regex", _regex_decls(celregex.Regexes())),
-            ],
+            extensions=extensions,
             functions=_function_decls(),
         )
         self._clock = clock
         self._cost_limit = cost_limit_seconds
         self._compiled: dict[str, CompiledSelector | SelectorError] = {}
-        self._keys = itertools.count(1)
 
     def compile(self, expression: str) -> CompiledSelector:
         """The compiled selector; raises SelectorError("compile", ...)."""
@@ -338,8 +368,9 @@ class CelEnvironment:
             program,
             self._clock,
             self._cost_limit,
-            key=next(self._keys),
+            key=next(_SELECTOR_KEYS),
             consumable_capacity=self._consumable,
+            list_types=self._list_types,
         )
 
 
@@ -414,6 +445,24 @@ def _lists_decls() -> list[Any]:
         on_list("max", dyn, cellists.maximum),
         on_list("indexOf", int_, cellists.index_of, dyn),
         on_list("lastIndexOf", int_, cellists.last_index_of, dyn),
+    ]
+
+
+def _includes_decls() -> list[Any]:
+    """DRA's ``includes`` (DRAListTypeAttributes): ``<dyn>.includes(<dyn>)``."""
+    return [
+        cel.FunctionDecl(
+            "includes",
+            [
+                _overload(
+                    "dra_includes_dyn_dyn",
+                    _T.BOOL,
+                    [_T.DYN, _T.DYN],
+                    cellists.includes,
+                    member=True,
+                )
+            ],
+        )
     ]
 
 

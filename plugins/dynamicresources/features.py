@@ -32,6 +32,14 @@ switches live in one place:
   are never backed by a DeviceClass (NodeResourcesFit counts them as usual).
 - ``filter_timeout`` (DRASchedulerFilterTimeout): when off, Filter has no
   deadline and ``filterTimeout`` may not be configured.
+- ``list_type_attributes`` (DRAListTypeAttributes, alpha and off in 1.36):
+  when on, list attributes (``ints``, ``bools``, ``strings``, ``versions``)
+  are CEL lists, ``x.includes(y)`` is declared, and ``matchAttribute`` /
+  ``distinctAttribute`` compare values as sets (a scalar is a one-element
+  set: match needs a non-empty running intersection, distinct pairwise
+  disjoint sets), as upstream's *experimental* allocator. When off, a device
+  with a list attribute fails every selector evaluated on it
+  (``unsupported attribute value``) and constraints see no scalar value.
 
 Gates are process-wide, so one ``Features`` holds for every profile and for
 the shared DRA state (``manager``).
@@ -53,6 +61,7 @@ CONSUMABLE_CAPACITY = "DRAConsumableCapacity"
 EXTENDED_RESOURCE = "DRAExtendedResource"
 SCHEDULER_FILTER_TIMEOUT = "DRASchedulerFilterTimeout"
 DEVICE_TAINT_RULES = "DRADeviceTaintRules"
+LIST_TYPE_ATTRIBUTES = "DRAListTypeAttributes"
 
 # Every gate read here, each of which must be in the framework's KNOWN_GATES.
 GATES = (
@@ -66,13 +75,14 @@ GATES = (
     EXTENDED_RESOURCE,
     SCHEDULER_FILTER_TIMEOUT,
     DEVICE_TAINT_RULES,
+    LIST_TYPE_ATTRIBUTES,
 )
 
 
 @dataclass(frozen=True, slots=True)
 class Features:
     """The defaults are v1.36's (every one of these gates on but
-    DRADeviceTaintRules)."""
+    DRADeviceTaintRules and DRAListTypeAttributes)."""
 
     admin_access: bool = True
     prioritized_list: bool = True
@@ -83,13 +93,19 @@ class Features:
     extended_resource: bool = True
     filter_timeout: bool = True
     device_taint_rules: bool = False
+    list_type_attributes: bool = False
 
     @property
     def stable_allocator(self) -> bool:
         """Upstream picks its stable allocator (``structured.NewAllocator``,
         the first whose supported features cover the enabled ones) when
-        neither consumable capacity nor binding conditions are on."""
-        return not self.consumable_capacity and not self.binding_conditions
+        neither consumable capacity, binding conditions nor list-type
+        attributes are on (those need *incubating* or *experimental*)."""
+        return (
+            not self.consumable_capacity
+            and not self.binding_conditions
+            and not self.list_type_attributes
+        )
 
     @classmethod
     def from_gates(cls, gates: FeatureGates) -> Features:
@@ -104,6 +120,7 @@ class Features:
             extended_resource=gates.enabled(EXTENDED_RESOURCE),
             filter_timeout=gates.enabled(SCHEDULER_FILTER_TIMEOUT),
             device_taint_rules=gates.enabled(DEVICE_TAINT_RULES),
+            list_type_attributes=gates.enabled(LIST_TYPE_ATTRIBUTES),
         )
 
 

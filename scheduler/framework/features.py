@@ -43,6 +43,7 @@ KNOWN_GATES: Mapping[str, bool] = MappingProxyType(
         "DRAResourceClaimDeviceStatus": True,
         "DRASchedulerFilterTimeout": True,
         "DRADeviceTaintRules": False,  # beta, off (its API is beta too)
+        "DRAListTypeAttributes": False,  # alpha, off
     }
 )
 

@@ -67,9 +67,9 @@ def test_a_dra_gate_is_settable_both_ways(gate: str, value: bool) -> None:
             id="DRAAdminAccess is GA and locked in 1.36",
         ),
         pytest.param(
-            "DRAListTypeAttributes=true",
-            "DRAListTypeAttributes=true: pyscheduler implements only the v1.36 default",
-            id="list-type attributes (alpha) are not implemented",
+            "DRANodeAllocatableResources=true",
+            "DRANodeAllocatableResources=true: pyscheduler implements only the v1.36 default",
+            id="devices consuming node resources (alpha) are not implemented",
         ),
     ],
 )
