@@ -10,7 +10,8 @@ as ``k8s.io/dynamic-resource-allocation/cel`` does upstream:
   names without a domain belong to the device's driver; ``version``
   attributes are Semver values;
 - the Quantity and Semver libraries (``celfunctions``), ``cel.bind``,
-  optional syntax (``.?x``, ``orValue``) and the strings extension;
+  optional syntax (``.?x``, ``orValue``), the strings extension and
+  cross-type numeric comparisons (``celnumeric``);
 - the missing-domain rule: looking up ``device.attributes["unknown.domain"]``
   finds an empty map, so ``"x" in device.attributes["d"]`` is safe, while a
   missing key inside a present domain is the runtime error ``no such key:
@@ -48,7 +49,14 @@ from typing import Any
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 
-from plugins.dynamicresources import celdomains, cellists, celnet, celregex, celurls
+from plugins.dynamicresources import (
+    celdomains,
+    cellists,
+    celnet,
+    celnumeric,
+    celregex,
+    celurls,
+)
 from plugins.dynamicresources import celfunctions as fn
 from scheduler.framework import QuantityError, parse_quantity
 
@@ -72,7 +80,7 @@ extensions:
   - name: sets
   - name: lists
   - name: two-var-comprehensions
-"""
+""" + celnumeric.stdlib_exclusions()
 STRINGS_VERSION = 2
 log = logging.getLogger(__name__)
 _STATUS_PREFIX = re.compile(r"^[A-Z_]+: ")
@@ -322,7 +330,7 @@ class CelEnvironment:
             config=cel.NewEnvConfigFromYaml(_LIBRARIES),
             variables={"device": _T.Map(_T.STRING, _T.DYN)},
             extensions=extensions,
-            functions=_function_decls(),
+            functions=[*_function_decls(), *_ordering_decls()],
         )
         self._clock = clock
         self._cost_limit = cost_limit_seconds
@@ -446,6 +454,29 @@ def _lists_decls() -> list[Any]:
         on_list("indexOf", int_, cellists.index_of, dyn),
         on_list("lastIndexOf", int_, cellists.last_index_of, dyn),
     ]
+
+
+_KINDS = {
+    "bool": _T.BOOL,
+    "int": _T.INT,
+    "uint": _T.UINT,
+    "double": _T.DOUBLE,
+    "string": _T.STRING,
+    "bytes": _T.BYTES,
+    "timestamp": _T.TIMESTAMP,
+    "duration": _T.DURATION,
+}
+
+
+def _ordering_decls() -> list[Any]:
+    """``<``, ``<=``, ``>``, ``>=`` with cross-type numeric overloads
+    (``celnumeric``), evaluated by the runtime's own implementations."""
+    by_operator: dict[str, list[Any]] = {}
+    for operator, overload_id, (left, right) in celnumeric.overloads():
+        by_operator.setdefault(operator, []).append(
+            cel.Overload(overload_id, _T.BOOL, [_KINDS[left], _KINDS[right]])
+        )
+    return [cel.FunctionDecl(operator, decls) for operator, decls in by_operator.items()]
 
 
 def _includes_decls() -> list[Any]:
