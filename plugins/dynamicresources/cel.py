@@ -11,7 +11,9 @@ as ``k8s.io/dynamic-resource-allocation/cel`` does upstream:
   attributes are Semver values;
 - the Quantity and Semver libraries (``celfunctions``), ``cel.bind``,
   optional syntax (``.?x``, ``orValue``), the strings extension and
-  cross-type numeric comparisons (``celnumeric``);
+  cross-type numeric comparisons (``celnumeric``) and Kubernetes' format
+  library (``celformat``, whose optionals come from rewriting the call
+  sites);
 - the missing-domain rule: looking up ``device.attributes["unknown.domain"]``
   finds an empty map, so ``"x" in device.attributes["d"]`` is safe, while a
   missing key inside a present domain is the runtime error ``no such key:
@@ -51,6 +53,7 @@ from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 
 from plugins.dynamicresources import (
     celdomains,
+    celformat,
     cellists,
     celnet,
     celnumeric,
@@ -323,6 +326,7 @@ class CelEnvironment:
             cel.CelExtension("kubernetes.net", _net_decls()),
             cel.CelExtension("kubernetes.urls", _url_decls()),
             cel.CelExtension("kubernetes.regex", _regex_decls(celregex.Regexes())),
+            cel.CelExtension("kubernetes.format", _format_decls()),
         ]
         if list_type_attributes:
             extensions.append(cel.CelExtension("dra.lists", _includes_decls()))
@@ -356,17 +360,23 @@ class CelEnvironment:
                 f"more than the limit of {MAX_EXPRESSION_LENGTH}",
             )
         try:
-            program = self._env.compile(expression)
+            # format.named()/validate() return optionals: onto list helpers
+            source = celformat.rewrite(expression)
+        except ValueError:
+            source = expression  # unbalanced: the compiler says where
+        try:
+            program = self._env.compile(source)
         except RuntimeError as error:
             detail = _STATUS_PREFIX.sub("", str(error)).replace(" [INVALID_ARGUMENT]", "")
+            detail = celformat.upstream_names(detail)
             return SelectorError("compile", f"compilation failed: {detail}")
         output = program.return_type()
         if output not in (_T.BOOL, _T.DYN):
             return SelectorError(
                 "compile", f"must evaluate to bool or the unknown type, not {output.name().lower()}"
             )
-        with_defaults = celdomains.rewrite(expression)
-        if with_defaults != expression:
+        with_defaults = celdomains.rewrite(source)
+        if with_defaults != source:
             try:
                 program = self._env.compile(with_defaults)
             except RuntimeError as error:  # keep the original: no default for missing domains
@@ -477,6 +487,39 @@ def _ordering_decls() -> list[Any]:
             cel.Overload(overload_id, _T.BOOL, [_KINDS[left], _KINDS[right]])
         )
     return [cel.FunctionDecl(operator, decls) for operator, decls in by_operator.items()]
+
+
+def _format_decls() -> list[Any]:
+    """Upstream's Kubernetes ``format`` library; optionals through list
+    helpers and ``celformat.rewrite``."""
+    map_, str_ = _T.MAP, _T.STRING
+    decls = [
+        cel.FunctionDecl(
+            f"format.{name}", [_overload(f"k8s_format_{name}", map_, [], celformat.constant(name))]
+        )
+        for name in celformat.VALIDATORS
+    ]
+    decls.append(
+        cel.FunctionDecl(
+            celformat.NAMED_LIST,
+            [_overload("k8s_format_named_list", _T.List(map_), [str_], celformat.named_list)],
+        )
+    )
+    decls.append(
+        cel.FunctionDecl(
+            celformat.VALIDATE_LIST,
+            [
+                _overload(
+                    "k8s_format_validate_list",
+                    _T.List(_T.List(str_)),
+                    [map_, str_],
+                    celformat.validate_list,
+                    member=True,
+                )
+            ],
+        )
+    )
+    return decls
 
 
 def _includes_decls() -> list[Any]:

@@ -42,6 +42,24 @@ def rewrite(expression: str) -> str:
         return expression
 
 
+def literal_end(text: str, i: int) -> int | None:
+    """The end of the CEL string or bytes literal starting at ``i``, if one
+    does; ValueError for one that never ends (shared with ``celformat``)."""
+    try:
+        return _Rewriter(text)._literal_end(i, len(text))
+    except _Unbalanced:
+        raise ValueError("unterminated string literal") from None
+
+
+def closing_bracket(text: str, i: int) -> int:
+    """The index of the bracket closing the one at ``i`` (string literals
+    skipped); ValueError when it has none."""
+    try:
+        return _Rewriter(text)._closing(i, len(text))
+    except _Unbalanced:
+        raise ValueError("unbalanced brackets") from None
+
+
 def _is_ident_char(char: str) -> bool:
     return char.isalnum() or char == "_"
 
