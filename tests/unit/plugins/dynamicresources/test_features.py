@@ -68,8 +68,17 @@ def test_a_dra_gate_is_settable_both_ways(gate: str, value: bool) -> None:
         ),
         pytest.param(
             "DRANodeAllocatableResources=true",
-            "DRANodeAllocatableResources=true: pyscheduler implements only the v1.36 default",
-            id="devices consuming node resources (alpha) are not implemented",
+            "DRANodeAllocatableResources=true: pyscheduler implements only the v1.36 default"
+            ".*DRANodeAllocatableResources: DynamicResources does not implement devices that"
+            " consume the node's CPU and memory",
+            id="devices consuming node resources (alpha) are refused, saying why",
+        ),
+        pytest.param(
+            "DRAWorkloadResourceClaims=true",
+            "DRAWorkloadResourceClaims=true: pyscheduler implements only the v1.36 default"
+            ".*DRAWorkloadResourceClaims: DynamicResources does not implement claims reserved"
+            " for a PodGroup",
+            id="PodGroup claims (alpha) are refused, saying why",
         ),
     ],
 )
