@@ -422,7 +422,7 @@ class _Run:
                     f"claim limit of {ALLOCATION_RESULTS_MAX_SIZE}"
                 )
             constraints: list[Constraint] = []
-            sets = features.list_type_attributes
+            sets = features.list_type_constraints
             for index, constraint in enumerate(claim.constraints):
                 if constraint.match_attribute:
                     constraints.append(
@@ -885,7 +885,7 @@ def _check_gated_fields(claim: Claim, entry: ClaimRequest, features: Features) -
     (``Allocate``: subrequests without DRAPrioritizedList; capacity requests
     without DRAConsumableCapacity, in the incubating allocator only: the
     stable one, used when consumable capacity, binding conditions and
-    list-type attributes are all off, ignores them)."""
+    list-type constraints are all off, ignores them)."""
     if entry.first_available and not features.prioritized_list:
         raise AllocationError(
             f"claim {claim.key}, request {entry.name}: has subrequests, "

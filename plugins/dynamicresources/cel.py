@@ -314,8 +314,10 @@ class CelEnvironment:
         # allowMultipleAllocations (cel.Features), so a selector reading it
         # fails on every device (here at run time: the variable is a map)
         self._consumable = consumable_capacity
-        # DRAListTypeAttributes (cel.Features): list attributes have values
-        # and ``includes`` is declared
+        # DRAListTypeAttributes (cel.Features): list attributes have values.
+        # ``includes`` is declared whatever the gate: the scheduler compiles
+        # with the "stored expressions" environment, which ignores
+        # FeatureEnabled (k8s.io/apiserver pkg/cel/environment)
         self._list_types = list_type_attributes
         extensions = [
             ext_bindings.ExtBindings(),
@@ -327,9 +329,8 @@ class CelEnvironment:
             cel.CelExtension("kubernetes.urls", _url_decls()),
             cel.CelExtension("kubernetes.regex", _regex_decls(celregex.Regexes())),
             cel.CelExtension("kubernetes.format", _format_decls()),
+            cel.CelExtension("dra.lists", _includes_decls()),
         ]
-        if list_type_attributes:
-            extensions.append(cel.CelExtension("dra.lists", _includes_decls()))
         self._env = cel.NewEnv(
             config=cel.NewEnvConfigFromYaml(_LIBRARIES),
             variables={"device": _T.Map(_T.STRING, _T.DYN)},
@@ -523,7 +524,9 @@ def _format_decls() -> list[Any]:
 
 
 def _includes_decls() -> list[Any]:
-    """DRA's ``includes`` (DRAListTypeAttributes): ``<dyn>.includes(<dyn>)``."""
+    """DRA's ``includes`` (added for DRAListTypeAttributes, declared in every
+    position of the gate, as upstream's stored-expressions environment):
+    ``<dyn>.includes(<dyn>)``."""
     return [
         cel.FunctionDecl(
             "includes",

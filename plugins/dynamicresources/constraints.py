@@ -10,10 +10,12 @@ because semantic versions have one minimal form).
 
 Two ways of comparing, as upstream's allocators (v0.36.2):
 
-- scalar (DRAListTypeAttributes off: *stable* / *incubating*): an attribute
-  without a scalar value (a list) has no type, so it matches nothing and is
-  distinct from nothing, but, like any attribute, may be the first device;
-- sets (DRAListTypeAttributes on: *experimental*): a scalar is a one-element
+- scalar (*stable* / *incubating*, what kube-scheduler 1.36 runs whatever
+  DRAListTypeAttributes says): an attribute without a scalar value (a list)
+  has no type, so it matches nothing and is distinct from nothing, but,
+  like any attribute, may be the first device;
+- sets (*experimental*, ``Features.list_type_constraints``, which no gate
+  sets in 1.36): a scalar is a one-element
   set, a list the set of its elements; ``matchAttribute`` keeps the running
   intersection, which must stay non-empty, ``distinctAttribute`` wants the
   new set disjoint from each one held. An attribute with neither a scalar

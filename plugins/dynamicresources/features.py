@@ -34,12 +34,18 @@ switches live in one place:
   deadline and ``filterTimeout`` may not be configured.
 - ``list_type_attributes`` (DRAListTypeAttributes, alpha and off in 1.36):
   when on, list attributes (``ints``, ``bools``, ``strings``, ``versions``)
-  are CEL lists, ``x.includes(y)`` is declared, and ``matchAttribute`` /
-  ``distinctAttribute`` compare values as sets (a scalar is a one-element
-  set: match needs a non-empty running intersection, distinct pairwise
-  disjoint sets), as upstream's *experimental* allocator. When off, a device
-  with a list attribute fails every selector evaluated on it
-  (``unsupported attribute value``) and constraints see no scalar value.
+  are CEL lists (upstream's ``cel.Features``); when off, a device with a
+  list attribute fails every selector evaluated on it (``unsupported
+  attribute value``). ``x.includes(y)`` exists in both positions (the
+  scheduler's stored-expressions CEL environment ignores gates). The
+  constraints do not change: kube-scheduler 1.36's ``AllocatorFeatures``
+  does not pass the gate to the allocator, so ``matchAttribute`` /
+  ``distinctAttribute`` keep comparing scalars (a list attribute has no
+  value: it may be the first device, never a second), which the
+  differential test against the pinned kube-scheduler shows.
+- ``list_type_constraints`` (the allocator's own ``ListTypeAttributes``,
+  never set from a gate): the *experimental* allocator's set semantics for
+  those constraints, for when upstream's scheduler turns it on.
 
 Gates are process-wide, so one ``Features`` holds for every profile and for
 the shared DRA state (``manager``).
@@ -94,17 +100,18 @@ class Features:
     filter_timeout: bool = True
     device_taint_rules: bool = False
     list_type_attributes: bool = False
+    list_type_constraints: bool = False
 
     @property
     def stable_allocator(self) -> bool:
         """Upstream picks its stable allocator (``structured.NewAllocator``,
         the first whose supported features cover the enabled ones) when
-        neither consumable capacity, binding conditions nor list-type
-        attributes are on (those need *incubating* or *experimental*)."""
+        neither consumable capacity, binding conditions nor the list-type
+        constraints are on (those need *incubating* or *experimental*)."""
         return (
             not self.consumable_capacity
             and not self.binding_conditions
-            and not self.list_type_attributes
+            and not self.list_type_constraints
         )
 
     @classmethod
