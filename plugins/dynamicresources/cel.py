@@ -132,34 +132,31 @@ class CelDevice:
         self._attributes = attributes
         self._capacity = capacity
         self.allow_multiple = allow_multiple
-        # (consumable capacity, list-type attributes) -> the variable, or the
-        # error building it; one entry in practice (gates are process-wide)
-        self._variables: dict[tuple[bool, bool], dict[str, Any] | SelectorError] = {}
+        # list-type attributes -> the variable, or the error building it; one
+        # entry in practice (gates are process-wide)
+        self._variables: dict[bool, dict[str, Any] | SelectorError] = {}
         # CompiledSelector.key -> outcome (True/False, or the error it
         # raised); at most MAX_RESULTS_PER_DEVICE entries
         self.results: dict[int, bool | SelectorError] = {}
 
-    def input(
-        self, *, consumable_capacity: bool = True, list_types: bool = False
-    ) -> dict[str, Any]:
-        """The ``device`` variable of upstream's environment with those
-        features (without DRAConsumableCapacity it has no
-        ``allowMultipleAllocations``; without DRAListTypeAttributes a list
+    def input(self, *, list_types: bool = False) -> dict[str, Any]:
+        """The ``device`` variable (without DRAListTypeAttributes a list
         attribute has no value); raises SelectorError for an attribute value
-        CEL cannot represent."""
-        key = (consumable_capacity, list_types)
-        variable = self._variables.get(key)
+        CEL cannot represent. ``allowMultipleAllocations`` is there whatever
+        DRAConsumableCapacity says, as upstream's scheduler declares and
+        sets it in both positions (stored-expressions environment)."""
+        variable = self._variables.get(list_types)
         if variable is None:
             try:
-                variable = self._build(consumable_capacity, list_types)
+                variable = self._build(list_types)
             except SelectorError as error:
                 variable = error
-            self._variables[key] = variable
+            self._variables[list_types] = variable
         if isinstance(variable, SelectorError):
             raise variable
         return variable
 
-    def _build(self, consumable_capacity: bool, list_types: bool) -> dict[str, Any]:
+    def _build(self, list_types: bool) -> dict[str, Any]:
         attributes: dict[str, dict[str, Any]] = {}
         for name, attribute in self._attributes.items():
             domain, ident = split_qualified_name(name, self.driver)
@@ -172,12 +169,12 @@ class CelDevice:
             except QuantityError as error:
                 raise SelectorError("runtime", f"capacity {name}: {error}") from None
             capacity.setdefault(domain, {})[ident] = value
-        variable: dict[str, Any] = {"driver": self.driver}
-        if consumable_capacity:
-            variable["allowMultipleAllocations"] = self.allow_multiple
-        variable["attributes"] = attributes
-        variable["capacity"] = capacity
-        return variable
+        return {
+            "driver": self.driver,
+            "allowMultipleAllocations": self.allow_multiple,
+            "attributes": attributes,
+            "capacity": capacity,
+        }
 
 
 def split_qualified_name(name: str, driver: str) -> tuple[str, str]:
@@ -223,7 +220,6 @@ class CompiledSelector:
 
     __slots__ = (
         "_clock",
-        "_consumable",
         "_cost_limit",
         "_list_types",
         "_program",
@@ -239,11 +235,9 @@ class CompiledSelector:
         cost_limit: float,
         *,
         key: int = 0,
-        consumable_capacity: bool = True,
         list_types: bool = False,
     ) -> None:
         self.expression = expression
-        self._consumable = consumable_capacity
         self._list_types = list_types
         self.key = key  # unique per environment: the devices' result-cache key
         self._program = program
@@ -272,9 +266,7 @@ class CompiledSelector:
     def _evaluate(self, device: CelDevice) -> bool:
         started = self._clock()
         try:
-            variable = device.input(
-                consumable_capacity=self._consumable, list_types=self._list_types
-            )
+            variable = device.input(list_types=self._list_types)
             result = self._program.eval(data={"device": variable})
         except RuntimeError as error:
             if _ITERATION_BUDGET in str(error):
@@ -307,13 +299,8 @@ class CelEnvironment:
         clock: Callable[[], float] = time.perf_counter,
         cost_limit_seconds: float = DEFAULT_COST_LIMIT_SECONDS,
         *,
-        consumable_capacity: bool = True,
         list_type_attributes: bool = False,
     ) -> None:
-        # DRAConsumableCapacity off: upstream's device type has no
-        # allowMultipleAllocations (cel.Features), so a selector reading it
-        # fails on every device (here at run time: the variable is a map)
-        self._consumable = consumable_capacity
         # DRAListTypeAttributes (cel.Features): list attributes have values.
         # ``includes`` is declared whatever the gate: the scheduler compiles
         # with the "stored expressions" environment, which ignores
@@ -388,7 +375,6 @@ class CelEnvironment:
             self._clock,
             self._cost_limit,
             key=next(_SELECTOR_KEYS),
-            consumable_capacity=self._consumable,
             list_types=self._list_types,
         )
 

@@ -23,8 +23,9 @@ switches live in one place:
   check allocated claims' binding state, PreBind neither waits nor stamps
   ``allocationTimestamp``, and ``bindingTimeout`` may not be configured.
 - ``consumable_capacity`` (DRAConsumableCapacity): when off, every device is
-  exclusive (``allowMultipleAllocations`` is ignored, so is a result's
-  ``shareID`` in the devices in use), capacity is not checked, and a
+  exclusive (``allowMultipleAllocations`` is ignored by the allocator, so
+  is a result's ``shareID`` in the devices in use; CEL still reads the
+  field, as upstream's scheduler), capacity is not checked, and a
   capacity request is an error; with binding conditions off as well,
   upstream runs its *stable* allocator, which refuses ``distinctAttribute``
   as an unsupported constraint and ignores capacity requests.

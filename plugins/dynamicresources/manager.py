@@ -61,7 +61,6 @@ def build_manager(handle: Handle) -> DraManager:
         informers.on_change(DEVICE_TAINT_RULES, inventory.taint_rule_changed)
     cel = CelEnvironment(
         clock=handle.clock.now,
-        consumable_capacity=features.consumable_capacity,
         list_type_attributes=features.list_type_attributes,
     )
     slot = dra_devices(handle)

@@ -320,6 +320,10 @@ class ListTopology:
                     f"!format.dns1123Label().validate({a}.name).hasValue()",
                 ).obj(),
             ),
+            (
+                "not-shared",
+                claim("not-shared", 1, main, "!device.allowMultipleAllocations").obj(),
+            ),
         ]
 
 
@@ -353,8 +357,14 @@ def _cel_detail(outcome: Outcome) -> Outcome:
                 "format-invalid",
                 "distinct-pair",
                 "numeric-and-format",
+                "not-shared",
             },
             id="DRAListTypeAttributes off: every selector fails on a list attribute",
+        ),
+        pytest.param(
+            "DRAListTypeAttributes=true,DRAConsumableCapacity=false",
+            {"match-three", "quirk", "match-pair", "format-invalid", "distinct-pair"},
+            id="DRAConsumableCapacity off: allowMultipleAllocations still in CEL",
         ),
     ],
 )
