@@ -404,3 +404,76 @@ async def test_list_attributes_agree_with_upstream_kube_scheduler(
     ), ours
     differ = disagreements(ours, upstream)
     assert not differ, "\n".join(differ)
+
+
+class RuledTopology:
+    """One node, gpu-0 and gpu-1, and a DeviceTaintRule tainting gpu-0
+    (NoSchedule) for one driver; the ``run`` interface as ``ListTopology``."""
+
+    def __init__(self, kube: client.ApiClient, node: str, who: str) -> None:
+        self.api = client.ResourceV1Api(kube)
+        self.rules = client.ResourceV1beta2Api(kube)
+        self.node = node
+        self.driver = Driver(kube)
+        self.driver.name = f"{who}-{secrets.token_hex(3)}.example.com"
+        self.rule = ""
+
+    async def publish(self) -> None:
+        await _publish(self.driver, self.node, [{"name": "gpu-0"}, {"name": "gpu-1"}])
+        self.rule = await _taint_rule(self.rules.api_client, self.driver, "gpu-0")
+
+    async def remove(self) -> None:
+        with contextlib.suppress(client.ApiException):
+            await self.rules.delete_device_taint_rule(self.rule)
+        await self.driver.remove()
+
+    def claims(self) -> list[tuple[str, dict[str, Any]]]:
+        cls = self.driver.device_class
+        tolerate = ({"key": "maintenance", "operator": "Exists"},)
+        return [
+            ("intolerant-two", make_claim("intolerant-two").request("r", cls, count=2).obj()),
+            ("tolerant", make_claim("tolerant").request("r", cls, tolerations=tolerate).obj()),
+        ]
+
+
+@pytest.mark.parametrize(
+    ("gates", "expected_unschedulable"),
+    [
+        pytest.param("DRADeviceTaintRules=true", {"intolerant-two"}, id="rules on"),
+        # explicit: upstream's scheduler inherits the plane's gates first
+        pytest.param("DRADeviceTaintRules=false", {"tolerant"}, id="rules off"),
+    ],
+)
+async def test_device_taint_rules_agree_with_upstream_kube_scheduler(
+    control_plane: Cluster,
+    kube: client.ApiClient,
+    nodes: NodePool,
+    tmp_path: Path,
+    *,
+    gates: str,
+    expected_unschedulable: set[str],
+) -> None:
+    plane = control_plane.require_plane()
+    core = client.CoreV1Api(kube)
+    node = await nodes.create(make_node("ruled-diff").obj())
+    tag = secrets.token_hex(3)
+    namespaces = (f"rules-ours-{tag}", f"rules-upstream-{tag}")
+    for namespace in namespaces:
+        await core.create_namespace({"metadata": {"name": namespace}})
+    outcomes = []
+    for namespace, who, profile, runner in (
+        (namespaces[0], "ours", OURS_PROFILE, ours_runner(plane.kubeconfig, gates)),
+        (namespaces[1], "upstream", UPSTREAM_PROFILE, upstream_runner(plane, tmp_path, gates)),
+    ):
+        devices = RuledTopology(kube, node, who)
+        try:
+            await devices.publish()
+            outcomes.append(await run(core, devices, namespace, profile, runner))  # type: ignore[arg-type]
+        finally:
+            await devices.remove()
+    ours, upstream = outcomes
+    assert {name for name, outcome in ours.items() if not outcome.scheduled} == (
+        expected_unschedulable
+    ), ours
+    differ = disagreements(ours, upstream)
+    assert not differ, "\n".join(differ)
