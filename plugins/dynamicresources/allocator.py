@@ -1,7 +1,8 @@
 """The structured allocator: which devices of one node satisfy a pod's claims.
 
 Upstream ``k8s.io/dynamic-resource-allocation/structured`` (the *incubating*
-variant used with 1.36 defaults): a deterministic first-fit depth-first
+variant used with 1.36 defaults; *stable* and *experimental*, which adds
+list-type attributes, differ only where ``features`` says): a deterministic first-fit depth-first
 search over device slots (claim -> request -> device), with backtracking and
 an undo per device. An ``Allocator`` is built once per scheduling cycle over
 the in-use snapshot, the classes and the slices; ``solve(node, claims)`` is
@@ -421,14 +422,17 @@ class _Run:
                     f"claim limit of {ALLOCATION_RESULTS_MAX_SIZE}"
                 )
             constraints: list[Constraint] = []
+            sets = features.list_type_constraints
             for index, constraint in enumerate(claim.constraints):
                 if constraint.match_attribute:
                     constraints.append(
-                        MatchAttribute(constraint.requests, constraint.match_attribute)
+                        MatchAttribute(constraint.requests, constraint.match_attribute, sets=sets)
                     )
                 elif constraint.distinct_attribute and not features.stable_allocator:
                     constraints.append(
-                        DistinctAttribute(constraint.requests, constraint.distinct_attribute)
+                        DistinctAttribute(
+                            constraint.requests, constraint.distinct_attribute, sets=sets
+                        )
                     )
                 else:
                     raise AllocationError(
@@ -880,8 +884,8 @@ def _check_gated_fields(claim: Claim, entry: ClaimRequest, features: Features) -
     """Fields whose feature is off are an error, as upstream's allocator
     (``Allocate``: subrequests without DRAPrioritizedList; capacity requests
     without DRAConsumableCapacity, in the incubating allocator only: the
-    stable one, used when consumable capacity and binding conditions are
-    both off, ignores them)."""
+    stable one, used when consumable capacity, binding conditions and
+    list-type constraints are all off, ignores them)."""
     if entry.first_available and not features.prioritized_list:
         raise AllocationError(
             f"claim {claim.key}, request {entry.name}: has subrequests, "

@@ -4,7 +4,8 @@ Mirrors upstream ``DynamicResourcesArgs``: ``filterTimeout`` (a duration,
 default 10s; 0 disables the per-node allocation timeout) and
 ``bindingTimeout`` (default 600s, at least 1s: how long PreBind waits for
 binding conditions). Durations are Go-style strings (``10s``, ``1m30s``)
-or numbers of seconds.
+or numbers of seconds. ``validate_args_for_features`` refuses a timeout
+whose feature gate is off.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, field_serializer, field_validator
 from pydantic.alias_generators import to_camel
 
+from plugins.dynamicresources.features import Features
 from scheduler.framework.durations import format_duration, parse_duration
 
 DEFAULT_FILTER_TIMEOUT = 10.0
@@ -57,3 +59,32 @@ class DynamicResourcesArgs(BaseModel):
         if value < 1:
             raise ValueError("bindingTimeout must be at least 1s")
         return value
+
+
+def validate_args_for_features(args: DynamicResourcesArgs, features: Features) -> None:
+    """A timeout whose gate is off may not be configured (upstream
+    ``ValidateDynamicResourcesArgs``). Unlike upstream, a value equal to the
+    default passes: upstream leaves a gated-off timeout out of its defaults,
+    while our configuration dump (``--write-config-to``) always writes the
+    defaults, and that dump must load again with the gate off."""
+    problems = []
+    given = args.model_fields_set
+    if (
+        not features.filter_timeout
+        and "filter_timeout" in given
+        and args.filter_timeout != DEFAULT_FILTER_TIMEOUT
+    ):
+        problems.append(
+            "filterTimeout: Forbidden: DRASchedulingFilterTimeout feature gate is disabled"
+        )
+    if (
+        not features.binding_conditions
+        and "binding_timeout" in given
+        and args.binding_timeout != DEFAULT_BINDING_TIMEOUT
+    ):
+        problems.append(
+            "bindingTimeout: Forbidden: DRADeviceBindingConditions or"
+            " DRAResourceClaimDeviceStatus feature gate is disabled"
+        )
+    if problems:
+        raise ValueError(", ".join(problems))

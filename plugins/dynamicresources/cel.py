@@ -10,7 +10,10 @@ as ``k8s.io/dynamic-resource-allocation/cel`` does upstream:
   names without a domain belong to the device's driver; ``version``
   attributes are Semver values;
 - the Quantity and Semver libraries (``celfunctions``), ``cel.bind``,
-  optional syntax (``.?x``, ``orValue``) and the strings extension;
+  optional syntax (``.?x``, ``orValue``), the strings extension and
+  cross-type numeric comparisons (``celnumeric``) and Kubernetes' format
+  library (``celformat``, whose optionals come from rewriting the call
+  sites);
 - the missing-domain rule: looking up ``device.attributes["unknown.domain"]``
   finds an empty map, so ``"x" in device.attributes["d"]`` is safe, while a
   missing key inside a present domain is the runtime error ``no such key:
@@ -48,7 +51,15 @@ from typing import Any
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
 
-from plugins.dynamicresources import celdomains, cellists, celnet, celregex, celurls
+from plugins.dynamicresources import (
+    celdomains,
+    celformat,
+    cellists,
+    celnet,
+    celnumeric,
+    celregex,
+    celurls,
+)
 from plugins.dynamicresources import celfunctions as fn
 from scheduler.framework import QuantityError, parse_quantity
 
@@ -72,7 +83,7 @@ extensions:
   - name: sets
   - name: lists
   - name: two-var-comprehensions
-"""
+""" + celnumeric.stdlib_exclusions()
 STRINGS_VERSION = 2
 log = logging.getLogger(__name__)
 _STATUS_PREFIX = re.compile(r"^[A-Z_]+: ")
@@ -80,6 +91,11 @@ _STATUS_PREFIX = re.compile(r"^[A-Z_]+: ")
 # cost error and cached like any other result.
 _ITERATION_BUDGET = "Iteration budget exceeded"
 _NO_SUCH_KEY = re.compile(r'^Key not found in map : "?(.*?)"?$')
+# Compiled selectors' numbers, unique in the process and not only per
+# environment: a device's result cache is keyed by them, and one device can
+# meet environments with different features (tests, a gate flipped in a
+# restarted manager), whose results differ.
+_SELECTOR_KEYS = itertools.count(1)
 
 
 class _Overrun(Exception):
@@ -100,17 +116,10 @@ class SelectorError(Exception):
 
 
 class CelDevice:
-    """One device as CEL sees it, built once, with its selector results."""
+    """One device as CEL sees it, built once per variant, with its selector
+    results."""
 
-    __slots__ = (
-        "_attributes",
-        "_capacity",
-        "_input",
-        "_plain",
-        "allow_multiple",
-        "driver",
-        "results",
-    )
+    __slots__ = ("_attributes", "_capacity", "_variables", "allow_multiple", "driver", "results")
 
     def __init__(
         self,
@@ -123,37 +132,35 @@ class CelDevice:
         self._attributes = attributes
         self._capacity = capacity
         self.allow_multiple = allow_multiple
-        self._input: dict[str, Any] | SelectorError | None = None
-        self._plain: dict[str, Any] | None = None  # without allowMultipleAllocations
+        # list-type attributes -> the variable, or the error building it; one
+        # entry in practice (gates are process-wide)
+        self._variables: dict[bool, dict[str, Any] | SelectorError] = {}
         # CompiledSelector.key -> outcome (True/False, or the error it
         # raised); at most MAX_RESULTS_PER_DEVICE entries
         self.results: dict[int, bool | SelectorError] = {}
 
-    def input(self) -> dict[str, Any]:
-        """The ``device`` variable; raises SelectorError for an attribute
-        value CEL cannot represent."""
-        if self._input is None:
+    def input(self, *, list_types: bool = False) -> dict[str, Any]:
+        """The ``device`` variable (without DRAListTypeAttributes a list
+        attribute has no value); raises SelectorError for an attribute value
+        CEL cannot represent. ``allowMultipleAllocations`` is there whatever
+        DRAConsumableCapacity says, as upstream's scheduler declares and
+        sets it in both positions (stored-expressions environment)."""
+        variable = self._variables.get(list_types)
+        if variable is None:
             try:
-                self._input = self._build()
+                variable = self._build(list_types)
             except SelectorError as error:
-                self._input = error
-        if isinstance(self._input, SelectorError):
-            raise self._input
-        return self._input
+                variable = error
+            self._variables[list_types] = variable
+        if isinstance(variable, SelectorError):
+            raise variable
+        return variable
 
-    def input_without_consumable_capacity(self) -> dict[str, Any]:
-        """The ``device`` variable of upstream's environment without
-        DRAConsumableCapacity, which has no ``allowMultipleAllocations``."""
-        if self._plain is None:
-            full = self.input()
-            self._plain = {k: v for k, v in full.items() if k != "allowMultipleAllocations"}
-        return self._plain
-
-    def _build(self) -> dict[str, Any]:
+    def _build(self, list_types: bool) -> dict[str, Any]:
         attributes: dict[str, dict[str, Any]] = {}
         for name, attribute in self._attributes.items():
             domain, ident = split_qualified_name(name, self.driver)
-            attributes.setdefault(domain, {})[ident] = _attribute_value(name, attribute)
+            attributes.setdefault(domain, {})[ident] = _attribute_value(name, attribute, list_types)
         capacity: dict[str, dict[str, Any]] = {}
         for name, entry in self._capacity.items():
             domain, ident = split_qualified_name(name, self.driver)
@@ -176,27 +183,49 @@ def split_qualified_name(name: str, driver: str) -> tuple[str, str]:
     return (domain, ident) if slash else (driver, name)
 
 
-def _attribute_value(name: str, attribute: Mapping[str, Any]) -> Any:
-    if "int" in attribute:
-        return int(attribute["int"])
-    if "bool" in attribute:
-        return bool(attribute["bool"])
-    if "string" in attribute:
-        return str(attribute["string"])
-    if "version" in attribute:
-        try:
-            return fn.semver_value(str(attribute["version"]))
-        except ValueError as error:
-            raise SelectorError(
-                "runtime", f"attribute {name}: parse semantic version: {error}"
-            ) from None
+# list attribute (DRAListTypeAttributes) -> the scalar kind of its elements,
+# in the order upstream's getAttributeValue tries them
+LIST_KINDS = (("ints", "int"), ("bools", "bool"), ("strings", "string"), ("versions", "version"))
+
+
+def _attribute_value(name: str, attribute: Mapping[str, Any], list_types: bool) -> Any:
+    if list_types:
+        for key, kind in LIST_KINDS:
+            values = attribute.get(key)
+            if values is not None:
+                return [_scalar(name, kind, value) for value in values]
+    for kind in ("int", "bool", "string", "version"):
+        if kind in attribute:
+            return _scalar(name, kind, attribute[kind])
     raise SelectorError("runtime", f"attribute {name}: unsupported attribute value")
+
+
+def _scalar(name: str, kind: str, value: Any) -> Any:
+    if kind == "int":
+        return int(value)
+    if kind == "bool":
+        return bool(value)
+    if kind == "string":
+        return str(value)
+    try:
+        return fn.semver_value(str(value))
+    except ValueError as error:
+        raise SelectorError(
+            "runtime", f"attribute {name}: parse semantic version: {error}"
+        ) from None
 
 
 class CompiledSelector:
     """One compiled expression; ``matches`` evaluates it on a device."""
 
-    __slots__ = ("_clock", "_consumable", "_cost_limit", "_program", "expression", "key")
+    __slots__ = (
+        "_clock",
+        "_cost_limit",
+        "_list_types",
+        "_program",
+        "expression",
+        "key",
+    )
 
     def __init__(
         self,
@@ -206,10 +235,10 @@ class CompiledSelector:
         cost_limit: float,
         *,
         key: int = 0,
-        consumable_capacity: bool = True,
+        list_types: bool = False,
     ) -> None:
         self.expression = expression
-        self._consumable = consumable_capacity
+        self._list_types = list_types
         self.key = key  # unique per environment: the devices' result-cache key
         self._program = program
         self._clock = clock
@@ -237,9 +266,7 @@ class CompiledSelector:
     def _evaluate(self, device: CelDevice) -> bool:
         started = self._clock()
         try:
-            variable = (
-                device.input() if self._consumable else device.input_without_consumable_capacity()
-            )
+            variable = device.input(list_types=self._list_types)
             result = self._program.eval(data={"device": variable})
         except RuntimeError as error:
             if _ITERATION_BUDGET in str(error):
@@ -272,31 +299,34 @@ class CelEnvironment:
         clock: Callable[[], float] = time.perf_counter,
         cost_limit_seconds: float = DEFAULT_COST_LIMIT_SECONDS,
         *,
-        consumable_capacity: bool = True,
+        list_type_attributes: bool = False,
     ) -> None:
-        # DRAConsumableCapacity off: upstream's device type has no
-        # allowMultipleAllocations (cel.Features), so a selector reading it
-        # fails on every device (here at run time: the variable is a map)
-        self._consumable = consumable_capacity
+        # DRAListTypeAttributes (cel.Features): list attributes have values.
+        # ``includes`` is declared whatever the gate: the scheduler compiles
+        # with the "stored expressions" environment, which ignores
+        # FeatureEnabled (k8s.io/apiserver pkg/cel/environment)
+        self._list_types = list_type_attributes
+        extensions = [
+            ext_bindings.ExtBindings(),
+            ext_optional.ExtOptional(),
+            ext_strings.ExtStrings(STRINGS_VERSION),
+            # after strings: its indexOf/lastIndexOf gain the list overloads
+            cel.CelExtension("kubernetes.lists", _lists_decls()),
+            cel.CelExtension("kubernetes.net", _net_decls()),
+            cel.CelExtension("kubernetes.urls", _url_decls()),
+            cel.CelExtension("kubernetes.regex", _regex_decls(celregex.Regexes())),
+            cel.CelExtension("kubernetes.format", _format_decls()),
+            cel.CelExtension("dra.lists", _includes_decls()),
+        ]
         self._env = cel.NewEnv(
             config=cel.NewEnvConfigFromYaml(_LIBRARIES),
             variables={"device": _T.Map(_T.STRING, _T.DYN)},
-            extensions=[
-                ext_bindings.ExtBindings(),
-                ext_optional.ExtOptional(),
-                ext_strings.ExtStrings(STRINGS_VERSION),
-                # after strings: its indexOf/lastIndexOf gain the list overloads
-                cel.CelExtension("kubernetes.lists", _lists_decls()),
-                cel.CelExtension("kubernetes.net", _net_decls()),
-                cel.CelExtension("kubernetes.urls", _url_decls()),
-                cel.CelExtension("kubernetes.regex", _regex_decls(celregex.Regexes())),
-            ],
-            functions=_function_decls(),
+            extensions=extensions,
+            functions=[*_function_decls(), *_ordering_decls()],
         )
         self._clock = clock
         self._cost_limit = cost_limit_seconds
         self._compiled: dict[str, CompiledSelector | SelectorError] = {}
-        self._keys = itertools.count(1)
 
     def compile(self, expression: str) -> CompiledSelector:
         """The compiled selector; raises SelectorError("compile", ...)."""
@@ -318,17 +348,23 @@ class CelEnvironment:
                 f"more than the limit of {MAX_EXPRESSION_LENGTH}",
             )
         try:
-            program = self._env.compile(expression)
+            # format.named()/validate() return optionals: onto list helpers
+            source = celformat.rewrite(expression)
+        except ValueError:
+            source = expression  # unbalanced: the compiler says where
+        try:
+            program = self._env.compile(source)
         except RuntimeError as error:
             detail = _STATUS_PREFIX.sub("", str(error)).replace(" [INVALID_ARGUMENT]", "")
+            detail = celformat.upstream_names(detail)
             return SelectorError("compile", f"compilation failed: {detail}")
         output = program.return_type()
         if output not in (_T.BOOL, _T.DYN):
             return SelectorError(
                 "compile", f"must evaluate to bool or the unknown type, not {output.name().lower()}"
             )
-        with_defaults = celdomains.rewrite(expression)
-        if with_defaults != expression:
+        with_defaults = celdomains.rewrite(source)
+        if with_defaults != source:
             try:
                 program = self._env.compile(with_defaults)
             except RuntimeError as error:  # keep the original: no default for missing domains
@@ -338,8 +374,8 @@ class CelEnvironment:
             program,
             self._clock,
             self._cost_limit,
-            key=next(self._keys),
-            consumable_capacity=self._consumable,
+            key=next(_SELECTOR_KEYS),
+            list_types=self._list_types,
         )
 
 
@@ -414,6 +450,82 @@ def _lists_decls() -> list[Any]:
         on_list("max", dyn, cellists.maximum),
         on_list("indexOf", int_, cellists.index_of, dyn),
         on_list("lastIndexOf", int_, cellists.last_index_of, dyn),
+    ]
+
+
+_KINDS = {
+    "bool": _T.BOOL,
+    "int": _T.INT,
+    "uint": _T.UINT,
+    "double": _T.DOUBLE,
+    "string": _T.STRING,
+    "bytes": _T.BYTES,
+    "timestamp": _T.TIMESTAMP,
+    "duration": _T.DURATION,
+}
+
+
+def _ordering_decls() -> list[Any]:
+    """``<``, ``<=``, ``>``, ``>=`` with cross-type numeric overloads
+    (``celnumeric``), evaluated by the runtime's own implementations."""
+    by_operator: dict[str, list[Any]] = {}
+    for operator, overload_id, (left, right) in celnumeric.overloads():
+        by_operator.setdefault(operator, []).append(
+            cel.Overload(overload_id, _T.BOOL, [_KINDS[left], _KINDS[right]])
+        )
+    return [cel.FunctionDecl(operator, decls) for operator, decls in by_operator.items()]
+
+
+def _format_decls() -> list[Any]:
+    """Upstream's Kubernetes ``format`` library; optionals through list
+    helpers and ``celformat.rewrite``."""
+    map_, str_ = _T.MAP, _T.STRING
+    decls = [
+        cel.FunctionDecl(
+            f"format.{name}", [_overload(f"k8s_format_{name}", map_, [], celformat.constant(name))]
+        )
+        for name in celformat.VALIDATORS
+    ]
+    decls.append(
+        cel.FunctionDecl(
+            celformat.NAMED_LIST,
+            [_overload("k8s_format_named_list", _T.List(map_), [str_], celformat.named_list)],
+        )
+    )
+    decls.append(
+        cel.FunctionDecl(
+            celformat.VALIDATE_LIST,
+            [
+                _overload(
+                    "k8s_format_validate_list",
+                    _T.List(_T.List(str_)),
+                    [map_, str_],
+                    celformat.validate_list,
+                    member=True,
+                )
+            ],
+        )
+    )
+    return decls
+
+
+def _includes_decls() -> list[Any]:
+    """DRA's ``includes`` (added for DRAListTypeAttributes, declared in every
+    position of the gate, as upstream's stored-expressions environment):
+    ``<dyn>.includes(<dyn>)``."""
+    return [
+        cel.FunctionDecl(
+            "includes",
+            [
+                _overload(
+                    "dra_includes_dyn_dyn",
+                    _T.BOOL,
+                    [_T.DYN, _T.DYN],
+                    cellists.includes,
+                    member=True,
+                )
+            ],
+        )
     ]
 
 

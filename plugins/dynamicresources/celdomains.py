@@ -8,9 +8,9 @@ lookup on those two maps is rewritten, before compiling, into the optional
 lookup that means the same, and the device is passed as it is:
 
 - ``device.attributes[K]`` and ``device.attributes.d`` become
-  ``device.attributes[?K].orValue({})``;
+  ``device.attributes[?K].orValue(dyn({}))``;
 - ``device.attributes[?K]`` and ``device.attributes.?d`` become
-  ``optional.of(device.attributes[?K].orValue({}))`` (upstream's lookup
+  ``optional.of(device.attributes[?K].orValue(dyn({})))`` (upstream's lookup
   always finds something);
 - ``has(device.attributes.d)`` becomes ``true`` (likewise);
 - anything else, ``in``, ``size()``, macros and member calls on the maps
@@ -40,6 +40,24 @@ def rewrite(expression: str) -> str:
         return _Rewriter(expression).run(0, len(expression))
     except _Unbalanced:
         return expression
+
+
+def literal_end(text: str, i: int) -> int | None:
+    """The end of the CEL string or bytes literal starting at ``i``, if one
+    does; ValueError for one that never ends (shared with ``celformat``)."""
+    try:
+        return _Rewriter(text)._literal_end(i, len(text))
+    except _Unbalanced:
+        raise ValueError("unterminated string literal") from None
+
+
+def closing_bracket(text: str, i: int) -> int:
+    """The index of the bracket closing the one at ``i`` (string literals
+    skipped); ValueError when it has none."""
+    try:
+        return _Rewriter(text)._closing(i, len(text))
+    except _Unbalanced:
+        raise ValueError("unbalanced brackets") from None
 
 
 def _is_ident_char(char: str) -> bool:
@@ -168,7 +186,7 @@ class _Rewriter:
             inner = self._skip_space(k + 1, close)
             optional = inner < close and text[inner] == "?"
             key = self.run(inner + 1 if optional else inner, close).strip()
-            found = f"{base}[?{key}].orValue({{}})"
+            found = f"{base}[?{key}].orValue(dyn({{}}))"
             return (f"optional.of({found})" if optional else found), close + 1
         if k < end and text[k] == ".":
             m = self._skip_space(k + 1, end)
@@ -178,7 +196,7 @@ class _Rewriter:
                 return None, i
             if self._skip_space(after, end) < end and text[self._skip_space(after, end)] == "(":
                 return None, i  # a member call or macro on the map itself
-            found = f'{base}[?"{name}"].orValue({{}})'
+            found = f'{base}[?"{name}"].orValue(dyn({{}}))'
             return (f"optional.of({found})" if optional else found), after
         return None, i
 

@@ -1,6 +1,8 @@
 """The Kubernetes ``lists`` CEL library (``k8s.io/apiserver/pkg/cel/library``
 ``Lists``), for the DRA selector adapter: ``isSorted``, ``sum``, ``min``,
-``max``, ``indexOf`` and ``lastIndexOf`` on lists.
+``max``, ``indexOf`` and ``lastIndexOf`` on lists; and DRA's ``includes``
+(``k8s.io/dynamic-resource-allocation/cel``, DRAListTypeAttributes) on a list
+or a scalar attribute.
 
 Each function is the Python implementation of one CEL overload declared by
 ``cel.py`` on ``list(dyn)``. A value the operation does not support (mixed
@@ -69,3 +71,25 @@ def last_index_of(values: Sequence[Any], item: Any) -> int:
         if _same(values[i], item):
             return i
     return -1
+
+
+# resourceapi.ResourceSliceMaxAttributeValuesPerDevice: ``includes`` refuses
+# to scan a longer list, which bounds its cost
+INCLUDES_MAX_VALUES = 48
+
+
+def includes(target: Any, item: Any) -> bool:
+    """``target.includes(item)``: a list holds ``item`` (scanning at most
+    ``INCLUDES_MAX_VALUES`` elements: a longer list is an error unless the
+    item is found first, as upstream), any other value equals it."""
+    if not isinstance(target, list | tuple):
+        return _same(target, item)
+    for index, value in enumerate(target):
+        if index >= INCLUDES_MAX_VALUES:
+            raise ValueError(
+                "'includes' function cannot be applied to lists longer than "
+                f"{INCLUDES_MAX_VALUES} values"
+            )
+        if _same(value, item):
+            return True
+    return False

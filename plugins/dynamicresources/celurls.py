@@ -93,6 +93,15 @@ def _parts(value: Any) -> _Parts:
     raise ValueError("no such overload: not a URL")
 
 
+def request_uri_error(text: str) -> str | None:
+    """Go's ``url.ParseRequestURI(text)`` error text, None when it parses."""
+    try:
+        _split(text)
+    except ValueError as error:
+        return str(error).removeprefix("URL parse error during conversion from string: ")
+    return None
+
+
 def url(text: str) -> dict[str, str]:
     _split(text)
     return {URL_TAG: text}

@@ -23,8 +23,9 @@ switches live in one place:
   check allocated claims' binding state, PreBind neither waits nor stamps
   ``allocationTimestamp``, and ``bindingTimeout`` may not be configured.
 - ``consumable_capacity`` (DRAConsumableCapacity): when off, every device is
-  exclusive (``allowMultipleAllocations`` is ignored, so is a result's
-  ``shareID`` in the devices in use), capacity is not checked, and a
+  exclusive (``allowMultipleAllocations`` is ignored by the allocator, so
+  is a result's ``shareID`` in the devices in use; CEL still reads the
+  field, as upstream's scheduler), capacity is not checked, and a
   capacity request is an error; with binding conditions off as well,
   upstream runs its *stable* allocator, which refuses ``distinctAttribute``
   as an unsupported constraint and ignores capacity requests.
@@ -32,6 +33,20 @@ switches live in one place:
   are never backed by a DeviceClass (NodeResourcesFit counts them as usual).
 - ``filter_timeout`` (DRASchedulerFilterTimeout): when off, Filter has no
   deadline and ``filterTimeout`` may not be configured.
+- ``list_type_attributes`` (DRAListTypeAttributes, alpha and off in 1.36):
+  when on, list attributes (``ints``, ``bools``, ``strings``, ``versions``)
+  are CEL lists (upstream's ``cel.Features``); when off, a device with a
+  list attribute fails every selector evaluated on it (``unsupported
+  attribute value``). ``x.includes(y)`` exists in both positions (the
+  scheduler's stored-expressions CEL environment ignores gates). The
+  constraints do not change: kube-scheduler 1.36's ``AllocatorFeatures``
+  does not pass the gate to the allocator, so ``matchAttribute`` /
+  ``distinctAttribute`` keep comparing scalars (a list attribute has no
+  value: it may be the first device, never a second), which the
+  differential test against the pinned kube-scheduler shows.
+- ``list_type_constraints`` (the allocator's own ``ListTypeAttributes``,
+  never set from a gate): the *experimental* allocator's set semantics for
+  those constraints, for when upstream's scheduler turns it on.
 
 Gates are process-wide, so one ``Features`` holds for every profile and for
 the shared DRA state (``manager``).
@@ -53,6 +68,7 @@ CONSUMABLE_CAPACITY = "DRAConsumableCapacity"
 EXTENDED_RESOURCE = "DRAExtendedResource"
 SCHEDULER_FILTER_TIMEOUT = "DRASchedulerFilterTimeout"
 DEVICE_TAINT_RULES = "DRADeviceTaintRules"
+LIST_TYPE_ATTRIBUTES = "DRAListTypeAttributes"
 
 # Every gate read here, each of which must be in the framework's KNOWN_GATES.
 GATES = (
@@ -66,13 +82,14 @@ GATES = (
     EXTENDED_RESOURCE,
     SCHEDULER_FILTER_TIMEOUT,
     DEVICE_TAINT_RULES,
+    LIST_TYPE_ATTRIBUTES,
 )
 
 
 @dataclass(frozen=True, slots=True)
 class Features:
     """The defaults are v1.36's (every one of these gates on but
-    DRADeviceTaintRules)."""
+    DRADeviceTaintRules and DRAListTypeAttributes)."""
 
     admin_access: bool = True
     prioritized_list: bool = True
@@ -83,13 +100,20 @@ class Features:
     extended_resource: bool = True
     filter_timeout: bool = True
     device_taint_rules: bool = False
+    list_type_attributes: bool = False
+    list_type_constraints: bool = False
 
     @property
     def stable_allocator(self) -> bool:
         """Upstream picks its stable allocator (``structured.NewAllocator``,
         the first whose supported features cover the enabled ones) when
-        neither consumable capacity nor binding conditions are on."""
-        return not self.consumable_capacity and not self.binding_conditions
+        neither consumable capacity, binding conditions nor the list-type
+        constraints are on (those need *incubating* or *experimental*)."""
+        return (
+            not self.consumable_capacity
+            and not self.binding_conditions
+            and not self.list_type_constraints
+        )
 
     @classmethod
     def from_gates(cls, gates: FeatureGates) -> Features:
@@ -104,6 +128,7 @@ class Features:
             extended_resource=gates.enabled(EXTENDED_RESOURCE),
             filter_timeout=gates.enabled(SCHEDULER_FILTER_TIMEOUT),
             device_taint_rules=gates.enabled(DEVICE_TAINT_RULES),
+            list_type_attributes=gates.enabled(LIST_TYPE_ATTRIBUTES),
         )
 
 

@@ -60,7 +60,10 @@ def build_manager(handle: Handle) -> DraManager:
     informers.on_change(DEVICE_CLASSES, inventory.class_changed)
     if features.device_taint_rules:
         informers.on_change(DEVICE_TAINT_RULES, inventory.taint_rule_changed)
-    cel = CelEnvironment(clock=handle.clock.now, consumable_capacity=features.consumable_capacity)
+    cel = CelEnvironment(
+        clock=handle.clock.now,
+        list_type_attributes=features.list_type_attributes,
+    )
     slot = dra_devices(handle)
     if slot is not None and features.extended_resource:
         # what NodeResourcesFit/BalancedAllocation score DRA-backed resources by

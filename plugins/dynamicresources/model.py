@@ -6,8 +6,10 @@ each device's CEL input prepared (``CelDevice``, which also caches selector
 outcomes). The raw dicts are never mutated; a parsed object lives as long as
 the object version it came from, so caches hanging off it never go stale.
 
-Alpha fields (list attributes, node-allocatable mappings, compatibility
-groups) are tolerated and ignored. Malformed quantities raise
+List attributes (DRAListTypeAttributes) are kept as they are, for CEL and
+the constraints to read when the gate is on; other alpha fields
+(node-allocatable mappings, compatibility groups) are tolerated and
+ignored. Malformed quantities raise
 ``ModelError`` naming the object and field.
 """
 

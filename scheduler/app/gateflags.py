@@ -16,7 +16,13 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from scheduler.framework.features import CATALOGUE, KNOWN_GATES, SCHEDULER_GATES, FeatureGates
+from scheduler.framework.features import (
+    CATALOGUE,
+    KNOWN_GATES,
+    NOT_IMPLEMENTED,
+    SCHEDULER_GATES,
+    FeatureGates,
+)
 
 __all__ = ["KNOWN_GATES", "FeatureGateError", "FeatureGates", "parse_feature_gates"]
 
@@ -89,6 +95,11 @@ def parse_feature_gates(text: str) -> FeatureGates:
             f" {'this scheduler gate' if len(unsupported) == 1 else 'these scheduler gates'};"
             " remove it from --feature-gates"
             + (" (set by AllAlpha/AllBeta)" if any(n not in overrides for n in unsupported) else "")
+            + "".join(
+                f". {name}: {NOT_IMPLEMENTED[name]}"
+                for name in unsupported
+                if name in NOT_IMPLEMENTED
+            )
         )
     in_force = {
         name: value

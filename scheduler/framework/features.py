@@ -23,7 +23,7 @@ from types import MappingProxyType
 
 from scheduler.framework.gatecatalogue import CATALOGUE
 
-__all__ = ["CATALOGUE", "KNOWN_GATES", "SCHEDULER_GATES", "FeatureGates"]
+__all__ = ["CATALOGUE", "KNOWN_GATES", "NOT_IMPLEMENTED", "SCHEDULER_GATES", "FeatureGates"]
 
 # Gate name -> default in v1.36 (pkg/features/kube_features.go), for the gates
 # a plugin or the engine here reads in both positions.
@@ -43,6 +43,7 @@ KNOWN_GATES: Mapping[str, bool] = MappingProxyType(
         "DRAResourceClaimDeviceStatus": True,
         "DRASchedulerFilterTimeout": True,
         "DRADeviceTaintRules": False,  # beta, off (its API is beta too)
+        "DRAListTypeAttributes": False,  # alpha, off
     }
 )
 
@@ -87,6 +88,24 @@ SCHEDULER_GATES: frozenset[str] = frozenset(
         "VolumeAttributesClass",
         "VolumeLimitScaling",
         "WorkloadAwarePreemption",
+    }
+)
+
+
+# Why a scheduler gate's other position is refused, where that helps the
+# operator more than "not implemented" (the refusal names the gate either way).
+NOT_IMPLEMENTED: Mapping[str, str] = MappingProxyType(
+    {
+        "DRANodeAllocatableResources": (
+            "DynamicResources does not implement devices that consume the node's CPU and"
+            " memory (nodeAllocatableResourceMappings, alpha in 1.36): NodeResourcesFit"
+            " would not count them, so pods would land on nodes without the resources"
+        ),
+        "DRAWorkloadResourceClaims": (
+            "DynamicResources does not implement claims reserved for a PodGroup (the"
+            " Workload API, alpha in 1.36): such claims would be reserved for each pod"
+            " instead of the group"
+        ),
     }
 )
 

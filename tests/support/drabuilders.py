@@ -17,14 +17,16 @@ class DeviceBuilder:
     def __init__(self, name: str) -> None:
         self._obj: Obj = {"name": name}
 
-    def attr(self, name: str, value: str | int | bool, kind: str = "") -> Self:
+    def attr(self, name: str, value: Any, kind: str = "") -> Self:
         """An attribute; the type follows the Python value unless ``kind`` says
-        (``kind="version"`` for a semantic version)."""
-        if not kind:
-            kind = (
-                "bool" if isinstance(value, bool) else "int" if isinstance(value, int) else "string"
-            )
-        self._obj.setdefault("attributes", {})[name] = {kind: value}
+        (``kind="version"`` for a semantic version). A list is a list-type
+        attribute (DRAListTypeAttributes: ``ints``, ``bools``, ``strings``,
+        ``versions``), its type that of its first element or ``kind``."""
+        if isinstance(value, list):
+            kind = kind or _kind(value[0] if value else "")
+            self._obj.setdefault("attributes", {})[name] = {f"{kind}s": value}
+            return self
+        self._obj.setdefault("attributes", {})[name] = {kind or _kind(value): value}
         return self
 
     def capacity(self, name: str, value: str, **policy: Any) -> Self:
@@ -70,6 +72,10 @@ class DeviceBuilder:
 
     def obj(self) -> Obj:
         return copy.deepcopy(self._obj)
+
+
+def _kind(value: Any) -> str:
+    return "bool" if isinstance(value, bool) else "int" if isinstance(value, int) else "string"
 
 
 def make_device(name: str) -> DeviceBuilder:

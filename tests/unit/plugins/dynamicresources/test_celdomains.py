@@ -16,24 +16,24 @@ A = "device.attributes"
 @pytest.mark.parametrize(
     ("expression", "expected"),
     [
-        pytest.param(f'{A}["d"].x', f'{A}[?"d"].orValue({{}}).x', id="index"),
+        pytest.param(f'{A}["d"].x', f'{A}[?"d"].orValue(dyn({{}})).x', id="index"),
         pytest.param(
-            'device.capacity["d"].mem', 'device.capacity[?"d"].orValue({}).mem', id="capacity"
+            'device.capacity["d"].mem', 'device.capacity[?"d"].orValue(dyn({})).mem', id="capacity"
         ),
-        pytest.param(f"{A}.d.x", f'{A}[?"d"].orValue({{}}).x', id="select"),
+        pytest.param(f"{A}.d.x", f'{A}[?"d"].orValue(dyn({{}})).x', id="select"),
         pytest.param(
-            f'{A}[?"d"]', f'optional.of({A}[?"d"].orValue({{}}))', id="optional index finds"
+            f'{A}[?"d"]', f'optional.of({A}[?"d"].orValue(dyn({{}})))', id="optional index finds"
         ),
-        pytest.param(f"{A}.?d", f'optional.of({A}[?"d"].orValue({{}}))', id="optional select"),
+        pytest.param(f"{A}.?d", f'optional.of({A}[?"d"].orValue(dyn({{}})))', id="optional select"),
         pytest.param(f"has({A}.d)", "true", id="has finds"),
         pytest.param(
             f"{A}[device.driver].x",
-            f"{A}[?device.driver].orValue({{}}).x",
+            f"{A}[?device.driver].orValue(dyn({{}})).x",
             id="computed key",
         ),
         pytest.param(
             f'{A}[{A}["a"].name]',
-            f'{A}[?{A}[?"a"].orValue({{}}).name].orValue({{}})',
+            f'{A}[?{A}[?"a"].orValue(dyn({{}})).name].orValue(dyn({{}}))',
             id="nested lookups",
         ),
         pytest.param(f'"d" in {A}', f'"d" in {A}', id="in is left alone"),

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from plugins.dynamicresources.allocator import AllocatedState, AllocationError, Allocator
-from plugins.dynamicresources.cel import CelEnvironment, SelectorError
+from plugins.dynamicresources.cel import CelEnvironment
 from plugins.dynamicresources.features import GATES, Features
 from plugins.dynamicresources.inventory import DeviceInventory
 from plugins.dynamicresources.model import parse_claim, parse_class, parse_slice
@@ -66,9 +66,18 @@ def test_a_dra_gate_is_settable_both_ways(gate: str, value: bool) -> None:
             id="DRAAdminAccess is GA and locked in 1.36",
         ),
         pytest.param(
-            "DRAListTypeAttributes=true",
-            "DRAListTypeAttributes=true: pyscheduler implements only the v1.36 default",
-            id="list-type attributes (alpha) are not implemented",
+            "DRANodeAllocatableResources=true",
+            "DRANodeAllocatableResources=true: pyscheduler implements only the v1.36 default"
+            ".*DRANodeAllocatableResources: DynamicResources does not implement devices that"
+            " consume the node's CPU and memory",
+            id="devices consuming node resources (alpha) are refused, saying why",
+        ),
+        pytest.param(
+            "DRAWorkloadResourceClaims=true",
+            "DRAWorkloadResourceClaims=true: pyscheduler implements only the v1.36 default"
+            ".*DRAWorkloadResourceClaims: DynamicResources does not implement claims reserved"
+            " for a PodGroup",
+            id="PodGroup claims (alpha) are refused, saying why",
         ),
     ],
 )
@@ -386,21 +395,17 @@ def test_taint_rules_taint_the_devices_they_select(
 
 
 @pytest.mark.parametrize(
-    ("consumable", "expected"),
+    "gates",
     [
-        pytest.param(True, True, id="cel.Features: allowMultipleAllocations with the gate on"),
-        pytest.param(False, None, id="cel.Features: no allowMultipleAllocations with it off"),
+        pytest.param("", id="DRAConsumableCapacity on"),
+        pytest.param("DRAConsumableCapacity=false", id="DRAConsumableCapacity off"),
     ],
 )
-def test_allow_multiple_allocations_exists_in_cel_only_with_consumable_capacity(
-    consumable: bool, expected: bool | None
-) -> None:
-    env = CelEnvironment(consumable_capacity=consumable)
+def test_allow_multiple_allocations_is_in_cel_in_both_positions(gates: str) -> None:
+    # upstream's scheduler compiles with the stored-expressions environment,
+    # which declares the field whatever the gate, and always sets it (the
+    # differential test against kube-scheduler shows it)
+    features = Features.from_gates(parse_feature_gates(gates))
+    env = CelEnvironment(list_type_attributes=features.list_type_attributes)
     device = parse_slice(SHAREABLE).devices[0].cel
-    selector = env.compile("device.allowMultipleAllocations")
-    if expected is not None:
-        assert selector.matches(device) is expected
-        return
-    with pytest.raises(SelectorError, match="no such key: allowMultipleAllocations"):
-        selector.matches(device)
-    assert env.compile('device.driver == "driver-a"').matches(device) is True
+    assert env.compile("device.allowMultipleAllocations").matches(device) is True

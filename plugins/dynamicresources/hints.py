@@ -1,0 +1,90 @@
+"""DynamicResources' cluster events and queueing hints (upstream
+``EventsToRegister``, ``isSchedulableAfterClaimChange``,
+``isSchedulableAfterPodChange``).
+
+Node adds and label/allocatable updates, DeviceClass and ResourceSlice adds
+and updates requeue without a hint. A claim event requeues a pod only when
+it frees devices (an allocation cleared) or changes the status of a claim
+the pod uses, once all its claims resolve; a pod's generated-claim update
+requeues only that pod, once its claims resolve. Claim and slice deletes are
+not registered (an allocated claim is deallocated, an update, before it can
+go). Pure reads of the claim tracker; no writes.
+"""
+
+from __future__ import annotations
+
+from plugins.dynamicresources.claims import ClaimNotReady, may_use, pod_claims
+from plugins.dynamicresources.model import Raw
+from plugins.dynamicresources.state import ClaimTracker, allocation_of, claim_uid
+from scheduler.framework import (
+    ActionType,
+    ClusterEvent,
+    ClusterEventWithHint,
+    EventResource,
+    Pod,
+    QueueingHint,
+)
+
+
+class ClaimHints:
+    """The two hints, over the process's claim tracker."""
+
+    def __init__(self, tracker: ClaimTracker) -> None:
+        self._tracker = tracker
+
+    def events(self) -> list[ClusterEventWithHint]:
+        return [
+            ClusterEventWithHint(
+                ClusterEvent(
+                    EventResource.NODE,
+                    ActionType.ADD
+                    | ActionType.UPDATE_NODE_LABEL
+                    | ActionType.UPDATE_NODE_ALLOCATABLE,
+                )
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.RESOURCE_CLAIM, ActionType.ADD | ActionType.UPDATE),
+                self.after_claim_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM),
+                self.after_pod_change,
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.DEVICE_CLASS, ActionType.ADD | ActionType.UPDATE)
+            ),
+            ClusterEventWithHint(
+                ClusterEvent(EventResource.RESOURCE_SLICE, ActionType.ADD | ActionType.UPDATE)
+            ),
+        ]
+
+    def after_claim_change(self, pod: Pod, old: Raw | None, new: Raw | None) -> QueueingHint:
+        if new is None:
+            return QueueingHint.QUEUE_SKIP
+        freed = old is not None and allocation_of(old) is not None and allocation_of(new) is None
+        if not freed and not may_use(pod, new):
+            # skipped below either way (not ready, or not one of its claims);
+            # this spares the claim lookups for every waiting pod per event
+            return QueueingHint.QUEUE_SKIP
+        try:
+            claims = pod_claims(pod, self._tracker.get)
+        except ClaimNotReady:
+            return QueueingHint.QUEUE_SKIP
+        if freed:
+            return QueueingHint.QUEUE  # devices were freed
+        if not any(claim_uid(claim) == claim_uid(new) for claim in claims):
+            return QueueingHint.QUEUE_SKIP
+        if old is None:
+            return QueueingHint.QUEUE
+        if (old.get("status") or {}) == (new.get("status") or {}):
+            return QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE
+
+    def after_pod_change(self, pod: Pod, old: Pod | None, new: Pod | None) -> QueueingHint:
+        if new is None or new.uid != pod.uid:
+            return QueueingHint.QUEUE_SKIP
+        try:
+            pod_claims(new, self._tracker.get)
+        except ClaimNotReady:
+            return QueueingHint.QUEUE_SKIP
+        return QueueingHint.QUEUE
