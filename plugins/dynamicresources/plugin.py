@@ -63,7 +63,30 @@ from plugins.dynamicresources.prefilter import extended_requests, prepare
 from plugins.dynamicresources.reasons import REASON_CANNOT_ALLOCATE, REASON_NOT_AVAILABLE
 from plugins.dynamicresources.reservation import reserve, unreserve_claims
 from plugins.dynamicresources.state import claim_key
-from scheduler.framework import ClusterEventWithHint, CycleState, EnqueueExtensions, FilterPlugin, Handle, NodeInfo, NodeScore, NodeToStatus, Pod, PostFilterPlugin, PostFilterResult, PreBindPlugin, PreEnqueuePlugin, PreFilterPlugin, PreFilterResult, QueueingHint, ReservePlugin, ScoreExtensions, ScorePlugin, SignPlugin, Status, default_normalize
+from scheduler.framework import (
+    ClusterEventWithHint,
+    CycleState,
+    EnqueueExtensions,
+    FilterPlugin,
+    Handle,
+    NodeInfo,
+    NodeScore,
+    NodeToStatus,
+    Pod,
+    PostFilterPlugin,
+    PostFilterResult,
+    PreBindPlugin,
+    PreEnqueuePlugin,
+    PreFilterPlugin,
+    PreFilterResult,
+    QueueingHint,
+    ReservePlugin,
+    ScoreExtensions,
+    ScorePlugin,
+    SignPlugin,
+    Status,
+    default_normalize,
+)
 from scheduler.framework.deviceclasses import ExtendedResourceClasses
 
 __all__ = [
