@@ -336,16 +336,20 @@ class State:
         self.dirty.add(name)
 
     def remove_node(self, name: str) -> None:
-        """The node is gone; its pods are forgotten with it (they cannot run)."""
-        node = self.nodes.pop(name, None)
+        """The node is gone: it has no budget any more (total 0). Its pods
+        stay held on it until they go (as a pod seen before its node is),
+        so the state is the one a restart builds from the same objects,
+        and a node that comes back under the same name counts them again;
+        the record goes with its last pod."""
+        node = self.nodes.get(name)
         if node is None:
             return
         self._max_total = None
         self.dirty.add(name)
-        for key, pod in list(node.pods.items()):
-            if self.pods.get(key) is pod:
-                del self.pods[key]
-                self._unindex(pod)
+        if not node.pods:
+            del self.nodes[name]
+            return
+        node.budget, node.allocatable = None, ZERO
 
     def _node(self, name: str) -> NodeState:
         node = self.nodes.get(name)

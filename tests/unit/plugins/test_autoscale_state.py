@@ -218,12 +218,21 @@ def test_node_allocatable_change_and_config_change_recompute_budgets() -> None:
     assert state.nodes["n1"].total == amounts(3, 4)
 
 
-def test_node_deletion_forgets_its_pods() -> None:
+def test_node_deletion_keeps_its_pods_until_they_go() -> None:
+    """Restart regression: a restart counts the pods still bound to a node
+    that came back; the long-running state forgot them with the node."""
     state = state_with_node()
     state.observe_pod("default/p", "u", "n1", amounts(1, 1), None)
     state.remove_node("n1")
+    assert state.nodes["n1"].total == ZERO
+    assert set(state.pods) == {"default/p"}
+    state.upsert_node("n1", amounts(8, 8))
+    assert state.nodes["n1"].reserved == amounts(1, 1)
+    state.remove_node("n1")
+    state.remove_pod("default/p")
     assert state.pods == {}
     assert state.nodes == {}
+    state.check_invariants()
 
 
 def test_a_recreated_pod_with_a_new_uid_replaces_the_old_one() -> None:
