@@ -158,6 +158,16 @@ def _updated_limits(
     return moved, moved.minus(using)
 
 
+def _held_at_max(pod: PodState, vm: VmInfo) -> bool:
+    """Whether an autoscaled VM's pod with no agent contact is held at the
+    VM's maximum after this VM event (see ``State.observe_vm``)."""
+    old = pod.vm
+    if old is None or not old.autoscaling_enabled or pod.buffer != ZERO:
+        return True
+    old_max = Amounts(old.cpu_max, old.mem_max)
+    return pod.reserved == old_max or old_max != Amounts(vm.cpu_max, vm.mem_max)
+
+
 def _restore_pod(fields: tuple[Any, ...]) -> PodState:
     (
         key,
@@ -583,28 +593,36 @@ class State:
 
         Without autoscaling (no agent) the pod is reserved at exactly the VM's
         use, up or down, unless an agent did contact us (then it is treated as
-        autoscaled: what was granted stays). Before any agent contact likewise
-        (buffers aside); afterwards the reservation is the larger of ``use``
-        and the last permit (so it follows a hand resize above the permit and
-        back, and a decrease the agent reported once the VM shows it).
-        A changed maximum moves reservation and buffer as Neon's
-        ``handleUpdatedLimits`` (v0.41.0) does, contact or not."""
+        autoscaled: what was granted stays). With autoscaling, before any
+        agent contact: held at its maximum, the buffer being the rest above
+        ``use`` (what a restart builds from the same object), when it already
+        was (first seen bound), its maximum changed (Neon's
+        ``handleUpdatedLimits``), or autoscaling was just turned on; else (we
+        reserved it at its use) it follows ``use``. After contact the
+        reservation is the larger of ``use`` and the last permit (so it
+        follows a hand resize above the permit and back, and a decrease the
+        agent reported once the VM shows it), and a changed maximum moves
+        reservation and buffer as ``handleUpdatedLimits`` (v0.41.0) does."""
         pod = self.pod_of_vm(f"{vm.namespace}/{vm.name}")
         if pod is None:
             return
         use = Amounts(vm.cpu_use, vm.mem_use)
         new = dataclasses.replace(pod, vm=vm)
-        if vm.autoscaling_enabled and pod.vm is not None:
-            new.reserved, new.buffer = _updated_limits(pod.reserved, pod.buffer, pod.vm, vm)
+        old = pod.vm
         if not vm.autoscaling_enabled and not pod.agent_contact:
             new.reserved, new.buffer = use, ZERO
-        elif pod.agent_contact or new.buffer != ZERO:
+        elif pod.agent_contact:
+            if vm.autoscaling_enabled and old is not None:
+                new.reserved, new.buffer = _updated_limits(pod.reserved, pod.buffer, old, vm)
             base = new.reserved
             if pod.permit is not None and new.buffer == ZERO:
                 base = pod.permit  # what its agent holds: follow ``use`` down to it
             new.reserved = Amounts(max(base.cpu, use.cpu), max(base.mem, use.mem))
+        elif _held_at_max(pod, vm):
+            top = Amounts(max(vm.cpu_max, use.cpu), max(vm.mem_max, use.mem))
+            new.reserved, new.buffer = top, top.minus(use)
         else:
-            new.reserved = use
+            new.reserved, new.buffer = use, ZERO
         if new == pod:
             return
         self.replace_pod(pod, new)

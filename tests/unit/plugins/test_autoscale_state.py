@@ -153,6 +153,44 @@ def test_a_changed_vm_maximum_moves_the_reservation_and_buffer_as_neon(
     state.check_invariants()
 
 
+@pytest.mark.parametrize(
+    ("use", "new_max", "reserved", "buffer"),
+    [
+        pytest.param((2, 1), (4, 4), (4, 4), (2, 3), id="resized: buffer is max minus new use"),
+        pytest.param((1, 1), (1, 2), (1, 2), (0, 1), id="resized and max changed together"),
+    ],
+)
+def test_a_vm_held_at_its_maximum_before_contact_keeps_buffer_at_max_minus_use(
+    use: tuple[int, int],
+    new_max: tuple[int, int],
+    reserved: tuple[int, int],
+    buffer: tuple[int, int],
+) -> None:
+    """Restart regression: a VM first seen bound is held at its maximum with
+    buffer max - use; after a resize a restart builds buffer max - new use,
+    the long-running state kept the old buffer (so it undercounted use)."""
+    state = state_with_node(16, 16)
+    state.observe_pod("default/vm", "u", "n1", ZERO, vm("vm", use=(1, 2), max_=(4, 4)))
+    assert state.pods["default/vm"].buffer == amounts(3, 2)
+    state.observe_vm(vm("vm", use=use, max_=new_max))
+    pod = state.pods["default/vm"]
+    assert (pod.reserved, pod.buffer) == (amounts(*reserved), amounts(*buffer))
+    state.check_invariants()
+
+
+def test_a_vm_whose_autoscaling_is_turned_on_is_held_at_its_maximum_as_after_a_restart() -> None:
+    """Restart regression: a restart holds an autoscaled VM with no agent
+    contact at its maximum; the long-running state kept it at its use."""
+    state = state_with_node(16, 16)
+    unscaled = vm("vm", use=(1, 2), max_=(4, 4), autoscaling=False)
+    state.observe_pod("default/vm", "u", "n1", ZERO, unscaled)
+    assert state.pods["default/vm"].reserved == amounts(1, 2)
+    state.observe_vm(vm("vm", use=(1, 2), max_=(4, 4)))
+    pod = state.pods["default/vm"]
+    assert (pod.reserved, pod.buffer) == (amounts(4, 4), amounts(3, 2))
+    state.check_invariants()
+
+
 def test_vm_pod_no_agent_scales_is_held_at_its_use_and_follows_it_both_ways() -> None:
     state = state_with_node(16, 16)
     unscaled = vm("vm", use=(1, 2), max_=(4, 4), autoscaling=False)
