@@ -27,7 +27,10 @@ protocol module has already turned wire units into millicores and bytes):
   VM shows it;
 - a ``lastPermit`` counts only up to the VM's maximum (issue 25 #7; Neon
   shares the defect): a forged one cannot push a node above its total
-  beyond what the VM could take;
+  beyond what the VM could take; likewise an increase is granted at most up
+  to the VM's maximum (the rest is neither granted nor pressure; Neon
+  grants it), so a restart, which holds a VM at most at its maximum, never
+  holds less than the long-running state did;
 - the outcome is checked before it is committed: no permit field is zero,
   above the request, (for an increase) below the old reservation, or not
   expressible in the request's protocol version. A
@@ -104,6 +107,10 @@ class AgentOutcome:
 
 def _round_up(value: int, step: int) -> int:
     return -(-value // step) * step if step > 1 else value
+
+
+def _round_down(value: int, step: int) -> int:
+    return value // step * step if step > 1 else value
 
 
 class _OffGrid(Exception):
@@ -248,9 +255,22 @@ def handle_request(state: State, request: AgentInput, *, migration_allowed: bool
     grain, reserved = request.granularity, pod.reserved
     if migrate:  # no increase: the request is held at the reservation (on the grid)
         last = ZERO
+    # Growth stops at the VM's maximum (on the grid, never below the
+    # reservation): the VM cannot use more, and a restart, building from the
+    # VM object, holds at most that (ours; Neon grants any size).
+    asked = Amounts(
+        min(
+            requested.cpu,
+            max(_round_down(vm.cpu_max, grain.cpu), _round_up(reserved.cpu, grain.cpu)),
+        ),
+        min(
+            requested.mem,
+            max(_round_down(vm.mem_max, grain.mem), _round_up(reserved.mem, grain.mem)),
+        ),
+    )
     try:
         cpu = _grant(
-            requested.cpu,
+            asked.cpu,
             reserved.cpu,
             remaining.cpu,
             request.unit.cpu,
@@ -259,7 +279,7 @@ def handle_request(state: State, request: AgentInput, *, migration_allowed: bool
             grow=not migrate,
         )
         mem = _grant(
-            requested.mem,
+            asked.mem,
             reserved.mem,
             remaining.mem,
             request.unit.mem,
@@ -274,6 +294,7 @@ def handle_request(state: State, request: AgentInput, *, migration_allowed: bool
             "protocol version can express and the node has no room to round it up",
         ) from None
     permit = Amounts(cpu[0], mem[0])
+    pressure = Amounts(cpu[1], mem[1])
     _check_permit(requested, pod.reserved, permit, request.granularity)
     # Never reserved below the VM object's use (issue 25 #7; Neon reserves the
     # permit): a decrease reported before the VM shows it, or a forged one,
@@ -283,7 +304,7 @@ def handle_request(state: State, request: AgentInput, *, migration_allowed: bool
         pod,
         reserved=reserved,
         permit=permit,
-        pressure=Amounts(cpu[1], mem[1]),
+        pressure=pressure,
         buffer=ZERO,
         agent_contact=True,
         metrics=request.metrics,

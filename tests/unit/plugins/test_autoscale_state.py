@@ -473,7 +473,19 @@ def test_a_forged_last_permit_counts_only_up_to_the_vms_maximum() -> None:
     assert outcome.permit == amounts(3, 3)  # before: 5/5, the node at 11 of 8
     node = state.nodes["n1"]
     assert node.reserved == amounts(9, 9)  # over by the VM's own maximum only
-    assert node.pressure == amounts(2, 2)
+    assert node.pressure == ZERO  # above its maximum is no want of room
+    state.check_invariants()
+
+
+def test_an_increase_stops_at_the_vms_maximum() -> None:
+    """Restart regression: an increase above the VM's maximum was granted
+    (a reservation the VM cannot use, above what a restart holds for it)."""
+    state = state_with_node(8, 8)
+    with_vm_pod(state, "default/vm", amounts(1, 1), max_=(2, 2))
+    outcome = handle_request(state, request("default/vm", amounts(3, 4)), migration_allowed=False)
+    assert outcome.permit == amounts(2, 2)  # before: 3/4
+    node = state.nodes["n1"]
+    assert (node.reserved, node.pressure) == (amounts(2, 2), ZERO)
     state.check_invariants()
 
 
