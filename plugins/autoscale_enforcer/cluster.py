@@ -311,7 +311,11 @@ class ClusterFeed:
 
     def _vm_changed(self, old: Raw | None, new: Raw | None) -> None:
         state = self._state
-        if state is None or new is None:
+        if state is None:
+            return
+        if new is None:
+            if old is not None:
+                self._vm_deleted(state, old)
             return
         try:
             info = vm_info(new)
@@ -329,6 +333,18 @@ class ClusterFeed:
             # A VM pod seen before its VM was counted by requests: now count it as a VM.
             state.remove_pod(pod.key)
             self._observe_pod(state, raw_pod)
+
+    def _vm_deleted(self, state: State, old: Raw) -> None:
+        """A VM gone while its pods still run: each bound pod counts as a pod
+        whose VM is unknown (by its requests), as a restart counts it from
+        the objects and as a pod seen before its VM is counted."""
+        metadata = _metadata(old)
+        vm_key = f"{metadata.get('namespace')}/{metadata.get('name')}"
+        for key in [key for key, pod in state.pods.items() if pod.vm_key == vm_key]:
+            raw_pod = self._stores.get(PODS, key)
+            if raw_pod is not None and _spec(raw_pod).get("nodeName"):
+                state.remove_pod(key)
+                self._observe_pod(state, raw_pod)
 
     def _migration_changed(self, old: Raw | None, new: Raw | None) -> None:
         state = self._state
