@@ -228,6 +228,10 @@ class ClusterFeed:
         self._effects = effects
         self._state: State | None = None
         self._vm_infos = VmInfoCache()
+        # VM (namespace/name) -> keys of the migrations naming it: a pod of
+        # that VM without ownerReferences seen after its migration gets the
+        # migration applied, as a restart applies it.
+        self._migrations: dict[str, set[str]] = {}
 
     @property
     def state(self) -> State | None:
@@ -264,6 +268,7 @@ class ClusterFeed:
         for raw in self._stores.list(PODS):
             self._observe_pod(state, raw)
         for raw in self._stores.list(MIGRATION_RESOURCE):
+            self._index_migration(raw, raw)
             self._apply_migration(state, raw, raw)
         return state
 
@@ -308,6 +313,11 @@ class ClusterFeed:
             migration = self._stores.get(MIGRATION_RESOURCE, f"{pod.namespace}/{role.migration}")
             finished = migration is not None and phase_of(migration) in FINISHED_PHASES
             state.set_migrating(pod.key, not finished)
+        elif role is None and vm is not None and self._state is state:
+            for key in sorted(self._migrations.get(f"{vm.namespace}/{vm.name}", ())):
+                migration = self._stores.get(MIGRATION_RESOURCE, key)
+                if migration is not None:
+                    self._apply_migration(state, migration, migration, effects=False)
 
     def _vm_changed(self, old: Raw | None, new: Raw | None) -> None:
         state = self._state
@@ -348,12 +358,29 @@ class ClusterFeed:
 
     def _migration_changed(self, old: Raw | None, new: Raw | None) -> None:
         state = self._state
-        if state is not None and (raw := new or old) is not None:
-            self._apply_migration(state, raw, new)
+        if (raw := new or old) is not None:
+            self._index_migration(raw, new)
+            if state is not None:
+                self._apply_migration(state, raw, new)
 
-    def _apply_migration(self, state: State, raw: Raw, new: Raw | None) -> None:
+    def _index_migration(self, raw: Raw, new: Raw | None) -> None:
+        metadata = _metadata(raw)
+        namespace = metadata.get("namespace") or ""
+        vm_key = f"{namespace}/{_spec(raw).get('vmName') or ''}"
+        key = f"{namespace}/{metadata.get('name') or ''}"
+        keys = self._migrations.setdefault(vm_key, set())
+        if new is not None:
+            keys.add(key)
+            return
+        keys.discard(key)
+        if not keys:
+            del self._migrations[vm_key]
+
+    def _apply_migration(
+        self, state: State, raw: Raw, new: Raw | None, *, effects: bool = True
+    ) -> None:
         """A migration marks its VM's pod migrating until it finishes or goes;
-        finished ones we created are deleted."""
+        finished ones we created are deleted (``effects``)."""
         metadata = raw.get("metadata") or {}
         namespace, name = metadata.get("namespace") or "", metadata.get("name") or ""
         vm_name = (raw.get("spec") or {}).get("vmName") or ""
@@ -365,7 +392,7 @@ class ClusterFeed:
         ongoing = new is not None and phase not in FINISHED_PHASES
         if pod is not None and not pod.migration_target:
             state.set_migrating(pod.key, ongoing)
-        if new is not None and phase in FINISHED_PHASES and created_by_us(new):
+        if effects and new is not None and phase in FINISHED_PHASES and created_by_us(new):
             self._effects.migration_finished(namespace, name, phase)
 
     def _vm_of(self, pod: Pod) -> VmInfo | None:

@@ -552,3 +552,15 @@ def test_a_restart_rebuilds_the_long_running_accounting(ops: list[tuple[Any, ...
 def test_restart_regressions(ops: list[tuple[Any, ...]]) -> None:
     check_restart(ops)
 
+
+def test_a_pod_without_owner_references_seen_after_its_migration_is_migrating() -> None:
+    """Restart regression: a VM's pod recreated (no ownerReferences, as from
+    an older NeonVM) while a migration naming it runs is migrating after a
+    restart; the long-running state applied the migration only to the pod
+    that existed when the migration came."""
+    world = run([("vm-bound", "v0", "n1"), ("migration", "v0"), ("deleted", "v0")])
+    apply(world, ("vm-bound", "v0", "n1"))
+    assert world.state.pods[pod_key("v0")].migrating  # before: False
+    check_restart(
+        [("vm-bound", "v0", "n1"), ("migration", "v0"), ("deleted", "v0"), ("vm-bound", "v0", "n1")]
+    )
