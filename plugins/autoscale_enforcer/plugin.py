@@ -82,6 +82,7 @@ from plugins.autoscale_enforcer.authority import (
 )
 from plugins.autoscale_enforcer.cluster import (
     FED_RESOURCES,
+    NODES,
     PODS,
     ConfigWatch,
     forwarded,
@@ -191,9 +192,13 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         # consistent reading. Only the gauges take it; nothing else here
         # leaves the event loop.
         self._scrape_lock = threading.Lock()
+        self._nodes = handle.informers.store(NODES)
         try:
             self._metrics = AutoscaleMetrics(
-                handle.services.metrics_registry, lambda: self._mirror, self._scrape_lock
+                handle.services.metrics_registry,
+                lambda: self._mirror,
+                self._scrape_lock,
+                self._node_labels,
             )
         except ValueError as error:  # its metrics are already registered
             raise ValueError(
@@ -228,6 +233,14 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         services.on_start(NAME, self.start)
         services.run(MIGRATION_WORKER, self._migrations.run)
         services.run(AUTHORITY_WATCH, self._watch_authority)
+
+    def _node_labels(self, name: str) -> Mapping[str, str]:
+        """The node's labels from the daemon's informer (the metrics' node
+        labels; read from the scrape thread too: the store's objects are
+        replaced on change, never changed)."""
+        raw = self._nodes.get(name)
+        labels = None if raw is None else (raw.get("metadata") or {}).get("labels")
+        return labels if isinstance(labels, Mapping) else {}
 
     # ------------------------------------------------------------ start-up
     async def start(self) -> None:
@@ -510,7 +523,7 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         if error is not None:
             return self._fail(Method.RESERVE, Status.as_error(str(error)))
         if not answer.result():
-            self._metrics.reserve_should_deny.labels(node_name).inc()
+            self._metrics.reserve_should_deny.inc(node_name)
             return self._fail(Method.RESERVE, Status.unschedulable(REASON_NO_ROOM_RESERVE))
         return None
 
