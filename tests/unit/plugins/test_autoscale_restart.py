@@ -181,7 +181,8 @@ class World:
     @property
     def state(self) -> State:
         feed = self.cluster.feed
-        assert feed is not None and feed.state is not None
+        assert feed is not None
+        assert feed.state is not None
         return feed.state
 
     def uid(self) -> str:
@@ -262,7 +263,7 @@ def pod_key(name: str) -> str:
     return f"{NS}/{pod}"
 
 
-def apply(world: World, op: tuple[Any, ...]) -> None:  # noqa: C901, PLR0912 - one branch per event
+def apply(world: World, op: tuple[Any, ...]) -> None:  # noqa: PLR0915 - one branch per event kind
     cluster, kind = world.cluster, op[0]
     if kind == "node":
         cluster.put(NODES, op[1], node_obj(op[1], op[2], op[3]))
@@ -455,9 +456,9 @@ def recontact(world: World, fresh: State) -> set[str]:
         held = long.pods.get(key)
         if held is None or not held.agent_contact or held.vm is None or agent.last_permit is None:
             continue
-        if key in fresh.pods and _report(fresh, key, agent.last_permit):
-            if _report(long, key, agent.last_permit):
-                answered.add(key)
+        reported = key in fresh.pods and _report(fresh, key, agent.last_permit)
+        if reported and _report(long, key, agent.last_permit):
+            answered.add(key)
     return answered
 
 
