@@ -202,6 +202,12 @@ IC = "Invalid configuration: at "
             IC + "nodeMetricLabels.node: label name already used by node metrics",
             id="nodeMetricLabels: duplicate label name (Neon panics at start-up)",
         ),
+        pytest.param(
+            doc(ignoredNamespaces=["a"], ignoreNamespaces=["b"]),
+            IC + "ignoreNamespaces: give ignoredNamespaces only "
+            "(ignoreNamespaces is its older name)",
+            id="ignoredNamespaces and its v0.41 spelling together",
+        ),
         pytest.param(b"[1, 2]", IC + "<root>: must be a JSON object", id="not an object"),
         pytest.param(
             b"{nope",
@@ -294,6 +300,21 @@ def test_node_metric_labels_decode_as_neon(
 ) -> None:
     """Neon's ``Config.NodeMetricLabels`` (v0.42+, map[string]string)."""
     assert parse_config(doc(nodeMetricLabels=labels)).metric_labels() == expected
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        pytest.param("ignoredNamespaces", id="Neon v0.42+ spelling (HEAD)"),
+        pytest.param("ignoreNamespaces", id="Neon v0.41.0 spelling (ours first): an alias"),
+        pytest.param("IGNOREDNAMESPACES", id="encoding/json: case-insensitive"),
+    ],
+)
+def test_ignored_namespaces_under_either_spelling(key: str) -> None:
+    config = parse_config(doc(**{key: ["overprovisioning"]}))
+    assert config.ignore_namespaces == ("overprovisioning",)
+    assert config.ignored("overprovisioning/placeholder")
+    assert not config.ignored("default/placeholder")
 
 
 def test_null_overrides_and_null_do_migration_mean_none_and_enabled() -> None:
