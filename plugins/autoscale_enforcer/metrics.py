@@ -19,6 +19,10 @@ from it. Labels come from the constants here, never retyped.
 | ``autoscaling_plugin_reserve_should_deny_total`` | counter | node, <labels> |
 | ``autoscaling_plugin_config_rejected_total`` | counter | |
 | ``autoscaling_plugin_k8s_ops_total`` | counter | op, kind, outcome |
+| ``autoscaling_plugin_reconcile_queue_wait_durations`` (s) | histogram | |
+| ``autoscaling_plugin_reconcile_duration_seconds`` | histogram | kind, outcome |
+| ``autoscaling_plugin_reconcile_failing_objects`` | gauge | kind |
+| ``autoscaling_plugin_reconcile_panics_count`` | untyped (a counter) | kind |
 
 ``<labels>``: ``nodeMetricLabels``' metric label names in order (Neon's
 ``buildNodeLabels``), valued from the node's labels ("" when absent).
@@ -35,9 +39,15 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 
 from prometheus_client import CollectorRegistry, Counter
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from prometheus_client.registry import Collector
 
+from plugins.autoscale_enforcer.reconcile import ReconcileReport, ReconcileTotals
 from plugins.autoscale_enforcer.state import Amounts, NodeState, State
 
 PREFIX = "autoscaling_plugin"
@@ -174,6 +184,64 @@ class ExtensionCalls(Collector):
         yield family
 
 
+class ReconcileMetrics(Collector):
+    """Neon's reconcile metrics (``metrics/reconcile.go``) from the
+    authority's reports (see ``reconcile``). ``reconcile_panics_count`` keeps
+    Neon's name, which has no ``_total``: prometheus_client writes a counter
+    as ``<name>_total``, so it is exported untyped under that exact name."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # reports come on the loop, scrapes elsewhere
+        self._totals = ReconcileTotals()
+
+    def add(self, report: ReconcileReport) -> None:
+        with self._lock:
+            self._totals.add(report)
+
+    def restarted(self) -> None:
+        with self._lock:
+            self._totals.restarted()
+
+    def collect(self) -> Iterator[Metric]:
+        with self._lock:
+            totals = self._totals
+            waits = (totals.waits.cumulative(), totals.waits.total)
+            durations = [
+                (kind, outcome, observations.cumulative(), observations.total)
+                for (kind, outcome), observations in sorted(totals.durations.items())
+            ]
+            failing = sorted(totals.failing.items())
+            panics = sorted(totals.panics.items())
+        wait = HistogramMetricFamily(
+            f"{PREFIX}_reconcile_queue_wait_durations",
+            "Duration that items in the reconcile queue are waiting to be picked up",
+            buckets=waits[0],
+            sum_value=waits[1],
+        )
+        yield wait
+        duration = HistogramMetricFamily(
+            f"{PREFIX}_reconcile_duration_seconds",
+            "Duration that items take to be reconciled",
+            labels=["kind", "outcome"],
+        )
+        for kind, outcome, buckets, total in durations:
+            duration.add_metric([kind, outcome], buckets, total)
+        yield duration
+        failing_family = GaugeMetricFamily(
+            f"{PREFIX}_reconcile_failing_objects",
+            "Number of objects currently failing to be reconciled",
+            labels=["kind"],
+        )
+        for kind, count in failing:
+            failing_family.add_metric([kind], count)
+        yield failing_family
+        name = f"{PREFIX}_reconcile_panics_count"
+        panic_family = Metric(name, "Number of times reconcile operations have panicked", "unknown")
+        for kind, count in panics:
+            panic_family.add_sample(name, {"kind": kind}, count)
+        yield panic_family
+
+
 class AutoscaleMetrics:
     def __init__(
         self,
@@ -228,6 +296,8 @@ class AutoscaleMetrics:
             "config_rejected", "ConfigMap updates rejected (the last good config stays)"
         )
         registry.register(NodeGauges(state, lock, node_labels))
+        self.reconcile = ReconcileMetrics()
+        registry.register(self.reconcile)
 
     def record_k8s_op(self, op: str, kind: str, name: str, error: BaseException | None) -> None:
         """Neon's ``RecordK8sOp``: the outcome label never carries the name."""

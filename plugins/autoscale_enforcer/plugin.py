@@ -286,6 +286,7 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
                 break
             started_at = clock.now()
             self._metrics.authority_restarts.inc()
+            self._metrics.reconcile.restarted()
             log.info("%s: the agent API's process was restarted and its state rebuilt", NAME)
 
     async def _rebuild(self) -> None:
@@ -299,7 +300,7 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         for resource in FED_RESOURCES:
             for raw in self._handle.informers.store(resource).list():
                 if forwarded(resource, None, raw):
-                    send(Event(resource, raw))
+                    send(Event(resource, raw, sent=self._handle.clock.now()))
         skip = self._unreserved_while_lost
         held = tuple(
             Held(pod.key, pod.uid, pod.node, pod.reserved, pod.vm)
@@ -322,10 +323,11 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
                     self._handle.activate([parse_pod(waiting)])
             if not forwarded(resource, old, new):
                 return
+            now = self._handle.clock.now()
             if new is not None:
-                send(Event(resource, new))
+                send(Event(resource, new, sent=now))
             elif old is not None:
-                send(Event(resource, old, deleted=True))
+                send(Event(resource, old, deleted=True, sent=now))
 
         return forward
 
@@ -349,6 +351,8 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
     def _apply(self, message: Nodes) -> None:
         for (status, node), count in message.requests.items():
             self._metrics.count_request(status, node, count)
+        if message.reconcile is not None:
+            self._metrics.reconcile.add(message.reconcile)
         mirror = self._mirror
         if mirror is None or not message.changed:
             return

@@ -445,6 +445,20 @@ async def test_node_metric_labels_label_the_per_node_metrics_from_the_nodes_labe
     assert sample(gauge, expected) is None
 
 
+async def test_forwarded_events_are_counted_in_neons_reconcile_metrics() -> None:
+    """Neon's reconcile metrics (metrics/reconcile.go): every event the
+    authority applies, by kind and outcome, with its wait since forwarding."""
+    _, handle = await started()
+    sample = handle.registry.get_sample_value
+    duration = "autoscaling_plugin_reconcile_duration_seconds_count"
+    success = {"kind": "Pod", "outcome": "success"}
+    before = sample(duration, success) or 0
+    handle.informers.put("pods", plain_pod("busy", "n1", cpu="1"))
+    assert sample(duration, success) == before + 1  # before: no such metric
+    assert sample(duration, {"kind": "Node", "outcome": "success"}) == 1
+    assert (sample("autoscaling_plugin_reconcile_queue_wait_durations_count", {}) or 0) >= 2
+
+
 async def test_score_prefers_the_target_fill_level_by_default_and_node_size_on_request() -> None:
     plugin, handle = await started(nodes=("n1", "n2"))
     handle.informers.put("pods", plain_pod("busy", "n1", cpu="5", memory="5Gi"))
