@@ -17,7 +17,12 @@ Invariants: no state exists before ``start`` (events before then are only
 stored, and ``start`` rebuilds from the stores); after it every event is
 applied synchronously, in the order the informers delivered them; a VM pod
 first seen bound is held at its maximum until its agent reports
-(``State.observe_pod``).
+(``State.observe_pod``). Restart equivalence (a property test,
+``test_autoscale_restart``): the state after any run of events equals, per
+node and per pod, what ``start`` builds from the resulting objects alone,
+but for what only a long-running state can know (an agent's grants until it
+reports again, a pod Reserve held at its use); so a deleted VM's running
+pods count by their requests, as a restart counts them.
 
 Migrations are tracked per pod (issue 25 #2): a pod's ownerReferences say
 whether it is the source or the target of a live migration
