@@ -21,6 +21,9 @@ protocol module has already turned wire units into millicores and bytes):
   no ``lastPermit`` covering it) no answer keeps every promise, so the
   request is refused (400, nothing changed; a decrease is always accepted):
   no granted increase ever takes a node above its total;
+- with a VM overcommit factor (Neon HEAD's ``spec.overcommit``) the node's
+  room is scaled to the pod's units (``pod_room``): the node counts the
+  reservation divided by the factor;
 - the pod's start-up buffer is cleared: the agent has told us what it uses;
 - the reservation is the permit but never below the VM object's ``use``
   (issue 25 #7; Neon reserves the permit): a decrease frees room once the
@@ -63,7 +66,14 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from plugins.autoscale_enforcer.state import ZERO, Amounts, NodeState, PodState, State
+from plugins.autoscale_enforcer.state import (
+    ZERO,
+    Amounts,
+    NodeState,
+    PodState,
+    State,
+    pod_room,
+)
 
 ONE = Amounts(1, 1)
 
@@ -248,8 +258,9 @@ def handle_request(state: State, request: AgentInput, *, migration_allowed: bool
             _show(told),
         )
 
-    remaining = node.remaining  # node.reserved includes this pod's reservation
     vm = pod.vm
+    # node.reserved includes this pod's reservation; in pod units (overcommit)
+    remaining = pod_room(pod.reserved, node.remaining, vm)
     last = request.last_permit or ZERO
     last = Amounts(min(last.cpu, vm.cpu_max), min(last.mem, vm.mem_max))
     grain, reserved = request.granularity, pod.reserved

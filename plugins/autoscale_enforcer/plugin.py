@@ -92,7 +92,7 @@ from plugins.autoscale_enforcer.config import Config
 from plugins.autoscale_enforcer.metrics import AutoscaleMetrics, Method
 from plugins.autoscale_enforcer.migration import MigrationController
 from plugins.autoscale_enforcer.protocol import MAX_HTTP_BODY_SIZE
-from plugins.autoscale_enforcer.state import ZERO, Amounts, NodeState, State
+from plugins.autoscale_enforcer.state import ZERO, Amounts, NodeState, State, node_amount
 from plugins.autoscale_enforcer.vm import (
     VM_RESOURCE,
     VmError,
@@ -159,7 +159,7 @@ class _Sizing:
     config updates run on the same event loop, between cycles)."""
 
     pod_uid: str
-    amount: Amounts
+    amount: Amounts  # what it takes of a node (after its VM's overcommit)
     error: Status | None  # set: every node answers it
 
     def clone(self) -> _Sizing:
@@ -175,7 +175,7 @@ class _Pending:
     Score on its node as if held, and held at Permit until answered."""
 
     node: str
-    amount: Amounts
+    amount: Amounts  # node units (after its VM's overcommit)
     answer: asyncio.Future[object]
 
 
@@ -409,7 +409,7 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
             return node, reserved + amount
         for key, ours in held.items():
             if ours.uid not in listed or key == pod.key:
-                reserved = reserved.minus(ours.reserved)
+                reserved = reserved.minus(node_amount(ours.reserved, ours.vm))
         pending = self._pending
         for uid, other in listed.items():
             known = state.pods.get(other.key)
@@ -433,8 +433,8 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         if sizing is not None and sizing.pod_uid == pod.uid:
             return sizing
         try:
-            amount, _ = self._amount(plugin_state, pod)
-            sizing = _Sizing(pod.uid, amount, None)
+            amount, vm = self._amount(plugin_state, pod)
+            sizing = _Sizing(pod.uid, node_amount(amount, vm), None)
         except _PodError as error:
             sizing = _Sizing(pod.uid, ZERO, error.status)
         cycle.write(_SIZING, sizing)
@@ -517,7 +517,7 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         answer = self._authority.ask(request, self._reserve_timeout + 1.0)
         if answer.done():  # inline (no ops server), or no process to ask
             return self._reserve_status(node_name, answer)
-        self._pending[pod.key] = _Pending(node_name, amount, answer)
+        self._pending[pod.key] = _Pending(node_name, node_amount(amount, vm), answer)
         answer.add_done_callback(lambda done: self._reserve_answered(pod, node_name, done))
         return None
 

@@ -15,6 +15,12 @@ Per node and per resource (cpu in millicores, memory in bytes):
 - ``pressure_accounted_for``: ``reserved + pressure`` of migrating pods;
 - ``migrating``: ``reserved`` of migrating pods.
 
+Node counters are in node units: a VM with overcommit factors (Neon HEAD's
+``spec.overcommit``) contributes its reservation divided by them
+(``node_amount``, Neon's ``applyOvercommit``), while a pod's own fields stay
+in its units; ``fits``/``reserved_if`` take node units, ``reserve`` and
+agent grants convert (``pod_room`` for an increase's room).
+
 Invariants (``check_invariants`` proves them in tests):
 - every node counter equals the sum of its pods' contributions, so no
   counter is ever negative; a pod's ``buffer`` never exceeds its ``reserved``;
@@ -47,7 +53,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from plugins.autoscale_enforcer.config import Config, NodeBudget, derive_node
-from plugins.autoscale_enforcer.vm import VmInfo
+from plugins.autoscale_enforcer.vm import NO_OVERCOMMIT, VmInfo
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,11 +289,53 @@ def _restore_node(fields: tuple[Any, ...]) -> NodeState:
     )
 
 
+def node_amount(amount: Amounts, vm: VmInfo | None) -> Amounts:
+    """What a pod's ``amount`` takes of its node: Neon's ``applyOvercommit``
+    (state/node.go, HEAD), ``amount * 1000 / factor`` rounded down per
+    resource with the VM's overcommit factors (milli); a plain pod, or a VM
+    without overcommit, takes what it reserves."""
+    if vm is None:
+        return amount
+    cpu, mem = vm.cpu_overcommit, vm.mem_overcommit
+    if cpu == NO_OVERCOMMIT and mem == NO_OVERCOMMIT:
+        return amount
+    return Amounts(amount.cpu * NO_OVERCOMMIT // cpu, amount.mem * NO_OVERCOMMIT // mem)
+
+
+def pod_room(reserved: Amounts, remaining: Amounts, vm: VmInfo | None) -> Amounts:
+    """How far a pod reserved at ``reserved`` may grow (pod units) while what
+    it takes of its node grows by at most ``remaining`` (node units): Neon's
+    ``reconcilePod`` scales the node's room by the factor; here exactly, so a
+    grant never takes the node above its total through rounding."""
+    if vm is None or (vm.cpu_overcommit == NO_OVERCOMMIT and vm.mem_overcommit == NO_OVERCOMMIT):
+        return remaining
+    taken = node_amount(reserved, vm)
+
+    def room(value: int, node_value: int, free: int, factor: int) -> int:
+        # the largest t with floor(t * 1000 / factor) <= node_value + free
+        return ((node_value + free + 1) * factor - 1) // NO_OVERCOMMIT - value
+
+    return Amounts(
+        room(reserved.cpu, taken.cpu, remaining.cpu, vm.cpu_overcommit),
+        room(reserved.mem, taken.mem, remaining.mem, vm.mem_overcommit),
+    )
+
+
 def _contribution(pod: PodState) -> tuple[Amounts, Amounts, Amounts, Amounts, Amounts]:
-    """(reserved, buffer, pressure, migrating, accounted-for) the pod adds to its node."""
-    migrating = pod.reserved if pod.migrating else ZERO
-    accounted = pod.reserved + pod.pressure if pod.migrating else ZERO
-    return pod.reserved, pod.buffer, pod.pressure, migrating, accounted
+    """(reserved, buffer, pressure, migrating, accounted-for) the pod adds to
+    its node: after its VM's overcommit (``node_amount``); the buffer is what
+    the reservation takes beyond the part that is not buffer."""
+    vm = pod.vm
+    reserved = node_amount(pod.reserved, vm)
+    buffer = (
+        pod.buffer
+        if reserved is pod.reserved
+        else (reserved.minus(node_amount(pod.reserved.minus(pod.buffer), vm)))
+    )
+    pressure = node_amount(pod.pressure, vm)
+    migrating = reserved if pod.migrating else ZERO
+    accounted = reserved + pressure if pod.migrating else ZERO
+    return reserved, buffer, pressure, migrating, accounted
 
 
 class State:
@@ -464,14 +512,14 @@ class State:
     def reserved_if(
         self, node_name: str, add: Amounts, *, without: Iterable[str] = (), extra: Amounts = ZERO
     ) -> Amounts:
-        """What the node would reserve with ``add`` on top, leaving out the pods
+        """What the node would reserve with ``add`` (node units) on top, leaving out the pods
         ``without`` and counting ``extra`` for pods we do not know. Pure."""
         node = self.nodes.get(node_name)
         reserved = ZERO if node is None else node.reserved
         for key in without:
             pod = None if node is None else node.pods.get(key)
             if pod is not None:
-                reserved = reserved.minus(pod.reserved)
+                reserved = reserved.minus(node_amount(pod.reserved, pod.vm))
         return reserved + extra + add
 
     def fits(
@@ -498,7 +546,7 @@ class State:
             return True
         if current is not None:
             self._detach(current)
-        if not self.fits(node_name, amount):
+        if not self.fits(node_name, node_amount(amount, vm)):
             if current is not None:
                 self._attach(current)
             return False

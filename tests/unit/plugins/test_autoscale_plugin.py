@@ -445,6 +445,21 @@ async def test_node_metric_labels_label_the_per_node_metrics_from_the_nodes_labe
     assert sample(gauge, expected) is None
 
 
+async def test_filter_and_reserve_count_a_vm_by_its_overcommitted_size() -> None:
+    """Neon HEAD's per-VM overcommit (applyOvercommit): a VM using 12 GiB with
+    a memory factor of 2 takes 6 GiB of an 8 GiB node."""
+    plugin, handle = await started()
+    raw = make_vm("vm").cpus(1, 4, 1).memory_slots(1, 16, 12).pod_name("vm-pod").obj()
+    raw["spec"]["overcommit"] = {"memory": "2"}
+    handle.informers.put("virtualmachines", raw)
+    candidate = pod(vm_pod("vm-pod", "vm"))
+    info = node_info(make_node("n1").allocatable(cpu="8", memory="8Gi", pods="110").obj())
+    assert plugin.filter(CycleState(), candidate, info) is None  # before: 12 GiB > 8 GiB
+    assert plugin.reserve(CycleState(), candidate, "n1") is None
+    assert plugin.state is not None
+    assert plugin.state.nodes["n1"].reserved == amounts(1, 6)
+
+
 async def test_forwarded_events_are_counted_in_neons_reconcile_metrics() -> None:
     """Neon's reconcile metrics (metrics/reconcile.go): every event the
     authority applies, by kind and outcome, with its wait since forwarding."""

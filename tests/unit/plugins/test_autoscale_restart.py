@@ -130,8 +130,15 @@ def pod_obj(
     }
 
 
+# v1 is overcommitted (Neon HEAD's spec.overcommit).
+OVERCOMMIT = {"v1": {"cpu": "1500m", "memory": "2"}}
+
+
 def vm_obj(name: str, use: tuple[int, int], max_: tuple[int, int], pod: str) -> Raw:
     labels = {LABEL_AUTOSCALING_ENABLED: "true"} if name in AUTOSCALED else {}
+    spec: dict[str, Any] = {}
+    if name in OVERCOMMIT:
+        spec["overcommit"] = OVERCOMMIT[name]
     return {
         "apiVersion": "vm.neon.tech/v1",
         "kind": "VirtualMachine",
@@ -143,6 +150,7 @@ def vm_obj(name: str, use: tuple[int, int], max_: tuple[int, int], pod: str) -> 
                 "memorySlots": {"min": 1, "max": max_[1], "use": use[1]},
                 "memorySlotSize": "1Gi",
             },
+            **spec,
         },
         "status": {"podName": pod},
     }
