@@ -21,13 +21,19 @@ protocol module has already turned wire units into millicores and bytes):
   no ``lastPermit`` covering it) no answer keeps every promise, so the
   request is refused (400, nothing changed; a decrease is always accepted):
   no granted increase ever takes a node above its total;
+- with a VM overcommit factor (Neon HEAD's ``spec.overcommit``) the node's
+  room is scaled to the pod's units (``pod_room``): the node counts the
+  reservation divided by the factor;
 - the pod's start-up buffer is cleared: the agent has told us what it uses;
 - the reservation is the permit but never below the VM object's ``use``
   (issue 25 #7; Neon reserves the permit): a decrease frees room once the
   VM shows it;
 - a ``lastPermit`` counts only up to the VM's maximum (issue 25 #7; Neon
   shares the defect): a forged one cannot push a node above its total
-  beyond what the VM could take;
+  beyond what the VM could take; likewise an increase is granted at most up
+  to the VM's maximum (the rest is neither granted nor pressure; Neon
+  grants it), so a restart, which holds a VM at most at its maximum, never
+  holds less than the long-running state did;
 - the outcome is checked before it is committed: no permit field is zero,
   above the request, (for an increase) below the old reservation, or not
   expressible in the request's protocol version. A
@@ -60,7 +66,14 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from plugins.autoscale_enforcer.state import ZERO, Amounts, NodeState, PodState, State
+from plugins.autoscale_enforcer.state import (
+    ZERO,
+    Amounts,
+    NodeState,
+    PodState,
+    State,
+    pod_room,
+)
 
 ONE = Amounts(1, 1)
 
@@ -104,6 +117,10 @@ class AgentOutcome:
 
 def _round_up(value: int, step: int) -> int:
     return -(-value // step) * step if step > 1 else value
+
+
+def _round_down(value: int, step: int) -> int:
+    return value // step * step if step > 1 else value
 
 
 class _OffGrid(Exception):
@@ -241,16 +258,30 @@ def handle_request(state: State, request: AgentInput, *, migration_allowed: bool
             _show(told),
         )
 
-    remaining = node.remaining  # node.reserved includes this pod's reservation
     vm = pod.vm
+    # node.reserved includes this pod's reservation; in pod units (overcommit)
+    remaining = pod_room(pod.reserved, node.remaining, vm)
     last = request.last_permit or ZERO
     last = Amounts(min(last.cpu, vm.cpu_max), min(last.mem, vm.mem_max))
     grain, reserved = request.granularity, pod.reserved
     if migrate:  # no increase: the request is held at the reservation (on the grid)
         last = ZERO
+    # Growth stops at the VM's maximum (on the grid, never below the
+    # reservation): the VM cannot use more, and a restart, building from the
+    # VM object, holds at most that (ours; Neon grants any size).
+    asked = Amounts(
+        min(
+            requested.cpu,
+            max(_round_down(vm.cpu_max, grain.cpu), _round_up(reserved.cpu, grain.cpu)),
+        ),
+        min(
+            requested.mem,
+            max(_round_down(vm.mem_max, grain.mem), _round_up(reserved.mem, grain.mem)),
+        ),
+    )
     try:
         cpu = _grant(
-            requested.cpu,
+            asked.cpu,
             reserved.cpu,
             remaining.cpu,
             request.unit.cpu,
@@ -259,7 +290,7 @@ def handle_request(state: State, request: AgentInput, *, migration_allowed: bool
             grow=not migrate,
         )
         mem = _grant(
-            requested.mem,
+            asked.mem,
             reserved.mem,
             remaining.mem,
             request.unit.mem,
@@ -274,6 +305,7 @@ def handle_request(state: State, request: AgentInput, *, migration_allowed: bool
             "protocol version can express and the node has no room to round it up",
         ) from None
     permit = Amounts(cpu[0], mem[0])
+    pressure = Amounts(cpu[1], mem[1])
     _check_permit(requested, pod.reserved, permit, request.granularity)
     # Never reserved below the VM object's use (issue 25 #7; Neon reserves the
     # permit): a decrease reported before the VM shows it, or a forged one,
@@ -283,7 +315,7 @@ def handle_request(state: State, request: AgentInput, *, migration_allowed: bool
         pod,
         reserved=reserved,
         permit=permit,
-        pressure=Amounts(cpu[1], mem[1]),
+        pressure=pressure,
         buffer=ZERO,
         agent_contact=True,
         metrics=request.metrics,

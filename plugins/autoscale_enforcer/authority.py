@@ -11,7 +11,9 @@ order they arrive:
   ``Reserve`` (answered: did the pod fit?), ``Unreserve`` and ``Dump``;
 - agent requests (``handle``, ``AgentApi``);
 - ``idle`` after each batch: the nodes that changed go back to the daemon as
-  copies (``Nodes``, with the agent requests counted meanwhile), so the
+  copies (``Nodes``, with the agent requests counted meanwhile and the
+  events' reconcile counts, see ``reconcile``; those alone wait up to
+  ``RECONCILE_FLUSH_SECONDS``), so the
   daemon's mirror for Filter and Score follows this state: at once after a
   call, within ``FLUSH_SECONDS`` otherwise.
 
@@ -34,6 +36,7 @@ from typing import Any
 from plugins.autoscale_enforcer.agent_api import AgentApi
 from plugins.autoscale_enforcer.cluster import FED_RESOURCES, ClusterFeed
 from plugins.autoscale_enforcer.config import Config
+from plugins.autoscale_enforcer.reconcile import ReconcileBook, ReconcileReport
 from plugins.autoscale_enforcer.state import Amounts, NodeState, State
 from plugins.autoscale_enforcer.vm import VmInfo
 from scheduler.framework import ChildChannel, HttpRequest, HttpResponse, object_key
@@ -45,6 +48,8 @@ FACTORY = f"{__name__}:build"
 # How long changes may wait to be sent to the daemon's mirror, so that one
 # message carries several agent requests' (calls answer at once).
 FLUSH_SECONDS = 0.005
+# How long the reconcile counts of events that changed nothing may wait.
+RECONCILE_FLUSH_SECONDS = 1.0
 
 
 # ------------------------------------------------------ daemon -> authority
@@ -55,6 +60,7 @@ class Event:
     resource: str
     obj: Raw
     deleted: bool = False
+    sent: float | None = None  # monotonic seconds when forwarded (the queue wait)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +119,7 @@ class Nodes:
 
     changed: list[tuple[str, NodeState | None]]
     requests: dict[tuple[int, str], int]
+    reconcile: ReconcileReport | None = None  # the events applied meanwhile
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +151,7 @@ class Authority:
         self._feed = ClusterFeed(self, self)
         self._api: AgentApi | None = None
         self._requests: Counter[tuple[int, str]] = Counter()
+        self._reconcile = ReconcileBook()
 
     @property
     def state(self) -> State | None:
@@ -195,8 +203,26 @@ class Authority:
         return state
 
     def _event(self, event: Event) -> None:
-        store = self._stores[event.resource]
+        """Apply one forwarded event, counted for the reconcile metrics (an
+        exception is a failure; the listener logs it and goes on)."""
+        started = self._clock()
         key = object_key(event.obj)
+        failed = True
+        try:
+            self._apply_event(event, key)
+            failed = False
+        finally:
+            self._reconcile.done(
+                event.resource,
+                key,
+                wait=None if event.sent is None else started - event.sent,
+                duration=self._clock() - started,
+                failed=failed,
+                deleted=event.deleted,
+            )
+
+    def _apply_event(self, event: Event, key: str) -> None:
+        store = self._stores[event.resource]
         if event.deleted:
             store.pop(key, None)
             self._feed.changed(event.resource, event.obj, None)
@@ -227,18 +253,19 @@ class Authority:
         ``FLUSH_SECONDS`` after the first change (one message for several
         agent requests; the mirror may lag that long)."""
         state = self.state
-        if state is None or not (state.dirty or self._requests):
+        changes = state is not None and bool(state.dirty or self._requests)
+        if state is None or not (changes or self._reconcile.pending):
             self._flush_now = False
             return None
         now = self._clock()
         if self._since is None:
             self._since = now
-        due = self._since + FLUSH_SECONDS
+        due = self._since + (FLUSH_SECONDS if changes else RECONCILE_FLUSH_SECONDS)
         if not (self._flush_now or self._channel.immediate or now >= due):
             return due - now
         requests, self._requests = dict(self._requests), Counter()
         self._since, self._flush_now = None, False
-        self._channel.send(Nodes(state.take_dirty(), requests))
+        self._channel.send(Nodes(state.take_dirty(), requests, self._reconcile.take()))
         return None
 
 

@@ -17,7 +17,12 @@ Invariants: no state exists before ``start`` (events before then are only
 stored, and ``start`` rebuilds from the stores); after it every event is
 applied synchronously, in the order the informers delivered them; a VM pod
 first seen bound is held at its maximum until its agent reports
-(``State.observe_pod``).
+(``State.observe_pod``). Restart equivalence (a property test,
+``test_autoscale_restart``): the state after any run of events equals, per
+node and per pod, what ``start`` builds from the resulting objects alone,
+but for what only a long-running state can know (an agent's grants until it
+reports again, a pod Reserve held at its use); so a deleted VM's running
+pods count by their requests, as a restart counts them.
 
 Migrations are tracked per pod (issue 25 #2): a pod's ownerReferences say
 whether it is the source or the target of a live migration
@@ -228,6 +233,10 @@ class ClusterFeed:
         self._effects = effects
         self._state: State | None = None
         self._vm_infos = VmInfoCache()
+        # VM (namespace/name) -> keys of the migrations naming it: a pod of
+        # that VM without ownerReferences seen after its migration gets the
+        # migration applied, as a restart applies it.
+        self._migrations: dict[str, set[str]] = {}
 
     @property
     def state(self) -> State | None:
@@ -264,6 +273,7 @@ class ClusterFeed:
         for raw in self._stores.list(PODS):
             self._observe_pod(state, raw)
         for raw in self._stores.list(MIGRATION_RESOURCE):
+            self._index_migration(raw, raw)
             self._apply_migration(state, raw, raw)
         return state
 
@@ -308,10 +318,19 @@ class ClusterFeed:
             migration = self._stores.get(MIGRATION_RESOURCE, f"{pod.namespace}/{role.migration}")
             finished = migration is not None and phase_of(migration) in FINISHED_PHASES
             state.set_migrating(pod.key, not finished)
+        elif role is None and vm is not None and self._state is state:
+            for key in sorted(self._migrations.get(f"{vm.namespace}/{vm.name}", ())):
+                migration = self._stores.get(MIGRATION_RESOURCE, key)
+                if migration is not None:
+                    self._apply_migration(state, migration, migration, effects=False)
 
     def _vm_changed(self, old: Raw | None, new: Raw | None) -> None:
         state = self._state
-        if state is None or new is None:
+        if state is None:
+            return
+        if new is None:
+            if old is not None:
+                self._vm_deleted(state, old)
             return
         try:
             info = vm_info(new)
@@ -330,14 +349,43 @@ class ClusterFeed:
             state.remove_pod(pod.key)
             self._observe_pod(state, raw_pod)
 
+    def _vm_deleted(self, state: State, old: Raw) -> None:
+        """A VM gone while its pods still run: each bound pod counts as a pod
+        whose VM is unknown (by its requests), as a restart counts it from
+        the objects and as a pod seen before its VM is counted."""
+        metadata = _metadata(old)
+        vm_key = f"{metadata.get('namespace')}/{metadata.get('name')}"
+        for key in [key for key, pod in state.pods.items() if pod.vm_key == vm_key]:
+            raw_pod = self._stores.get(PODS, key)
+            if raw_pod is not None and _spec(raw_pod).get("nodeName"):
+                state.remove_pod(key)
+                self._observe_pod(state, raw_pod)
+
     def _migration_changed(self, old: Raw | None, new: Raw | None) -> None:
         state = self._state
-        if state is not None and (raw := new or old) is not None:
-            self._apply_migration(state, raw, new)
+        if (raw := new or old) is not None:
+            self._index_migration(raw, new)
+            if state is not None:
+                self._apply_migration(state, raw, new)
 
-    def _apply_migration(self, state: State, raw: Raw, new: Raw | None) -> None:
+    def _index_migration(self, raw: Raw, new: Raw | None) -> None:
+        metadata = _metadata(raw)
+        namespace = metadata.get("namespace") or ""
+        vm_key = f"{namespace}/{_spec(raw).get('vmName') or ''}"
+        key = f"{namespace}/{metadata.get('name') or ''}"
+        keys = self._migrations.setdefault(vm_key, set())
+        if new is not None:
+            keys.add(key)
+            return
+        keys.discard(key)
+        if not keys:
+            del self._migrations[vm_key]
+
+    def _apply_migration(
+        self, state: State, raw: Raw, new: Raw | None, *, effects: bool = True
+    ) -> None:
         """A migration marks its VM's pod migrating until it finishes or goes;
-        finished ones we created are deleted."""
+        finished ones we created are deleted (``effects``)."""
         metadata = raw.get("metadata") or {}
         namespace, name = metadata.get("namespace") or "", metadata.get("name") or ""
         vm_name = (raw.get("spec") or {}).get("vmName") or ""
@@ -349,7 +397,7 @@ class ClusterFeed:
         ongoing = new is not None and phase not in FINISHED_PHASES
         if pod is not None and not pod.migration_target:
             state.set_migrating(pod.key, ongoing)
-        if new is not None and phase in FINISHED_PHASES and created_by_us(new):
+        if effects and new is not None and phase in FINISHED_PHASES and created_by_us(new):
             self._effects.migration_finished(namespace, name, phase)
 
     def _vm_of(self, pod: Pod) -> VmInfo | None:

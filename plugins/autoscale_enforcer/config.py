@@ -14,6 +14,15 @@ reported by path too, in our words (Go's ``json: cannot unmarshal ...`` names
 Go types). Quantities are exact: cpu in millicores, memory in bytes, never
 floats.
 
+``ignoredNamespaces`` is Neon's (v0.42+) spelling; ``ignoreNamespaces``
+(v0.41.0, the one we accepted first) is read as the same, but not both.
+
+``nodeMetricLabels`` (Neon v0.42+) maps metric label names to node label
+keys; a name that is no valid Prometheus label name, or one the per-node
+metrics already have (``node``, ``field``), is refused (Neon would panic at
+start-up), and it cannot change at runtime (the metrics' label names are
+fixed once exported).
+
 ``Config.node_config(name)`` picks the first override listing the node, else
 the defaults; ``derive_node(node_config, allocatable)`` turns it into the
 node's budget (``NodeBudget``). A whole new ``Config`` replaces the old one
@@ -31,6 +40,7 @@ from __future__ import annotations
 import enum
 import json
 import math
+import re
 import struct
 from dataclasses import dataclass
 from decimal import Decimal
@@ -141,14 +151,32 @@ class Config(_Model):
     min_usage_score: float = Field(default=0.5, alias="minUsageScore", ge=0, le=1)
     max_usage_score: float = Field(default=0.0, alias="maxUsageScore", ge=0, le=1)
     randomize: bool = False
-    # Neon's ``ignoreNamespaces`` (v0.41.0): pods there are treated as if they
-    # did not exist (Reserve allows them, nothing is accounted), except that
-    # Filter counts them among the node's pods by their requests.
-    ignore_namespaces: tuple[str, ...] = Field(default=(), alias="ignoreNamespaces")
+    # Neon's ``ignoredNamespaces`` (v0.42+; ``ignoreNamespaces`` in v0.41.0,
+    # which we shipped first: still accepted, not both): pods there are
+    # treated as if they did not exist (Reserve allows them, nothing is
+    # accounted), except that Filter counts them among the node's pods by
+    # their requests.
+    ignored_namespaces: tuple[str, ...] = Field(default=(), alias="ignoredNamespaces")
+    ignore_namespaces_v041: tuple[str, ...] | None = Field(default=None, alias="ignoreNamespaces")
+    # Neon's ``nodeMetricLabels`` (v0.42+): metric label name -> node label
+    # key; each per-node metric gets these labels, valued from the node's
+    # labels ("" when absent), ordered by metric label name.
+    node_metric_labels: dict[str, str] = Field(default_factory=dict, alias="nodeMetricLabels")
+
+    def metric_labels(self) -> tuple[tuple[str, str], ...]:
+        """``nodeMetricLabels`` as Neon orders them (``buildNodeLabels``): by
+        metric label name, then node label key."""
+        return tuple(sorted(self.node_metric_labels.items()))
 
     def ignored(self, pod_key: str) -> bool:
         """Whether the pod (``namespace/name``) is in an ignored namespace."""
-        return bool(self.ignore_namespaces) and pod_key.split("/", 1)[0] in self.ignore_namespaces
+        namespaces = self.ignore_namespaces
+        return bool(namespaces) and pod_key.split("/", 1)[0] in namespaces
+
+    @property
+    def ignore_namespaces(self) -> tuple[str, ...]:
+        """The ignored namespaces, whichever spelling gave them."""
+        return self.ignored_namespaces or self.ignore_namespaces_v041 or ()
 
     @property
     def migration_enabled(self) -> bool:
@@ -287,7 +315,27 @@ def first_problem(config: Config) -> tuple[str, str] | None:
         return "memBlockSize", "value cannot have milli-precision"
     if not config.scheduler_name:
         return "schedulerName", "string cannot be empty"
+    if (
+        config.ignore_namespaces_v041 is not None
+        and "ignored_namespaces" in config.model_fields_set
+    ):
+        return (
+            "ignoreNamespaces",
+            "give ignoredNamespaces only (ignoreNamespaces is its older name)",
+        )
+    for metric_label in sorted(config.node_metric_labels):
+        # Neon does not check these: client_golang panics at start-up on a
+        # bad or duplicate label name. Here it is a config error.
+        if not _LABEL_NAME.fullmatch(metric_label) or metric_label.startswith("__"):
+            return f"nodeMetricLabels.{metric_label}", "not a valid Prometheus label name"
+        if metric_label in RESERVED_METRIC_LABELS:
+            return f"nodeMetricLabels.{metric_label}", "label name already used by node metrics"
     return None
+
+
+_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
+# The labels the per-node metrics already have.
+RESERVED_METRIC_LABELS = frozenset({"node", "field"})
 
 
 def _reject_constant(name: str) -> Any:
@@ -336,6 +384,12 @@ def check_update(old: Config, new: Config) -> None:
     if new.mem_block_size != old.mem_block_size:
         raise ConfigError(
             "Invalid configuration: at memBlockSize: value cannot be changed at runtime"
+        )
+    if new.node_metric_labels != old.node_metric_labels:
+        # The metrics' label names are fixed once exported (Neon reads its
+        # config once).
+        raise ConfigError(
+            "Invalid configuration: at nodeMetricLabels: value cannot be changed at runtime"
         )
 
 

@@ -10,15 +10,22 @@ from it. Labels come from the constants here, never retyped.
 | ``autoscaling_plugin_extension_call_fails_total`` | counter | method, status |
 | ``autoscaling_plugin_resource_requests_total`` | counter | code |
 | ``autoscaling_plugin_resource_requests_results_total`` | counter | code, node |
-| ``autoscaling_plugin_node_cpu_resources_current`` (cores) | gauge | node, field |
-| ``autoscaling_plugin_node_mem_resources_current`` (bytes) | gauge | node, field |
+| ``autoscaling_plugin_node_cpu_resources_current`` (cores) | gauge | node, <labels>, field |
+| ``autoscaling_plugin_node_mem_resources_current`` (bytes) | gauge | node, <labels>, field |
 | ``autoscaling_plugin_migrations_created_total`` | counter | |
 | ``autoscaling_plugin_migration_create_fails_total`` | counter | |
 | ``autoscaling_plugin_migrations_deleted_total`` | counter | phase |
 | ``autoscaling_plugin_migration_delete_fails_total`` | counter | phase |
-| ``autoscaling_plugin_reserve_should_deny_total`` | counter | node |
+| ``autoscaling_plugin_reserve_should_deny_total`` | counter | node, <labels> |
 | ``autoscaling_plugin_config_rejected_total`` | counter | |
 | ``autoscaling_plugin_k8s_ops_total`` | counter | op, kind, outcome |
+| ``autoscaling_plugin_reconcile_queue_wait_durations`` (s) | histogram | |
+| ``autoscaling_plugin_reconcile_duration_seconds`` | histogram | kind, outcome |
+| ``autoscaling_plugin_reconcile_failing_objects`` | gauge | kind |
+| ``autoscaling_plugin_reconcile_panics_count`` | untyped (a counter) | kind |
+
+``<labels>``: ``nodeMetricLabels``' metric label names in order (Neon's
+``buildNodeLabels``), valued from the node's labels ("" when absent).
 
 ``k8s_ops_total`` is Neon's (``RecordK8sOp``, v0.42+): one per API call the
 plugin makes, ``outcome`` ``success`` or ``error: <message>`` with the
@@ -29,12 +36,18 @@ from __future__ import annotations
 
 import enum
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 
 from prometheus_client import CollectorRegistry, Counter
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
 from prometheus_client.registry import Collector
 
+from plugins.autoscale_enforcer.reconcile import ReconcileReport, ReconcileTotals
 from plugins.autoscale_enforcer.state import Amounts, NodeState, State
 
 PREFIX = "autoscaling_plugin"
@@ -70,37 +83,85 @@ def _fields(node: NodeState) -> dict[Field, Amounts]:
     }
 
 
-class NodeGauges(Collector):
-    """Per-node gauges read from the state at scrape time."""
+NodeLabels = Callable[[str], Mapping[str, str]]  # node name -> its labels ({} if unknown)
 
-    def __init__(self, state: Callable[[], State | None], lock: threading.Lock) -> None:
+
+def _metric_labels(state: State | None) -> tuple[tuple[str, str], ...]:
+    """(metric label, node label key) pairs of ``nodeMetricLabels``, in order."""
+    return () if state is None else state.config.metric_labels()
+
+
+def _label_values(pairs: tuple[tuple[str, str], ...], labels: Mapping[str, str]) -> list[str]:
+    return [labels.get(key, "") for _, key in pairs]
+
+
+class NodeGauges(Collector):
+    """Per-node gauges read from the state at scrape time, with the node's
+    ``nodeMetricLabels`` read from its labels then (so a relabelled node's
+    old series go at once, as Neon's ``Node.Update`` removes them)."""
+
+    def __init__(
+        self, state: Callable[[], State | None], lock: threading.Lock, node_labels: NodeLabels
+    ) -> None:
         self._state = state
         self._lock = lock
+        self._node_labels = node_labels
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
-        cpu = GaugeMetricFamily(
-            f"{PREFIX}_node_cpu_resources_current",
-            "Node CPU (cores) by field, as the AutoscaleEnforcer accounts it",
-            labels=["node", "field"],
-        )
-        mem = GaugeMetricFamily(
-            f"{PREFIX}_node_mem_resources_current",
-            "Node memory (bytes) by field, as the AutoscaleEnforcer accounts it",
-            labels=["node", "field"],
-        )
         with self._lock:  # a consistent reading (agents change nodes from their thread)
             state = self._state()
+            pairs = _metric_labels(state)
             nodes = [
                 (node.name, _fields(node))
                 for node in (() if state is None else state.nodes.values())
                 if node.budget is not None
             ]
+        names = ["node", *(name for name, _ in pairs), "field"]
+        cpu = GaugeMetricFamily(
+            f"{PREFIX}_node_cpu_resources_current",
+            "Node CPU (cores) by field, as the AutoscaleEnforcer accounts it",
+            labels=names,
+        )
+        mem = GaugeMetricFamily(
+            f"{PREFIX}_node_mem_resources_current",
+            "Node memory (bytes) by field, as the AutoscaleEnforcer accounts it",
+            labels=names,
+        )
         for name, fields in nodes:
+            common = [name, *_label_values(pairs, self._node_labels(name))]
             for field, amounts in fields.items():
-                cpu.add_metric([name, field], amounts.cpu / 1000)
-                mem.add_metric([name, field], amounts.mem)
+                cpu.add_metric([*common, field], amounts.cpu / 1000)
+                mem.add_metric([*common, field], amounts.mem)
         yield cpu
         yield mem
+
+
+class ReserveShouldDeny(Collector):
+    """``autoscaling_plugin_reserve_should_deny_total{node, <nodeMetricLabels>}``:
+    counted on the event loop with the node's labels at that moment (as
+    Neon's ``IncReserveOverBudget``); the label names come from the config,
+    which cannot change them at runtime."""
+
+    def __init__(self, state: Callable[[], State | None], node_labels: NodeLabels) -> None:
+        self._state = state
+        self._node_labels = node_labels
+        self.counts: dict[tuple[str, ...], int] = {}
+
+    def inc(self, node: str) -> None:
+        pairs = _metric_labels(self._state())
+        key = (node, *_label_values(pairs, self._node_labels(node)))
+        self.counts[key] = self.counts.get(key, 0) + 1
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        pairs = _metric_labels(self._state())
+        family = CounterMetricFamily(
+            f"{PREFIX}_reserve_should_deny",
+            "Reserve calls for a pod that does not fit",
+            labels=["node", *(name for name, _ in pairs)],
+        )
+        for key, count in list(self.counts.items()):
+            family.add_metric(list(key), count)
+        yield family
 
 
 class ExtensionCalls(Collector):
@@ -123,12 +184,71 @@ class ExtensionCalls(Collector):
         yield family
 
 
+class ReconcileMetrics(Collector):
+    """Neon's reconcile metrics (``metrics/reconcile.go``) from the
+    authority's reports (see ``reconcile``). ``reconcile_panics_count`` keeps
+    Neon's name, which has no ``_total``: prometheus_client writes a counter
+    as ``<name>_total``, so it is exported untyped under that exact name."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()  # reports come on the loop, scrapes elsewhere
+        self._totals = ReconcileTotals()
+
+    def add(self, report: ReconcileReport) -> None:
+        with self._lock:
+            self._totals.add(report)
+
+    def restarted(self) -> None:
+        with self._lock:
+            self._totals.restarted()
+
+    def collect(self) -> Iterator[Metric]:
+        with self._lock:
+            totals = self._totals
+            waits = (totals.waits.cumulative(), totals.waits.total)
+            durations = [
+                (kind, outcome, observations.cumulative(), observations.total)
+                for (kind, outcome), observations in sorted(totals.durations.items())
+            ]
+            failing = sorted(totals.failing.items())
+            panics = sorted(totals.panics.items())
+        wait = HistogramMetricFamily(
+            f"{PREFIX}_reconcile_queue_wait_durations",
+            "Duration that items in the reconcile queue are waiting to be picked up",
+            buckets=waits[0],
+            sum_value=waits[1],
+        )
+        yield wait
+        duration = HistogramMetricFamily(
+            f"{PREFIX}_reconcile_duration_seconds",
+            "Duration that items take to be reconciled",
+            labels=["kind", "outcome"],
+        )
+        for kind, outcome, buckets, total in durations:
+            duration.add_metric([kind, outcome], buckets, total)
+        yield duration
+        failing_family = GaugeMetricFamily(
+            f"{PREFIX}_reconcile_failing_objects",
+            "Number of objects currently failing to be reconciled",
+            labels=["kind"],
+        )
+        for kind, count in failing:
+            failing_family.add_metric([kind], count)
+        yield failing_family
+        name = f"{PREFIX}_reconcile_panics_count"
+        panic_family = Metric(name, "Number of times reconcile operations have panicked", "unknown")
+        for kind, count in panics:
+            panic_family.add_sample(name, {"kind": kind}, count)
+        yield panic_family
+
+
 class AutoscaleMetrics:
     def __init__(
         self,
         registry: CollectorRegistry,
         state: Callable[[], State | None],
         lock: threading.Lock,
+        node_labels: NodeLabels = lambda name: {},
     ) -> None:
         def counter(name: str, doc: str, labels: tuple[str, ...] = ()) -> Counter:
             return Counter(f"{PREFIX}_{name}", doc, labels, registry=registry)
@@ -162,9 +282,8 @@ class AutoscaleMetrics:
         self.migration_delete_fails = counter(
             "migration_delete_fails", "Failed deletions of finished migrations", ("phase",)
         )
-        self.reserve_should_deny = counter(
-            "reserve_should_deny", "Reserve calls for a pod that does not fit", ("node",)
-        )
+        self.reserve_should_deny = ReserveShouldDeny(state, node_labels)
+        registry.register(self.reserve_should_deny)
         self.authority_restarts = counter(
             "agent_process_restarts", "Times the agent API's process was restarted after a loss"
         )
@@ -176,7 +295,9 @@ class AutoscaleMetrics:
         self.config_rejected = counter(
             "config_rejected", "ConfigMap updates rejected (the last good config stays)"
         )
-        registry.register(NodeGauges(state, lock))
+        registry.register(NodeGauges(state, lock, node_labels))
+        self.reconcile = ReconcileMetrics()
+        registry.register(self.reconcile)
 
     def record_k8s_op(self, op: str, kind: str, name: str, error: BaseException | None) -> None:
         """Neon's ``RecordK8sOp``: the outcome label never carries the name."""

@@ -82,6 +82,7 @@ from plugins.autoscale_enforcer.authority import (
 )
 from plugins.autoscale_enforcer.cluster import (
     FED_RESOURCES,
+    NODES,
     PODS,
     ConfigWatch,
     forwarded,
@@ -91,7 +92,7 @@ from plugins.autoscale_enforcer.config import Config
 from plugins.autoscale_enforcer.metrics import AutoscaleMetrics, Method
 from plugins.autoscale_enforcer.migration import MigrationController
 from plugins.autoscale_enforcer.protocol import MAX_HTTP_BODY_SIZE
-from plugins.autoscale_enforcer.state import ZERO, Amounts, NodeState, State
+from plugins.autoscale_enforcer.state import ZERO, Amounts, NodeState, State, node_amount
 from plugins.autoscale_enforcer.vm import (
     VM_RESOURCE,
     VmError,
@@ -158,7 +159,7 @@ class _Sizing:
     config updates run on the same event loop, between cycles)."""
 
     pod_uid: str
-    amount: Amounts
+    amount: Amounts  # what it takes of a node (after its VM's overcommit)
     error: Status | None  # set: every node answers it
 
     def clone(self) -> _Sizing:
@@ -174,7 +175,7 @@ class _Pending:
     Score on its node as if held, and held at Permit until answered."""
 
     node: str
-    amount: Amounts
+    amount: Amounts  # node units (after its VM's overcommit)
     answer: asyncio.Future[object]
 
 
@@ -191,9 +192,13 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         # consistent reading. Only the gauges take it; nothing else here
         # leaves the event loop.
         self._scrape_lock = threading.Lock()
+        self._nodes = handle.informers.store(NODES)
         try:
             self._metrics = AutoscaleMetrics(
-                handle.services.metrics_registry, lambda: self._mirror, self._scrape_lock
+                handle.services.metrics_registry,
+                lambda: self._mirror,
+                self._scrape_lock,
+                self._node_labels,
             )
         except ValueError as error:  # its metrics are already registered
             raise ValueError(
@@ -228,6 +233,14 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         services.on_start(NAME, self.start)
         services.run(MIGRATION_WORKER, self._migrations.run)
         services.run(AUTHORITY_WATCH, self._watch_authority)
+
+    def _node_labels(self, name: str) -> Mapping[str, str]:
+        """The node's labels from the daemon's informer (the metrics' node
+        labels; read from the scrape thread too: the store's objects are
+        replaced on change, never changed)."""
+        raw = self._nodes.get(name)
+        labels = None if raw is None else (raw.get("metadata") or {}).get("labels")
+        return labels if isinstance(labels, Mapping) else {}
 
     # ------------------------------------------------------------ start-up
     async def start(self) -> None:
@@ -273,6 +286,7 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
                 break
             started_at = clock.now()
             self._metrics.authority_restarts.inc()
+            self._metrics.reconcile.restarted()
             log.info("%s: the agent API's process was restarted and its state rebuilt", NAME)
 
     async def _rebuild(self) -> None:
@@ -286,7 +300,7 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         for resource in FED_RESOURCES:
             for raw in self._handle.informers.store(resource).list():
                 if forwarded(resource, None, raw):
-                    send(Event(resource, raw))
+                    send(Event(resource, raw, sent=self._handle.clock.now()))
         skip = self._unreserved_while_lost
         held = tuple(
             Held(pod.key, pod.uid, pod.node, pod.reserved, pod.vm)
@@ -309,10 +323,11 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
                     self._handle.activate([parse_pod(waiting)])
             if not forwarded(resource, old, new):
                 return
+            now = self._handle.clock.now()
             if new is not None:
-                send(Event(resource, new))
+                send(Event(resource, new, sent=now))
             elif old is not None:
-                send(Event(resource, old, deleted=True))
+                send(Event(resource, old, deleted=True, sent=now))
 
         return forward
 
@@ -336,6 +351,8 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
     def _apply(self, message: Nodes) -> None:
         for (status, node), count in message.requests.items():
             self._metrics.count_request(status, node, count)
+        if message.reconcile is not None:
+            self._metrics.reconcile.add(message.reconcile)
         mirror = self._mirror
         if mirror is None or not message.changed:
             return
@@ -392,7 +409,7 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
             return node, reserved + amount
         for key, ours in held.items():
             if ours.uid not in listed or key == pod.key:
-                reserved = reserved.minus(ours.reserved)
+                reserved = reserved.minus(node_amount(ours.reserved, ours.vm))
         pending = self._pending
         for uid, other in listed.items():
             known = state.pods.get(other.key)
@@ -416,8 +433,8 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         if sizing is not None and sizing.pod_uid == pod.uid:
             return sizing
         try:
-            amount, _ = self._amount(plugin_state, pod)
-            sizing = _Sizing(pod.uid, amount, None)
+            amount, vm = self._amount(plugin_state, pod)
+            sizing = _Sizing(pod.uid, node_amount(amount, vm), None)
         except _PodError as error:
             sizing = _Sizing(pod.uid, ZERO, error.status)
         cycle.write(_SIZING, sizing)
@@ -500,7 +517,7 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         answer = self._authority.ask(request, self._reserve_timeout + 1.0)
         if answer.done():  # inline (no ops server), or no process to ask
             return self._reserve_status(node_name, answer)
-        self._pending[pod.key] = _Pending(node_name, amount, answer)
+        self._pending[pod.key] = _Pending(node_name, node_amount(amount, vm), answer)
         answer.add_done_callback(lambda done: self._reserve_answered(pod, node_name, done))
         return None
 
@@ -510,7 +527,7 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         if error is not None:
             return self._fail(Method.RESERVE, Status.as_error(str(error)))
         if not answer.result():
-            self._metrics.reserve_should_deny.labels(node_name).inc()
+            self._metrics.reserve_should_deny.inc(node_name)
             return self._fail(Method.RESERVE, Status.unschedulable(REASON_NO_ROOM_RESERVE))
         return None
 

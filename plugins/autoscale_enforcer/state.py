@@ -15,6 +15,12 @@ Per node and per resource (cpu in millicores, memory in bytes):
 - ``pressure_accounted_for``: ``reserved + pressure`` of migrating pods;
 - ``migrating``: ``reserved`` of migrating pods.
 
+Node counters are in node units: a VM with overcommit factors (Neon HEAD's
+``spec.overcommit``) contributes its reservation divided by them
+(``node_amount``, Neon's ``applyOvercommit``), while a pod's own fields stay
+in its units; ``fits``/``reserved_if`` take node units, ``reserve`` and
+agent grants convert (``pod_room`` for an increase's room).
+
 Invariants (``check_invariants`` proves them in tests):
 - every node counter equals the sum of its pods' contributions, so no
   counter is ever negative; a pod's ``buffer`` never exceeds its ``reserved``;
@@ -47,7 +53,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from plugins.autoscale_enforcer.config import Config, NodeBudget, derive_node
-from plugins.autoscale_enforcer.vm import VmInfo
+from plugins.autoscale_enforcer.vm import NO_OVERCOMMIT, VmInfo
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,6 +162,16 @@ def _updated_limits(
         mem = max(new.mem_max, using.mem)
     moved = Amounts(cpu, mem)
     return moved, moved.minus(using)
+
+
+def _held_at_max(pod: PodState, vm: VmInfo) -> bool:
+    """Whether an autoscaled VM's pod with no agent contact is held at the
+    VM's maximum after this VM event (see ``State.observe_vm``)."""
+    old = pod.vm
+    if old is None or not old.autoscaling_enabled or pod.buffer != ZERO:
+        return True
+    old_max = Amounts(old.cpu_max, old.mem_max)
+    return pod.reserved == old_max or old_max != Amounts(vm.cpu_max, vm.mem_max)
 
 
 def _restore_pod(fields: tuple[Any, ...]) -> PodState:
@@ -273,11 +289,53 @@ def _restore_node(fields: tuple[Any, ...]) -> NodeState:
     )
 
 
+def node_amount(amount: Amounts, vm: VmInfo | None) -> Amounts:
+    """What a pod's ``amount`` takes of its node: Neon's ``applyOvercommit``
+    (state/node.go, HEAD), ``amount * 1000 / factor`` rounded down per
+    resource with the VM's overcommit factors (milli); a plain pod, or a VM
+    without overcommit, takes what it reserves."""
+    if vm is None:
+        return amount
+    cpu, mem = vm.cpu_overcommit, vm.mem_overcommit
+    if cpu == NO_OVERCOMMIT and mem == NO_OVERCOMMIT:
+        return amount
+    return Amounts(amount.cpu * NO_OVERCOMMIT // cpu, amount.mem * NO_OVERCOMMIT // mem)
+
+
+def pod_room(reserved: Amounts, remaining: Amounts, vm: VmInfo | None) -> Amounts:
+    """How far a pod reserved at ``reserved`` may grow (pod units) while what
+    it takes of its node grows by at most ``remaining`` (node units): Neon's
+    ``reconcilePod`` scales the node's room by the factor; here exactly, so a
+    grant never takes the node above its total through rounding."""
+    if vm is None or (vm.cpu_overcommit == NO_OVERCOMMIT and vm.mem_overcommit == NO_OVERCOMMIT):
+        return remaining
+    taken = node_amount(reserved, vm)
+
+    def room(value: int, node_value: int, free: int, factor: int) -> int:
+        # the largest t with floor(t * 1000 / factor) <= node_value + free
+        return ((node_value + free + 1) * factor - 1) // NO_OVERCOMMIT - value
+
+    return Amounts(
+        room(reserved.cpu, taken.cpu, remaining.cpu, vm.cpu_overcommit),
+        room(reserved.mem, taken.mem, remaining.mem, vm.mem_overcommit),
+    )
+
+
 def _contribution(pod: PodState) -> tuple[Amounts, Amounts, Amounts, Amounts, Amounts]:
-    """(reserved, buffer, pressure, migrating, accounted-for) the pod adds to its node."""
-    migrating = pod.reserved if pod.migrating else ZERO
-    accounted = pod.reserved + pod.pressure if pod.migrating else ZERO
-    return pod.reserved, pod.buffer, pod.pressure, migrating, accounted
+    """(reserved, buffer, pressure, migrating, accounted-for) the pod adds to
+    its node: after its VM's overcommit (``node_amount``); the buffer is what
+    the reservation takes beyond the part that is not buffer."""
+    vm = pod.vm
+    reserved = node_amount(pod.reserved, vm)
+    buffer = (
+        pod.buffer
+        if reserved is pod.reserved
+        else (reserved.minus(node_amount(pod.reserved.minus(pod.buffer), vm)))
+    )
+    pressure = node_amount(pod.pressure, vm)
+    migrating = reserved if pod.migrating else ZERO
+    accounted = reserved + pressure if pod.migrating else ZERO
+    return reserved, buffer, pressure, migrating, accounted
 
 
 class State:
@@ -336,16 +394,20 @@ class State:
         self.dirty.add(name)
 
     def remove_node(self, name: str) -> None:
-        """The node is gone; its pods are forgotten with it (they cannot run)."""
-        node = self.nodes.pop(name, None)
+        """The node is gone: it has no budget any more (total 0). Its pods
+        stay held on it until they go (as a pod seen before its node is),
+        so the state is the one a restart builds from the same objects,
+        and a node that comes back under the same name counts them again;
+        the record goes with its last pod."""
+        node = self.nodes.get(name)
         if node is None:
             return
         self._max_total = None
         self.dirty.add(name)
-        for key, pod in list(node.pods.items()):
-            if self.pods.get(key) is pod:
-                del self.pods[key]
-                self._unindex(pod)
+        if not node.pods:
+            del self.nodes[name]
+            return
+        node.budget, node.allocatable = None, ZERO
 
     def _node(self, name: str) -> NodeState:
         node = self.nodes.get(name)
@@ -450,14 +512,14 @@ class State:
     def reserved_if(
         self, node_name: str, add: Amounts, *, without: Iterable[str] = (), extra: Amounts = ZERO
     ) -> Amounts:
-        """What the node would reserve with ``add`` on top, leaving out the pods
+        """What the node would reserve with ``add`` (node units) on top, leaving out the pods
         ``without`` and counting ``extra`` for pods we do not know. Pure."""
         node = self.nodes.get(node_name)
         reserved = ZERO if node is None else node.reserved
         for key in without:
             pod = None if node is None else node.pods.get(key)
             if pod is not None:
-                reserved = reserved.minus(pod.reserved)
+                reserved = reserved.minus(node_amount(pod.reserved, pod.vm))
         return reserved + extra + add
 
     def fits(
@@ -484,7 +546,7 @@ class State:
             return True
         if current is not None:
             self._detach(current)
-        if not self.fits(node_name, amount):
+        if not self.fits(node_name, node_amount(amount, vm)):
             if current is not None:
                 self._attach(current)
             return False
@@ -579,28 +641,36 @@ class State:
 
         Without autoscaling (no agent) the pod is reserved at exactly the VM's
         use, up or down, unless an agent did contact us (then it is treated as
-        autoscaled: what was granted stays). Before any agent contact likewise
-        (buffers aside); afterwards the reservation is the larger of ``use``
-        and the last permit (so it follows a hand resize above the permit and
-        back, and a decrease the agent reported once the VM shows it).
-        A changed maximum moves reservation and buffer as Neon's
-        ``handleUpdatedLimits`` (v0.41.0) does, contact or not."""
+        autoscaled: what was granted stays). With autoscaling, before any
+        agent contact: held at its maximum, the buffer being the rest above
+        ``use`` (what a restart builds from the same object), when it already
+        was (first seen bound), its maximum changed (Neon's
+        ``handleUpdatedLimits``), or autoscaling was just turned on; else (we
+        reserved it at its use) it follows ``use``. After contact the
+        reservation is the larger of ``use`` and the last permit (so it
+        follows a hand resize above the permit and back, and a decrease the
+        agent reported once the VM shows it), and a changed maximum moves
+        reservation and buffer as ``handleUpdatedLimits`` (v0.41.0) does."""
         pod = self.pod_of_vm(f"{vm.namespace}/{vm.name}")
         if pod is None:
             return
         use = Amounts(vm.cpu_use, vm.mem_use)
         new = dataclasses.replace(pod, vm=vm)
-        if vm.autoscaling_enabled and pod.vm is not None:
-            new.reserved, new.buffer = _updated_limits(pod.reserved, pod.buffer, pod.vm, vm)
+        old = pod.vm
         if not vm.autoscaling_enabled and not pod.agent_contact:
             new.reserved, new.buffer = use, ZERO
-        elif pod.agent_contact or new.buffer != ZERO:
+        elif pod.agent_contact:
+            if vm.autoscaling_enabled and old is not None:
+                new.reserved, new.buffer = _updated_limits(pod.reserved, pod.buffer, old, vm)
             base = new.reserved
             if pod.permit is not None and new.buffer == ZERO:
                 base = pod.permit  # what its agent holds: follow ``use`` down to it
             new.reserved = Amounts(max(base.cpu, use.cpu), max(base.mem, use.mem))
+        elif _held_at_max(pod, vm):
+            top = Amounts(max(vm.cpu_max, use.cpu), max(vm.mem_max, use.mem))
+            new.reserved, new.buffer = top, top.minus(use)
         else:
-            new.reserved = use
+            new.reserved, new.buffer = use, ZERO
         if new == pod:
             return
         self.replace_pod(pod, new)

@@ -5,7 +5,9 @@ and current use from the raw object; it never mutates it and raises
 ``VmError`` with the field's path when something is missing or malformed.
 ``spec.guest.cpus`` values may be whole vCPUs (old NeonVM) or millicpu
 quantities (``"250m"``, ``0.5``); memory is ``memorySlots`` times ``memorySlotSize``.
-A missing ``use`` means ``min``, as NeonVM defaults it. ``min <= use <= max``
+A missing ``use`` means ``min``, as NeonVM defaults it. ``spec.overcommit``
+(Neon HEAD) gives per-resource factors (milli) by which the node discounts
+the VM's reservation. ``min <= use <= max``
 is enforced by NeonVM; here a violation only widens the bounds (later
 upstream only warns too), so a VM is always reserved at its real ``use``.
 """
@@ -30,6 +32,9 @@ VM_RESOURCE = "virtualmachines"
 MIGRATION_RESOURCE = "virtualmachinemigrations"
 
 
+NO_OVERCOMMIT = 1000  # an overcommit factor of 1.0, in milli
+
+
 class VmError(ValueError):
     """A VirtualMachine this plugin cannot use."""
 
@@ -48,6 +53,10 @@ class VmInfo:
     migratable: bool
     always_migrate: bool
     autoscaling_enabled: bool = False
+    # Neon's ``spec.overcommit`` factors (HEAD, 10dabd0e), in milli: the node
+    # counts a reservation of x as x * 1000 / factor (1000: none).
+    cpu_overcommit: int = NO_OVERCOMMIT
+    mem_overcommit: int = NO_OVERCOMMIT
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled as its fields: several times cheaper than a slotted
@@ -67,6 +76,8 @@ class VmInfo:
                 self.migratable,
                 self.always_migrate,
                 self.autoscaling_enabled,
+                self.cpu_overcommit,
+                self.mem_overcommit,
             ),
         )
 
@@ -108,6 +119,7 @@ def vm_info(raw: Mapping[str, Any]) -> VmInfo:
     slot_bytes = _number(guest.get("memorySlotSize"), "spec.guest.memorySlotSize", milli=False)
     if slot_bytes == 0:
         raise VmError("spec.guest.memorySlotSize: must be non-zero")
+    cpu_overcommit, mem_overcommit = _overcommit((raw.get("spec") or {}).get("overcommit"))
     return VmInfo(
         namespace=metadata.get("namespace") or "",
         name=metadata.get("name") or "",
@@ -121,7 +133,30 @@ def vm_info(raw: Mapping[str, Any]) -> VmInfo:
         migratable=labels.get(LABEL_AUTO_MIGRATION) == "true",
         always_migrate=LABEL_ALWAYS_MIGRATE in labels or LABEL_ALWAYS_MIGRATE_OLD in labels,
         autoscaling_enabled=labels.get(LABEL_AUTOSCALING_ENABLED) == "true",
+        cpu_overcommit=cpu_overcommit,
+        mem_overcommit=mem_overcommit,
     )
+
+
+def _overcommit(spec: Any) -> tuple[int, int]:
+    """``spec.overcommit {cpu, memory}`` (quantities, each optional) as milli
+    factors; absent: 1.0. Neon divides by the factor's milli value, so a zero
+    panics there; here it is an error."""
+    if spec is None:
+        return NO_OVERCOMMIT, NO_OVERCOMMIT
+    if not isinstance(spec, Mapping):
+        raise VmError("spec.overcommit: must be an object")
+    factors = []
+    for key in ("cpu", "memory"):
+        value = spec.get(key)
+        if value is None:
+            factors.append(NO_OVERCOMMIT)
+            continue
+        factor = _number(value, f"spec.overcommit.{key}", milli=True)
+        if factor == 0:
+            raise VmError(f"spec.overcommit.{key}: must be > 0")
+        factors.append(factor)
+    return factors[0], factors[1]
 
 
 def vm_name_of_pod(labels: Mapping[str, str]) -> str | None:

@@ -24,9 +24,9 @@ import pytest
 from kubernetes_asyncio import client
 
 from localcluster import ControlPlane, ControlPlaneOptions
-from tests.support.cluster import EXISTING_KUBECONFIG_ENV, Cluster, NodePool
 from tests.integration.test_differential_dra import run
 from tests.support.builders import make_node, make_pod
+from tests.support.cluster import EXISTING_KUBECONFIG_ENV, Cluster, NodePool
 from tests.support.differential import (
     OURS_PROFILE,
     UPSTREAM_PROFILE,

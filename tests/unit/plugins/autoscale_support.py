@@ -50,6 +50,7 @@ def vm(
     always_migrate: bool = False,
     namespace: str = "default",
     autoscaling: bool = True,
+    overcommit: tuple[float, float] = (1, 1),
 ) -> VmInfo:
     return VmInfo(
         namespace=namespace,
@@ -64,6 +65,8 @@ def vm(
         migratable=migratable,
         always_migrate=always_migrate,
         autoscaling_enabled=autoscaling,
+        cpu_overcommit=round(overcommit[0] * 1000),
+        mem_overcommit=round(overcommit[1] * 1000),
     )
 
 

@@ -177,6 +177,37 @@ IC = "Invalid configuration: at "
             IC + "scoreCurve: Input should be 'targetFill' or 'nodeSize'",
             id="unknown score curve",
         ),
+        pytest.param(
+            doc(nodeMetricLabels={"zone": 3}),
+            IC + "nodeMetricLabels.zone: Input should be a valid string",
+            id="nodeMetricLabels: map[string]string values",
+        ),
+        pytest.param(
+            doc(nodeMetricLabels=["zone"]),
+            IC + "nodeMetricLabels: Input should be a valid dictionary",
+            id="nodeMetricLabels: a JSON object",
+        ),
+        pytest.param(
+            doc(nodeMetricLabels={"availability-zone": "topology.kubernetes.io/zone"}),
+            IC + "nodeMetricLabels.availability-zone: not a valid Prometheus label name",
+            id="nodeMetricLabels: bad metric label name (Neon panics at start-up)",
+        ),
+        pytest.param(
+            doc(nodeMetricLabels={"__zone": "topology.kubernetes.io/zone"}),
+            IC + "nodeMetricLabels.__zone: not a valid Prometheus label name",
+            id="nodeMetricLabels: names starting __ are Prometheus' own",
+        ),
+        pytest.param(
+            doc(nodeMetricLabels={"node": "kubernetes.io/hostname"}),
+            IC + "nodeMetricLabels.node: label name already used by node metrics",
+            id="nodeMetricLabels: duplicate label name (Neon panics at start-up)",
+        ),
+        pytest.param(
+            doc(ignoredNamespaces=["a"], ignoreNamespaces=["b"]),
+            IC + "ignoreNamespaces: give ignoredNamespaces only "
+            "(ignoreNamespaces is its older name)",
+            id="ignoredNamespaces and its v0.41 spelling together",
+        ),
         pytest.param(b"[1, 2]", IC + "<root>: must be a JSON object", id="not an object"),
         pytest.param(
             b"{nope",
@@ -252,6 +283,40 @@ def test_decoded_as_go_encoding_json(
     )
 
 
+@pytest.mark.parametrize(
+    ("labels", "expected"),
+    [
+        pytest.param(None, (), id="null: none (Go's nil map)"),
+        pytest.param({}, (), id="empty"),
+        pytest.param(
+            {"node_group": "eks.amazonaws.com/nodegroup", "availability_zone": "z"},
+            (("availability_zone", "z"), ("node_group", "eks.amazonaws.com/nodegroup")),
+            id="buildNodeLabels: ordered by metric label name",
+        ),
+    ],
+)
+def test_node_metric_labels_decode_as_neon(
+    labels: dict[str, str] | None, expected: tuple[tuple[str, str], ...]
+) -> None:
+    """Neon's ``Config.NodeMetricLabels`` (v0.42+, map[string]string)."""
+    assert parse_config(doc(nodeMetricLabels=labels)).metric_labels() == expected
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        pytest.param("ignoredNamespaces", id="Neon v0.42+ spelling (HEAD)"),
+        pytest.param("ignoreNamespaces", id="Neon v0.41.0 spelling (ours first): an alias"),
+        pytest.param("IGNOREDNAMESPACES", id="encoding/json: case-insensitive"),
+    ],
+)
+def test_ignored_namespaces_under_either_spelling(key: str) -> None:
+    config = parse_config(doc(**{key: ["overprovisioning"]}))
+    assert config.ignore_namespaces == ("overprovisioning",)
+    assert config.ignored("overprovisioning/placeholder")
+    assert not config.ignored("default/placeholder")
+
+
 def test_null_overrides_and_null_do_migration_mean_none_and_enabled() -> None:
     config = parse_config(doc(nodeOverrides=None, doMigration=None))
     assert config.node_overrides == ()
@@ -314,6 +379,11 @@ def test_derived_node_budget(
         pytest.param({"memBlockSize": "1024Mi"}, True, id="same block size written differently"),
         pytest.param({"memBlockSize": "2Gi"}, False, id="block size may not change"),
         pytest.param({"schedulerName": "other"}, False, id="scheduler name may not change"),
+        pytest.param(
+            {"nodeMetricLabels": {"zone": "topology.kubernetes.io/zone"}},
+            False,
+            id="node metric labels may not change (the metrics' label names)",
+        ),
     ],
 )
 def test_runtime_update_rules(change: dict[str, Any], accepted: bool) -> None:

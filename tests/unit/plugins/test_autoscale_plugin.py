@@ -176,6 +176,7 @@ async def started(
     nodes: tuple[str, ...] = ("n1",),
     before: Callable[[FakeHandle], None] | None = None,
     handle_rng: bool = False,
+    config: Raw | None = None,
 ) -> tuple[AutoscaleEnforcer, FakeHandle]:
     """Started on ``nodes``; ``handle_rng``: drawing from the handle's generator
     (as in the daemon) instead of its own ``Random(1)``."""
@@ -191,7 +192,7 @@ async def started(
         )
     if before is not None:
         before(handle)
-    handle.informers.put("configmaps", config_map())
+    handle.informers.put("configmaps", config_map() if config is None else config)
     await handle.services.start()
     return plugin, handle
 
@@ -419,6 +420,58 @@ async def test_reserve_refuses_a_pod_that_does_not_fit_and_counts_it() -> None:
         )
         == 1
     )
+
+
+async def test_node_metric_labels_label_the_per_node_metrics_from_the_nodes_labels() -> None:
+    """Neon's ``nodeMetricLabels`` (v0.42+, metrics/node.go, framework.go):
+    the node gauges and reserve_should_deny carry ``node``, then each metric
+    label in name order valued from the node's label ("" when absent), then
+    ``field``; a relabelled node's series follow its labels."""
+    labels = {"zone": "topology.kubernetes.io/zone", "group": "example.com/group"}
+    plugin, handle = await started(config=config_map(nodeMetricLabels=labels))
+    node = make_node("n1").allocatable(cpu="8", memory="8Gi", pods="110")
+    handle.informers.put("nodes", node.label("topology.kubernetes.io/zone", "z1").obj())
+    handle.informers.put("pods", plain_pod("busy", "n1", cpu="8"))
+    assert plugin.reserve(CycleState(), pod(plain_pod("new", cpu="1")), "n1") is not None
+    sample = handle.registry.get_sample_value
+    gauge = "autoscaling_plugin_node_cpu_resources_current"
+    expected = {"node": "n1", "group": "", "zone": "z1", "field": "Reserved"}
+    assert sample(gauge, expected) == 8.0
+    assert sample(gauge, {"node": "n1", "field": "Reserved"}) is None  # before: node, field only
+    deny = {"node": "n1", "group": "", "zone": "z1"}
+    assert sample("autoscaling_plugin_reserve_should_deny_total", deny) == 1
+    handle.informers.put("nodes", node.label("topology.kubernetes.io/zone", "z2").obj())
+    assert sample(gauge, {**expected, "zone": "z2"}) == 8.0
+    assert sample(gauge, expected) is None
+
+
+async def test_filter_and_reserve_count_a_vm_by_its_overcommitted_size() -> None:
+    """Neon HEAD's per-VM overcommit (applyOvercommit): a VM using 12 GiB with
+    a memory factor of 2 takes 6 GiB of an 8 GiB node."""
+    plugin, handle = await started()
+    raw = make_vm("vm").cpus(1, 4, 1).memory_slots(1, 16, 12).pod_name("vm-pod").obj()
+    raw["spec"]["overcommit"] = {"memory": "2"}
+    handle.informers.put("virtualmachines", raw)
+    candidate = pod(vm_pod("vm-pod", "vm"))
+    info = node_info(make_node("n1").allocatable(cpu="8", memory="8Gi", pods="110").obj())
+    assert plugin.filter(CycleState(), candidate, info) is None  # before: 12 GiB > 8 GiB
+    assert plugin.reserve(CycleState(), candidate, "n1") is None
+    assert plugin.state is not None
+    assert plugin.state.nodes["n1"].reserved == amounts(1, 6)
+
+
+async def test_forwarded_events_are_counted_in_neons_reconcile_metrics() -> None:
+    """Neon's reconcile metrics (metrics/reconcile.go): every event the
+    authority applies, by kind and outcome, with its wait since forwarding."""
+    _, handle = await started()
+    sample = handle.registry.get_sample_value
+    duration = "autoscaling_plugin_reconcile_duration_seconds_count"
+    success = {"kind": "Pod", "outcome": "success"}
+    before = sample(duration, success) or 0
+    handle.informers.put("pods", plain_pod("busy", "n1", cpu="1"))
+    assert sample(duration, success) == before + 1  # before: no such metric
+    assert sample(duration, {"kind": "Node", "outcome": "success"}) == 1
+    assert (sample("autoscaling_plugin_reconcile_queue_wait_durations_count", {}) or 0) >= 2
 
 
 async def test_score_prefers_the_target_fill_level_by_default_and_node_size_on_request() -> None:

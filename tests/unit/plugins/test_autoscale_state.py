@@ -153,6 +153,44 @@ def test_a_changed_vm_maximum_moves_the_reservation_and_buffer_as_neon(
     state.check_invariants()
 
 
+@pytest.mark.parametrize(
+    ("use", "new_max", "reserved", "buffer"),
+    [
+        pytest.param((2, 1), (4, 4), (4, 4), (2, 3), id="resized: buffer is max minus new use"),
+        pytest.param((1, 1), (1, 2), (1, 2), (0, 1), id="resized and max changed together"),
+    ],
+)
+def test_a_vm_held_at_its_maximum_before_contact_keeps_buffer_at_max_minus_use(
+    use: tuple[int, int],
+    new_max: tuple[int, int],
+    reserved: tuple[int, int],
+    buffer: tuple[int, int],
+) -> None:
+    """Restart regression: a VM first seen bound is held at its maximum with
+    buffer max - use; after a resize a restart builds buffer max - new use,
+    the long-running state kept the old buffer (so it undercounted use)."""
+    state = state_with_node(16, 16)
+    state.observe_pod("default/vm", "u", "n1", ZERO, vm("vm", use=(1, 2), max_=(4, 4)))
+    assert state.pods["default/vm"].buffer == amounts(3, 2)
+    state.observe_vm(vm("vm", use=use, max_=new_max))
+    pod = state.pods["default/vm"]
+    assert (pod.reserved, pod.buffer) == (amounts(*reserved), amounts(*buffer))
+    state.check_invariants()
+
+
+def test_a_vm_whose_autoscaling_is_turned_on_is_held_at_its_maximum_as_after_a_restart() -> None:
+    """Restart regression: a restart holds an autoscaled VM with no agent
+    contact at its maximum; the long-running state kept it at its use."""
+    state = state_with_node(16, 16)
+    unscaled = vm("vm", use=(1, 2), max_=(4, 4), autoscaling=False)
+    state.observe_pod("default/vm", "u", "n1", ZERO, unscaled)
+    assert state.pods["default/vm"].reserved == amounts(1, 2)
+    state.observe_vm(vm("vm", use=(1, 2), max_=(4, 4)))
+    pod = state.pods["default/vm"]
+    assert (pod.reserved, pod.buffer) == (amounts(4, 4), amounts(3, 2))
+    state.check_invariants()
+
+
 def test_vm_pod_no_agent_scales_is_held_at_its_use_and_follows_it_both_ways() -> None:
     state = state_with_node(16, 16)
     unscaled = vm("vm", use=(1, 2), max_=(4, 4), autoscaling=False)
@@ -218,12 +256,21 @@ def test_node_allocatable_change_and_config_change_recompute_budgets() -> None:
     assert state.nodes["n1"].total == amounts(3, 4)
 
 
-def test_node_deletion_forgets_its_pods() -> None:
+def test_node_deletion_keeps_its_pods_until_they_go() -> None:
+    """Restart regression: a restart counts the pods still bound to a node
+    that came back; the long-running state forgot them with the node."""
     state = state_with_node()
     state.observe_pod("default/p", "u", "n1", amounts(1, 1), None)
     state.remove_node("n1")
+    assert state.nodes["n1"].total == ZERO
+    assert set(state.pods) == {"default/p"}
+    state.upsert_node("n1", amounts(8, 8))
+    assert state.nodes["n1"].reserved == amounts(1, 1)
+    state.remove_node("n1")
+    state.remove_pod("default/p")
     assert state.pods == {}
     assert state.nodes == {}
+    state.check_invariants()
 
 
 def test_a_recreated_pod_with_a_new_uid_replaces_the_old_one() -> None:
@@ -426,7 +473,19 @@ def test_a_forged_last_permit_counts_only_up_to_the_vms_maximum() -> None:
     assert outcome.permit == amounts(3, 3)  # before: 5/5, the node at 11 of 8
     node = state.nodes["n1"]
     assert node.reserved == amounts(9, 9)  # over by the VM's own maximum only
-    assert node.pressure == amounts(2, 2)
+    assert node.pressure == ZERO  # above its maximum is no want of room
+    state.check_invariants()
+
+
+def test_an_increase_stops_at_the_vms_maximum() -> None:
+    """Restart regression: an increase above the VM's maximum was granted
+    (a reservation the VM cannot use, above what a restart holds for it)."""
+    state = state_with_node(8, 8)
+    with_vm_pod(state, "default/vm", amounts(1, 1), max_=(2, 2))
+    outcome = handle_request(state, request("default/vm", amounts(3, 4)), migration_allowed=False)
+    assert outcome.permit == amounts(2, 2)  # before: 3/4
+    node = state.nodes["n1"]
+    assert (node.reserved, node.pressure) == (amounts(2, 2), ZERO)
     state.check_invariants()
 
 
