@@ -136,6 +136,7 @@ NO_OP_FLAGS: dict[str, tuple[str | None, str]] = {
     ),
     "allow-metric-labels": ("MAP", "metric label allow-lists are not implemented"),
     "allow-metric-labels-manifest": ("FILE", "metric label allow-lists are not implemented"),
+    # Validated as upstream (hidden_metrics_version_error): only the previous minor.
     "show-hidden-metrics-for-version": ("VERSION", "no metric of ours is hidden"),
     "log-flush-frequency": ("DURATION", "each log line is written at once"),
     "log-json-info-buffer-size": ("QUANTITY", "log lines are not buffered"),
@@ -175,6 +176,22 @@ def _version(text: str) -> str:
             f"{text!r}: pyscheduler implements Kubernetes {SUPPORTED_VERSION} only"
         )
     return value
+
+
+def hidden_metrics_version_error(value: str | None) -> str | None:
+    """Upstream's check of --show-hidden-metrics-for-version
+    (component-base's ``validateShowHiddenMetricsVersion``): empty or the
+    previous minor version, spelled ``MAJOR.MINOR``, nothing else."""
+    if not value:
+        return None
+    major, minor = SUPPORTED_VERSION.split(".")
+    previous = f"{major}.{int(minor) - 1}"
+    if value == previous:
+        return None
+    return (
+        f"--show-hidden-metrics-for-version must be omitted or have the value '{previous}'. "
+        "Only the previous minor version is allowed"
+    )
 
 
 def _tls_version(text: str) -> ssl.TLSVersion:
@@ -414,6 +431,9 @@ def parse_args(argv: Sequence[str] | None, description: str | None = None) -> ar
         args.feature_gates = parse_feature_gates(",".join(args.feature_gates))
     except FeatureGateError as error:
         parser.error(f"argument --feature-gates: {error}")
+    hidden = hidden_metrics_version_error(args.noop_show_hidden_metrics_for_version)
+    if hidden:
+        parser.error(hidden)
     args.notes = _notes(args, argv if argv is not None else sys.argv[1:])
     return args
 
