@@ -28,16 +28,17 @@ import logging
 import ssl
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
+from scheduler.opsdefaults import HEADER_TIMEOUT_SECONDS, MAX_CONNECTIONS
 
-from scheduler.config import ConfigError, SchedulerConfiguration
-from scheduler.config.errors import problems_from
-from scheduler.connlimits import HEADER_TIMEOUT_SECONDS, MAX_CONNECTIONS
-from scheduler.features import FeatureGateError, parse_feature_gates
-from scheduler.framework.durations import parse_duration
-from scheduler.tls import openssl_cipher_list
+if TYPE_CHECKING:
+    from scheduler.config import SchedulerConfiguration
+
+# ruff: noqa: PLC0415 - the configuration, the feature gates, durations and
+# TLS are imported where a flag's value needs them, never at import:
+# `pyscheduler --help` loads this module and the CLI's only
+# (tests/unit/test_cli_help_imports.py).
 
 DEFAULT_SECURE_PORT = 10259
 DEFAULT_ALWAYS_ALLOW_PATHS = ("/healthz", "/readyz", "/livez")
@@ -85,6 +86,8 @@ def _port(text: str) -> int:
 
 
 def parse_duration_flag(text: str) -> float:
+    from scheduler.framework.durations import parse_duration
+
     try:
         return parse_duration(text)
     except ValueError as error:
@@ -203,6 +206,8 @@ def _tls_version(text: str) -> ssl.TLSVersion:
 
 
 def _cipher_suites(text: str) -> tuple[str, ...]:
+    from scheduler.tls import openssl_cipher_list
+
     names = tuple(part.strip() for part in text.split(",") if part.strip())
     try:
         openssl_cipher_list(names)
@@ -427,6 +432,8 @@ def parse_args(argv: Sequence[str] | None, description: str | None = None) -> ar
     args = parser.parse_args(_normalise(sys.argv[1:] if argv is None else argv))
     if bool(args.tls_cert_file) != bool(args.tls_private_key_file):
         parser.error("--tls-cert-file and --tls-private-key-file go together")
+    from scheduler.features import FeatureGateError, parse_feature_gates
+
     try:
         args.feature_gates = parse_feature_gates(",".join(args.feature_gates))
     except FeatureGateError as error:
@@ -465,6 +472,11 @@ def log_level(verbosity: int) -> str:
 
 def apply_flags(config: SchedulerConfiguration, args: argparse.Namespace) -> SchedulerConfiguration:
     """The configuration in force: the file's, overridden by the flags given."""
+    from pydantic import ValidationError
+
+    from scheduler.config import ConfigError, SchedulerConfiguration
+    from scheduler.config.errors import problems_from
+
     data: dict[str, Any] = config.model_dump(mode="json", by_alias=True, exclude_none=True)
     changed = False
     if args.kubeconfig:
