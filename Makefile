@@ -7,7 +7,8 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | sha256sum | cut -c1-12)
 
-.PHONY: e2e node test unit integration chaos differential lint format controlplane demo bench bench-simulate bench-autoscale venv clean
+# (tools: helm and krew for the chart and plugin-manifest tests)
+.PHONY: tools e2e node test unit integration chaos differential lint format controlplane demo bench bench-simulate bench-autoscale venv clean
 
 venv: $(STAMP)
 
@@ -20,12 +21,20 @@ $(STAMP): pyproject.toml constraints.txt
 controlplane:
 	@hack/build-controlplane.sh >/dev/null
 
+# helm (hack/helm, helm.sh/helm/v4) and krew with its manifest validator
+# (hack/krew, sigs.k8s.io/krew), built from their pinned modules and cached in
+# ~/.cache/pyscheduler/helm and .../krew like the control plane: the Helm chart
+# and krew manifest tests use them (they build them when missing, too).
+tools:
+	@nice -n 10 hack/build-helm.sh >/dev/null
+	@nice -n 10 hack/build-krew.sh >/dev/null
+
 # kubelet + kube-proxy for the end-to-end suite only (issue 26); never needed by
 # `make test`. Cached like the control plane, in ~/.cache/pyscheduler/node.
 node:
 	@nice -n 10 hack/build-node.sh >/dev/null
 
-test: venv controlplane
+test: venv controlplane tools
 	$(BIN)/pytest
 
 # The end-to-end suite (issue 26): as root on Debian 12, installs containerd,
@@ -39,7 +48,7 @@ e2e: venv controlplane node
 unit: venv
 	$(BIN)/pytest tests/unit
 
-integration: venv controlplane
+integration: venv controlplane tools
 	$(BIN)/pytest tests/integration
 
 # The chaos suite at full size (500 pods on 50 nodes per scenario) and the fuzz
