@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds one multi-call Go binary from a pinned module under hack/, once, into
 # a cache outside the clone; shared by build-controlplane.sh, build-node.sh,
-# build-helm.sh and build-krew-validator.sh.
+# build-helm.sh and build-krew.sh.
 #
 # Usage: build-go-binary.sh <module dir> <binary name> <label> <cache root> [package]
 #
