@@ -18,6 +18,7 @@ import yaml
 from tests.e2e.cluster import Cluster
 from tests.e2e.node import NODE_NAME, REPO, wait_for
 from tests.e2e.workloads import (
+    BURST_LABEL,
     NAMESPACE,
     WORK_NAMESPACE,
     Deployed,
@@ -112,6 +113,19 @@ def with_plugins(cluster: Cluster, deployed: Deployed) -> dict[str, Any]:
     plugins_ref = cluster.images.plugins_ref
     with cluster.phase("out-of-tree plugins (image with wheels, roll, pool profiles)"):
         before = {_image_of(pod) for pod in scheduler_pods(cluster)}
+        # The failover bursts filled the node's CPU: make room for the rolling
+        # update's extra replica and the pool pods (nothing reads them after).
+        cluster.kubectl(
+            "delete",
+            "pods",
+            "-n",
+            WORK_NAMESPACE,
+            "-l",
+            BURST_LABEL,
+            "--wait=true",
+            "--timeout=300s",
+            timeout=330,
+        )
         cluster.kubectl("label", "node", NODE_NAME, f"{POOL_LABEL}={NODE_POOL}", "--overwrite")
         cluster.kubectl("apply", "-k", str(plugin_overlay(cluster)))
         cluster.kubectl(
