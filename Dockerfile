@@ -17,10 +17,24 @@
 #
 # Build: docker build --build-arg REVISION="$(git rev-parse HEAD)" \
 #          --build-arg SOURCE=https://your.git/host/pyscheduler -t pyscheduler:0.1.0 .
+#
+# Out-of-tree plugins: the stage `plugins` is empty unless a directory of
+# wheels replaces it as a named build context (BuildKit, `docker buildx
+# build`, buildah or podman 1.27+):
+#   docker buildx build --build-context plugins=./wheels -t pyscheduler-mine:1 .
+# Every *.whl at the top of that directory is installed into /opt/venv next
+# to pyscheduler, with no index: a plugin's dependencies beyond pyscheduler's
+# must be wheels in the same directory, and pyscheduler's own stay at the
+# versions constraints.txt pins (a conflict fails the build). Wheels are for
+# the base's Python (3.11) and architecture; `pip wheel --no-deps -w wheels
+# ./my-plugins` makes one. The plugins register through the
+# `pyscheduler.plugins` entry points (examples/plugin-package).
 
 # CPython 3.11.14 on Debian 12 (bookworm), slim, pinned by tag and by the
 # digest of the tag's multi-architecture index (see ARCHITECTURE.md, "Image").
 ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm@sha256:65a93d69fa75478d554f4ad27c85c1e69fa184956261b4301ebaf6dbb0a3543d
+
+FROM scratch AS plugins
 
 FROM ${PYTHON_IMAGE} AS build
 WORKDIR /src
@@ -30,6 +44,12 @@ COPY plugins/ plugins/
 RUN pip wheel --no-cache-dir --wheel-dir /wheels -c constraints.txt . \
  && python -m venv --without-pip /opt/venv \
  && pip --python /opt/venv/bin/python install --no-cache-dir --no-index --no-deps /wheels/*.whl
+COPY --from=plugins / /plugins/
+RUN set -- /plugins/*.whl; \
+    if [ -e "$1" ]; then \
+      pip --python /opt/venv/bin/python install --no-cache-dir --no-index \
+        --find-links /plugins -c constraints.txt "$@"; \
+    fi
 
 FROM ${PYTHON_IMAGE}
 ARG VERSION=0.1.0

@@ -7,7 +7,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml constraints.txt | sha256sum | cut -c1-12)
 
-.PHONY: e2e node test unit integration chaos differential lint format controlplane demo bench bench-simulate bench-autoscale venv clean
+.PHONY: tools e2e node test unit integration chaos differential lint format controlplane demo bench bench-simulate bench-autoscale venv clean
 
 venv: $(STAMP)
 
@@ -20,12 +20,21 @@ $(STAMP): pyproject.toml constraints.txt
 controlplane:
 	@hack/build-controlplane.sh >/dev/null
 
+# helm (hack/helm, helm.sh/helm/v4) and krew with its manifest validator
+# (hack/krew, sigs.k8s.io/krew), built from their pinned modules and cached in
+# ~/.cache/pyscheduler/helm and .../krew like the control plane: the Helm chart
+# and krew manifest tests use them (they build them when missing, too).
+tools:
+	@nice -n 10 hack/build-helm.sh >/dev/null
+	@nice -n 10 hack/build-krew.sh >/dev/null
+
 # kubelet + kube-proxy for the end-to-end suite only (issue 26); never needed by
 # `make test`. Cached like the control plane, in ~/.cache/pyscheduler/node.
 node:
 	@nice -n 10 hack/build-node.sh >/dev/null
 
 test: venv controlplane
+	-@$(MAKE) --no-print-directory tools  # a failed build: those tests skip, saying so
 	$(BIN)/pytest
 
 # The end-to-end suite (issue 26): as root on Debian 12, installs containerd,
@@ -40,6 +49,7 @@ unit: venv
 	$(BIN)/pytest tests/unit
 
 integration: venv controlplane
+	-@$(MAKE) --no-print-directory tools
 	$(BIN)/pytest tests/integration
 
 # The chaos suite at full size (500 pods on 50 nodes per scenario) and the fuzz

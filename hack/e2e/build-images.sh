@@ -7,12 +7,16 @@
 #                     python:3.11.14-slim-bookworm cannot be pulled)
 #   image-<key>.tar   the shipped Dockerfile, unchanged, built FROM that base
 #                     with --build-arg PYTHON_IMAGE only
+#   plugins-<key>.tar the same Dockerfile with out-of-tree plugins, as an
+#                     operator builds it: the wheel of examples/plugin-package
+#                     in a directory given as --build-context plugins=DIR
 # The .tar files are docker-archives ready for `ctr images import`.
 # Prints key=value lines on stdout: pause_ref, pause_archive, image_ref,
-# image_archive, base_ref.
+# image_archive, base_ref, plugins_ref, plugins_archive.
 #
 # Environment: PYSCHEDULER_E2E_CACHE (default ~/.cache/pyscheduler/e2e),
-#   E2E_DEBIAN_MIRROR (default: deb.debian.org).
+#   E2E_DEBIAN_MIRROR (default: deb.debian.org), E2E_PYTHON (the Python whose
+#   pip builds the plugin wheel; default: the clone's .venv, else python3).
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -98,16 +102,50 @@ if [[ ! -s $image_archive ]]; then
   log "image $image_ref built in $(( $(date +%s) - start ))s"
 fi
 
+# ---------------------------------------------------------------- plugins
+# The operator's way (Dockerfile, "Out-of-tree plugins"): wheels in a
+# directory, handed to the unchanged Dockerfile as the `plugins` build context.
+plugin_package=examples/plugin-package
+plugins_key=$({ echo "$image_key"; cd "$repo";
+                find "$plugin_package" -type f ! -name '*.pyc' ! -path '*/tests/*' ! -path '*.egg-info/*' \
+                  ! -path '*/build/*' -print0 | sort -z | xargs -0 sha256sum; } | hash_of)
+plugins_ref="localhost/pyscheduler-plugins:e2e-$plugins_key"
+plugins_archive="$cache/plugins-$plugins_key.tar"
+if [[ ! -s $plugins_archive ]]; then
+  start=$(date +%s)
+  revision=$(git -C "$repo" rev-parse HEAD 2>/dev/null || echo unknown)
+  python=${E2E_PYTHON:-}
+  [[ -n $python ]] || { [[ -x $repo/.venv/bin/python ]] && python=$repo/.venv/bin/python; } || python=python3
+  wheels=$(mktemp -d)
+  source_copy=$(mktemp -d)
+  # A copy, so the build leaves nothing (build/, *.egg-info) in the clone.
+  cp -r "$repo/$plugin_package/." "$source_copy"
+  "$python" -m pip wheel --quiet --disable-pip-version-check --no-deps --wheel-dir "$wheels" "$source_copy" \
+    >"$cache/plugins-$plugins_key.log" 2>&1 || { tail -30 "$cache/plugins-$plugins_key.log" >&2; exit 1; }
+  log "building $plugins_ref with --build-context plugins=$wheels ($(cd "$wheels" && echo *.whl))"
+  b bud --quiet --isolation chroot --pull-never --layers=false \
+    --build-arg PYTHON_IMAGE="$base_ref" --build-arg REVISION="$revision" \
+    --build-context plugins="$wheels" \
+    -f "$repo/Dockerfile" -t "$plugins_ref" "$repo" >>"$cache/plugins-$plugins_key.log" 2>&1 ||
+    { tail -30 "$cache/plugins-$plugins_key.log" >&2; exit 1; }
+  b push --quiet "$plugins_ref" "docker-archive:$plugins_archive.tmp:$plugins_ref"
+  mv "$plugins_archive.tmp" "$plugins_archive"
+  rm -rf "$wheels" "$source_copy"
+  log "plugin image $plugins_ref built in $(( $(date +%s) - start ))s"
+fi
+
 # Keep the cache bounded: drop archives and images of other keys.
-for old in "$cache"/pause-*.tar "$cache"/image-*.tar "$cache"/image-*.log; do
-  [[ -e $old && $old != "$pause_archive" && $old != "$image_archive" && $old != "$cache/image-$image_key.log" ]] && rm -f "$old"
+keep=("$pause_archive" "$image_archive" "$cache/image-$image_key.log" "$plugins_archive" "$cache/plugins-$plugins_key.log")
+for old in "$cache"/pause-*.tar "$cache"/image-*.tar "$cache"/image-*.log "$cache"/plugins-*.tar "$cache"/plugins-*.log; do
+  [[ -e $old ]] || continue
+  [[ " ${keep[*]} " == *" $old "* ]] || rm -f "$old"
 done
 for old in "$cache"/base-*; do
   [[ -d $old && $old != "$base_dir" ]] && rm -rf "$old"
 done
 b images --format '{{.Name}}:{{.Tag}}' 2>/dev/null | while read -r name; do
   case $name in
-    "$pause_ref" | "$base_ref" | "$image_ref") ;;
+    "$pause_ref" | "$base_ref" | "$image_ref" | "$plugins_ref") ;;
     localhost/*) b rmi --force "$name" >/dev/null 2>&1 || true ;;
   esac
 done
@@ -118,3 +156,5 @@ echo "pause_archive=$pause_archive"
 echo "base_ref=$base_ref"
 echo "image_ref=$image_ref"
 echo "image_archive=$image_archive"
+echo "plugins_ref=$plugins_ref"
+echo "plugins_archive=$plugins_archive"

@@ -15,32 +15,19 @@ installed) stops start-up with one error line naming it (exit code 3).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import logging
-import random
-import signal
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from scheduler.app.buildinfo import version_line
-from scheduler.app.flags import apply_flags, log_level, parse_args
-from scheduler.app.root import AppOptions, SchedulerApp
-from scheduler.config import (
-    PROTOBUF_CONTENT_TYPE,
-    ConfigError,
-    SchedulerConfiguration,
-    advice,
-    load_config,
-)
-from scheduler.config.effective import effective_yaml
-from scheduler.engine.assembly import build_registry, resolve
-from scheduler.informers import ResourceNotServed
-from scheduler.kube.client import KubeClient
-from scheduler.kube.connection import ConfigError as ConnectionConfigError
-from scheduler.leaderelection import LeadershipLost
-from scheduler.ops.connlimits import Limits
-from scheduler.ops.logsetup import configure_logging
-from scheduler.simulate.cli import main as simulate_main
+from scheduler.app.flags import log_level, parse_args
+
+if TYPE_CHECKING:
+    from scheduler.config import SchedulerConfiguration
+
+# ruff: noqa: PLC0415 - everything past the flags (configuration, engine,
+# plugins, client) is imported inside the functions that use it, so `--help`
+# loads none of it (tests/unit/test_cli_help_imports.py).
 
 log = logging.getLogger("pyscheduler")
 USER_AGENT = "pyscheduler"
@@ -57,11 +44,24 @@ EXIT_NO_CLUSTER = 4
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     if arguments[:1] == ["simulate"]:
+        from scheduler.simulate.cli import main as simulate_main
+
         return simulate_main(arguments[1:])
     args = parse_args(arguments, __doc__)
     if args.version:
+        from scheduler.app.buildinfo import version_line
+
         print(version_line())
         return 0
+    import asyncio
+
+    from scheduler.app.flags import apply_flags
+    from scheduler.config import ConfigError, advice, load_config
+    from scheduler.config.effective import effective_yaml
+    from scheduler.engine.assembly import build_registry, resolve
+    from scheduler.kube.connection import ConfigError as ConnectionConfigError
+    from scheduler.ops.logsetup import configure_logging
+
     configure_logging(log_level(args.v), args.logging_format == "json")
     try:
         config = apply_flags(load_config(args.config), args)
@@ -97,6 +97,17 @@ def _write_config(path: str, text: str) -> int:
 
 
 async def _run(config: SchedulerConfiguration, args: argparse.Namespace) -> int:
+    import asyncio
+    import random
+    import signal
+
+    from scheduler.app.root import AppOptions, SchedulerApp
+    from scheduler.config import PROTOBUF_CONTENT_TYPE
+    from scheduler.informers import ResourceNotServed
+    from scheduler.kube.client import KubeClient
+    from scheduler.leaderelection import LeadershipLost
+    from scheduler.ops.connlimits import Limits
+
     connection = config.client_connection
     client = await KubeClient.connect(
         kubeconfig=connection.kubeconfig or None,

@@ -28,16 +28,17 @@ import logging
 import ssl
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
+from scheduler.ops.defaults import HEADER_TIMEOUT_SECONDS, MAX_CONNECTIONS
 
-from scheduler.app.gateflags import FeatureGateError, parse_feature_gates
-from scheduler.config import ConfigError, SchedulerConfiguration
-from scheduler.config.errors import problems_from
-from scheduler.framework.durations import parse_duration
-from scheduler.ops.connlimits import HEADER_TIMEOUT_SECONDS, MAX_CONNECTIONS
-from scheduler.ops.tls import openssl_cipher_list
+if TYPE_CHECKING:
+    from scheduler.config import SchedulerConfiguration
+
+# ruff: noqa: PLC0415 - the configuration, the feature gates, durations and
+# TLS are imported where a flag's value needs them, never at import:
+# `pyscheduler --help` loads this module and the CLI's only
+# (tests/unit/test_cli_help_imports.py).
 
 DEFAULT_SECURE_PORT = 10259
 DEFAULT_ALWAYS_ALLOW_PATHS = ("/healthz", "/readyz", "/livez")
@@ -85,6 +86,8 @@ def _port(text: str) -> int:
 
 
 def parse_duration_flag(text: str) -> float:
+    from scheduler.framework.durations import parse_duration
+
     try:
         return parse_duration(text)
     except ValueError as error:
@@ -136,6 +139,7 @@ NO_OP_FLAGS: dict[str, tuple[str | None, str]] = {
     ),
     "allow-metric-labels": ("MAP", "metric label allow-lists are not implemented"),
     "allow-metric-labels-manifest": ("FILE", "metric label allow-lists are not implemented"),
+    # Validated as upstream (hidden_metrics_version_error): only the previous minor.
     "show-hidden-metrics-for-version": ("VERSION", "no metric of ours is hidden"),
     "log-flush-frequency": ("DURATION", "each log line is written at once"),
     "log-json-info-buffer-size": ("QUANTITY", "log lines are not buffered"),
@@ -177,6 +181,22 @@ def _version(text: str) -> str:
     return value
 
 
+def hidden_metrics_version_error(value: str | None) -> str | None:
+    """Upstream's check of --show-hidden-metrics-for-version
+    (component-base's ``validateShowHiddenMetricsVersion``): empty or the
+    previous minor version, spelled ``MAJOR.MINOR``, nothing else."""
+    if not value:
+        return None
+    major, minor = SUPPORTED_VERSION.split(".")
+    previous = f"{major}.{int(minor) - 1}"
+    if value == previous:
+        return None
+    return (
+        f"--show-hidden-metrics-for-version must be omitted or have the value '{previous}'. "
+        "Only the previous minor version is allowed"
+    )
+
+
 def _tls_version(text: str) -> ssl.TLSVersion:
     if text not in TLS_VERSIONS:
         raise argparse.ArgumentTypeError(
@@ -186,6 +206,8 @@ def _tls_version(text: str) -> ssl.TLSVersion:
 
 
 def _cipher_suites(text: str) -> tuple[str, ...]:
+    from scheduler.ops.tls import openssl_cipher_list
+
     names = tuple(part.strip() for part in text.split(",") if part.strip())
     try:
         openssl_cipher_list(names)
@@ -410,10 +432,15 @@ def parse_args(argv: Sequence[str] | None, description: str | None = None) -> ar
     args = parser.parse_args(_normalise(sys.argv[1:] if argv is None else argv))
     if bool(args.tls_cert_file) != bool(args.tls_private_key_file):
         parser.error("--tls-cert-file and --tls-private-key-file go together")
+    from scheduler.app.gateflags import FeatureGateError, parse_feature_gates
+
     try:
         args.feature_gates = parse_feature_gates(",".join(args.feature_gates))
     except FeatureGateError as error:
         parser.error(f"argument --feature-gates: {error}")
+    hidden = hidden_metrics_version_error(args.noop_show_hidden_metrics_for_version)
+    if hidden:
+        parser.error(hidden)
     args.notes = _notes(args, argv if argv is not None else sys.argv[1:])
     return args
 
@@ -445,6 +472,11 @@ def log_level(verbosity: int) -> str:
 
 def apply_flags(config: SchedulerConfiguration, args: argparse.Namespace) -> SchedulerConfiguration:
     """The configuration in force: the file's, overridden by the flags given."""
+    from pydantic import ValidationError
+
+    from scheduler.config import ConfigError, SchedulerConfiguration
+    from scheduler.config.errors import problems_from
+
     data: dict[str, Any] = config.model_dump(mode="json", by_alias=True, exclude_none=True)
     changed = False
     if args.kubeconfig:

@@ -31,9 +31,13 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-HEADER_TIMEOUT_SECONDS = 32.0
-HANDSHAKE_TIMEOUT_SECONDS = 10.0
-MAX_CONNECTIONS = 1024
+from scheduler.ops.defaults import (
+    HANDSHAKE_TIMEOUT_SECONDS,
+    HEADER_TIMEOUT_SECONDS,
+    MAX_CONNECTIONS,
+)
+
+__all__ = ["HANDSHAKE_TIMEOUT_SECONDS", "HEADER_TIMEOUT_SECONDS", "MAX_CONNECTIONS", "Limits"]
 _END_OF_HEADER = b"\r\n\r\n"
 
 

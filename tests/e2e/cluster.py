@@ -108,13 +108,15 @@ class Cluster:
             self.prometheus = Path(
                 run_script(HACK / "e2e" / "build-prometheus.sh").strip().splitlines()[-1]
             )
-        with self.phase("images (pause, base, Dockerfile)"):
+        with self.phase("images (pause, base, Dockerfile, with plugins)"):
             built = key_values(run_script(HACK / "e2e" / "build-images.sh"))
             self.images = Images(
                 built["pause_ref"],
                 Path(built["pause_archive"]),
                 built["image_ref"],
                 Path(built["image_archive"]),
+                built["plugins_ref"],
+                Path(built["plugins_archive"]),
             )
         self.address = host_address()
         with self.phase("control plane"):
@@ -157,6 +159,10 @@ class Cluster:
             )
             self.summary["image digest"] = digest
             self.summary["image ID"] = image_id
+            plugins_digest, _ = self.node.import_image(
+                self.images.plugins_archive, self.images.plugins_ref
+            )
+            self.summary["plugin image"] = f"{self.images.plugins_ref} ({plugins_digest})"
             self.node.start_kubelet()
             self.node.start_kube_proxy()
             wait_for("node Ready", self.node_ready, 300, 2)

@@ -3,7 +3,8 @@
 It needs Linux, root and Debian packages (hack/e2e/setup-host.sh installs
 them), so `make test` (pytest over tests/) skips it everywhere. The files run
 in their numbered order against one session-scoped cluster: node, deployment,
-scheduling, Prometheus, failover; each phase's wall time and results go into
+scheduling, Prometheus, failover, DRA, out-of-tree plugins (the image built
+with examples/plugin-package's wheel); each phase's wall time and results go into
 the summary table printed at the end.
 """
 

@@ -87,6 +87,10 @@ class Images:
     pause_archive: Path
     image_ref: str
     image_archive: Path
+    # The same Dockerfile with examples/plugin-package's wheel as the
+    # `plugins` build context (hack/e2e/build-images.sh).
+    plugins_ref: str
+    plugins_archive: Path
 
 
 class Node:

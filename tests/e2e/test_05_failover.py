@@ -13,6 +13,7 @@ import pytest
 from tests.e2e.cluster import Cluster
 from tests.e2e.node import wait_for
 from tests.e2e.workloads import (
+    BURST_LABEL,
     NAMESPACE,
     WORK_NAMESPACE,
     Deployed,
@@ -32,7 +33,6 @@ from tests.e2e.workloads import (
 
 WAVE = 8  # pods per wave; two waves around each deletion, one overflowing wave at the end
 OVERFLOW = 4  # pods of the last wave that cannot fit
-BURST_LABEL = "e2e/burst"
 # Room kept free for the Deployment's replacement replica (100m) of each
 # deleted leader, placed by the default scheduler while the burst runs.
 REPLACEMENT_RESERVE_MILLI = 300

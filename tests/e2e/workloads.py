@@ -18,6 +18,8 @@ from tests.e2e.node import NODE_NAME, REPO, wait_for
 NAMESPACE = "pyscheduler-system"
 WORK_NAMESPACE = "e2e-work"
 SELECTOR = "app.kubernetes.io/name=pyscheduler,app.kubernetes.io/component=scheduler"
+# The failover phase's burst pods (test_05), removed again by the plugin phase.
+BURST_LABEL = "e2e/burst"
 
 
 @dataclass

@@ -11,6 +11,10 @@ build stage installs computed from the package metadata.
   so what lands in the image is exactly the runtime dependency closure, and
   every distribution in it is pinned in constraints.txt.
 - OCI labels: source, version (the package's), revision.
+- Out-of-tree plugins: an empty `plugins` stage, replaced by a named build
+  context of wheels, is installed into the build stage's environment with no
+  index and pyscheduler's pins; by default nothing is installed from it (the
+  e2e suite builds and runs the example plugin package this way).
 """
 
 from __future__ import annotations
@@ -47,8 +51,8 @@ def _instructions(text: str) -> list[tuple[str, str]]:
 
 INSTRUCTIONS = _instructions(DOCKERFILE)
 FROMS = [i for i, (keyword, _) in enumerate(INSTRUCTIONS) if keyword == "FROM"]
-BUILD = INSTRUCTIONS[FROMS[0] : FROMS[-1]]
-FINAL = INSTRUCTIONS[FROMS[-1] :]
+STAGES = [INSTRUCTIONS[start:end] for start, end in zip(FROMS, [*FROMS[1:], None], strict=True)]
+PLUGINS, BUILD, FINAL = STAGES
 
 
 def _args(stage: list[tuple[str, str]], keyword: str) -> list[str]:
@@ -66,7 +70,7 @@ def test_the_base_is_pinned_by_version_and_digest_in_both_stages() -> None:
     base = _global_arg("PYTHON_IMAGE")
     match = PINNED_BASE.match(base)
     assert match, base
-    assert len(FROMS) == 2
+    assert len(FROMS) == 3
     assert _args(BUILD, "FROM") == ["${PYTHON_IMAGE} AS build"]
     assert _args(FINAL, "FROM") == ["${PYTHON_IMAGE}"]
     minimum = PYPROJECT["project"]["requires-python"].removeprefix(">=")
@@ -90,11 +94,23 @@ def test_the_final_stage_installs_nothing_and_drops_the_installers() -> None:
 
 
 def test_the_build_stage_installs_the_package_without_extras_at_pinned_versions() -> None:
-    (run,) = _args(BUILD, "RUN")
+    run, _plugins = _args(BUILD, "RUN")
     assert "pip wheel --no-cache-dir --wheel-dir /wheels -c constraints.txt ." in run
     assert "[" not in run, "no extras (test, lint) in the image"
     assert "python -m venv --without-pip /opt/venv" in run
     assert "--no-index --no-deps /wheels/*.whl" in run, "exactly the wheels built"
+
+
+def test_plugin_wheels_come_from_an_empty_stage_a_build_context_replaces() -> None:
+    assert PLUGINS == [("FROM", "scratch AS plugins")], "empty unless --build-context plugins=DIR"
+    assert _args(BUILD, "COPY")[-1] == "--from=plugins / /plugins/"
+    plugins = " ".join(_args(BUILD, "RUN")[1].split())
+    assert "set -- /plugins/*.whl;" in plugins
+    assert 'if [ -e "$1" ]' in plugins, "nothing to install without wheels"
+    assert "--python /opt/venv/bin/python install" in plugins
+    assert "--no-index --find-links /plugins -c constraints.txt" in plugins, "pins kept"
+    assert "--no-deps" not in plugins, "a plugin's declared dependencies are checked"
+    assert not any("plugins" in rest for rest in _args(FINAL, "COPY")), "only /opt/venv"
 
 
 @pytest.mark.parametrize("label", ["source", "version", "revision"])

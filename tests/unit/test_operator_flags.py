@@ -46,8 +46,12 @@ def no_connection(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(KubeClient, "connect", refuse)
 
 
+# A value each no-op flag accepts (upstream validates some of them).
+_VALID_VALUES = {"show-hidden-metrics-for-version": "1.35"}
+
+
 def _flag_argv(flag: str, metavar: str | None) -> list[str]:
-    return [f"--{flag}"] if metavar is None else [f"--{flag}=x"]
+    return [f"--{flag}"] if metavar is None else [f"--{flag}={_VALID_VALUES.get(flag, 'x')}"]
 
 
 @pytest.mark.parametrize(
@@ -157,6 +161,18 @@ def test_deprecated_configuration_flags_are_ignored_with_config_and_said_so(
         ),
         pytest.param(["-v=4"], "v", 4, id="-v=4"),
         pytest.param(["-v", "2"], "v", 2, id="-v 2"),
+        pytest.param(
+            ["--show-hidden-metrics-for-version=1.35"],
+            "noop_show_hidden_metrics_for_version",
+            "1.35",
+            id="hidden metrics for the previous minor",
+        ),
+        pytest.param(
+            ["--show-hidden-metrics-for-version="],
+            "noop_show_hidden_metrics_for_version",
+            "",
+            id="hidden metrics for an empty version, as omitted",
+        ),
     ],
 )
 def test_upstream_flags_work(argv: list[str], attribute: str, expected: Any) -> None:
@@ -179,6 +195,15 @@ def test_upstream_flags_work(argv: list[str], attribute: str, expected: Any) -> 
             ["--emulated-version=1.35"], "implements Kubernetes 1.36 only", id="emulating 1.35"
         ),
         pytest.param(["--log-json"], "unrecognized arguments", id="no abbreviations, as Go"),
+        *(
+            pytest.param(
+                [f"--show-hidden-metrics-for-version={value}"],
+                "--show-hidden-metrics-for-version must be omitted or have the value '1.35'. "
+                "Only the previous minor version is allowed",
+                id=f"hidden metrics for {value!r}: only the previous minor",
+            )
+            for value in ("1.36", "1.34", "v1.35", "1.35.0", "x")
+        ),
     ],
 )
 def test_upstream_flags_refused_with_upstreams_reason(
