@@ -201,6 +201,68 @@ DRA_TEMPLATE = Template(
 DRA_SELECTOR_TEMPLATE = replace(DRA_TEMPLATE, namespace_objects=_claim_template((DRA_SELECTOR,)))
 
 
+# Not in scheduler_perf: issue 23's "many shared-counter devices" row. Each
+# node's pool is two slices, one with a counter set (gpu-0: 40Gi of memory)
+# and one with DRA_DEVICES_PER_NODE devices each consuming 4Gi of it, so the
+# counters and the devices run out together; the init pods leave thousands
+# of shared-counter allocations on other nodes while the measured pods are
+# filtered, which must not make a node's Filter cost grow.
+DRA_COUNTER_SET = "gpu-0"
+DRA_COUNTER_MEMORY_GI = 4
+
+
+def _dra_counter_cluster_objects(nodes: int) -> list[Extra]:
+    objects = _dra_cluster_objects(0)  # the DeviceClass
+    for index in range(nodes):
+        node = node_name(index)
+        pool = {"name": node, "generation": 1, "resourceSliceCount": 2}
+        counters = {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "metadata": {"name": f"{node}-{DRA_DRIVER}-counters"},
+            "spec": {
+                "driver": DRA_DRIVER,
+                "nodeName": node,
+                "pool": pool,
+                "sharedCounters": [
+                    {
+                        "name": DRA_COUNTER_SET,
+                        "counters": {
+                            "memory": {"value": f"{DRA_COUNTER_MEMORY_GI * DRA_DEVICES_PER_NODE}Gi"}
+                        },
+                    }
+                ],
+            },
+        }
+        devices = [
+            {
+                "name": f"partition-{n}",
+                "attributes": {"dra.example.com/numa": {"int": n}},
+                "consumesCounters": [
+                    {
+                        "counterSet": DRA_COUNTER_SET,
+                        "counters": {"memory": {"value": f"{DRA_COUNTER_MEMORY_GI}Gi"}},
+                    }
+                ],
+            }
+            for n in range(DRA_DEVICES_PER_NODE)
+        ]
+        partitions = {
+            "apiVersion": "resource.k8s.io/v1",
+            "kind": "ResourceSlice",
+            "metadata": {"name": f"{node}-{DRA_DRIVER}-devices"},
+            "spec": {"driver": DRA_DRIVER, "nodeName": node, "pool": pool, "devices": devices},
+        }
+        objects += [
+            (f"{_RESOURCE}/resourceslices", counters),
+            (f"{_RESOURCE}/resourceslices", partitions),
+        ]
+    return objects
+
+
+DRA_COUNTERS_TEMPLATE = replace(DRA_TEMPLATE, cluster_objects=_dra_counter_cluster_objects)
+
+
 MOONS = ("moon-1", "moon-2", "moon-3")
 
 
@@ -347,6 +409,14 @@ PRESETS = {
         init_pods=2500,
         pods=2500,
         template=DRA_SELECTOR_TEMPLATE,
+    ),
+    # The dra workload over partitionable devices (DRA_COUNTERS_TEMPLATE).
+    "dra-counters": Workload(
+        "SchedulingWithSharedCounters",
+        nodes=500,
+        init_pods=2500,
+        pods=2500,
+        template=DRA_COUNTERS_TEMPLATE,
     ),
 }
 DEFAULT_PRESET = "basic"

@@ -258,6 +258,7 @@ def test_presets_match_the_documented_sizes() -> None:
         "podantiaffinity": (5000, 1000, 1000),
         "dra": (500, 2500, 2500),
         "dra-selector": (500, 2500, 2500),
+        "dra-counters": (500, 2500, 2500),
     }
 
 
@@ -440,10 +441,13 @@ def test_tiny_benchmark_binds_every_pod_with_every_scheduler(
 
 
 @pytest.mark.integration  # bench.run starts its own control planes
-def test_tiny_dra_benchmark_binds_every_pod_with_both_schedulers(tmp_path: Path) -> None:
+@pytest.mark.parametrize("workload", ["dra", "dra-counters"])
+def test_tiny_dra_benchmark_binds_every_pod_with_both_schedulers(
+    tmp_path: Path, workload: str
+) -> None:
     done = _bench(
         tmp_path,
-        "--workload=dra",
+        f"--workload={workload}",
         "--nodes=3",
         "--init-pods=3",
         "--pods=6",
