@@ -66,7 +66,7 @@ from scheduler.config import (
     resolve_profiles,
 )
 from scheduler.connlimits import Limits
-from scheduler.delegation import DelegatedAuth
+from scheduler.delegation import DelegatedAuth, plugin_token_reviewer
 from scheduler.engine import (
     Engine,
     build_framework,
@@ -262,6 +262,8 @@ class SchedulerApp:
             )
             self._review_client = own
             authn, authz = authn or own, authz or own
+        token_review = Reviews(authn).token
+        self.plugin_services.set_token_reviewer(plugin_token_reviewer(token_review))
         health = scheduler_health(
             shutting_down=lambda: self._shutting_down,
             handlers_synced=lambda: self._synced,
@@ -291,7 +293,7 @@ class SchedulerApp:
                 cipher_suites=self.options.tls_cipher_suites,
             ),
             guard=DelegatedAuth(
-                Reviews(authn).token,
+                token_review,
                 Reviews(authz).access,
                 self.clock,
                 self.options.always_allow_paths,

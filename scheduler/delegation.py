@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar, cast
 
 from scheduler.clock import Clock
+from scheduler.framework.services import TokenReviewError, TokenUser
 
 AUTHN_CACHE_TTL = 10.0
 AUTHZ_ALLOW_TTL = 10.0
@@ -69,6 +70,24 @@ AccessReviewer = Callable[[UserInfo, str, str], Awaitable[tuple[bool, str]]]
 
 class ReviewError(Exception):
     """A review could not be made (the API server did not answer it)."""
+
+
+def plugin_token_reviewer(
+    review_token: TokenReviewer,
+) -> Callable[[str], Awaitable[TokenUser | None]]:
+    """``review_token`` as plugins see it (``PluginServices.review_token``):
+    framework types, ``ReviewError`` raised as ``TokenReviewError``."""
+
+    async def review(token: str) -> TokenUser | None:
+        try:
+            user = await review_token(token)
+        except ReviewError as error:
+            raise TokenReviewError(str(error)) from error
+        if user is None:
+            return None
+        return TokenUser(user.username, user.uid, user.groups)
+
+    return review
 
 
 @dataclass(frozen=True)

@@ -66,17 +66,20 @@ from typing import Any
 import orjson
 
 from plugins.autoscale_enforcer import scoring
-from plugins.autoscale_enforcer.args import AutoscaleEnforcerArgs
+from plugins.autoscale_enforcer.args import AUTH_SERVICE_ACCOUNT_TOKEN, AutoscaleEnforcerArgs
 from plugins.autoscale_enforcer.authority import (
     FACTORY,
+    AuthSettings,
     Dump,
     Event,
     Held,
     MigrationFinished,
     Nodes,
     Reserve,
+    ReviewToken,
     SetConfig,
     Start,
+    TokenReviewed,
     Unreserve,
     WantMigration,
 )
@@ -115,6 +118,7 @@ from scheduler.framework import (
     ScorePlugin,
     StateKey,
     Status,
+    TokenReviewError,
     parse_pod,
 )
 
@@ -124,6 +128,7 @@ NAME = "AutoscaleEnforcer"
 AGENT_LISTENER = "autoscale-enforcer-agents"
 MIGRATION_WORKER = "autoscale-enforcer-migrations"
 AUTHORITY_WATCH = "autoscale-enforcer-authority"
+TOKEN_REVIEW = "autoscale-enforcer-token-review"
 STATE_DUMP_PATH = "autoscale-enforcer/state"
 
 MAX_WAITING_FOR_ROOM = 10_000
@@ -206,6 +211,15 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         self._vm_infos = VmInfoCache()
         self._config = ConfigWatch(args, handle, self._metrics, self._config_changed)
         self._reserve_timeout = args.reserve_timeout_seconds
+        self._auth = (
+            AuthSettings(
+                args.agent_service_accounts,
+                args.agent_token_cache_ttl_seconds,
+                args.agent_token_review_timeout_seconds,
+            )
+            if args.agent_authentication == AUTH_SERVICE_ACCOUNT_TOKEN
+            else None
+        )
         self._pending: dict[str, _Pending] = {}
         self._unreserved_while_lost: set[str] = set()
         self._authority_lost = False
@@ -236,7 +250,7 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         mirror = State(config)
         self._mirror = mirror
         try:
-            await self._authority.ask(Start(config), START_TIMEOUT_SECONDS)
+            await self._authority.ask(Start(config, auth=self._auth), START_TIMEOUT_SECONDS)
         except ChannelError:
             self._mirror = None
             raise
@@ -295,7 +309,9 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         )
         self._authority_lost = False
         self._unreserved_while_lost = set()
-        await self._authority.ask(Start(mirror.config, held), START_TIMEOUT_SECONDS)
+        await self._authority.ask(
+            Start(mirror.config, held, auth=self._auth), START_TIMEOUT_SECONDS
+        )
 
     # ---------------------------------------------------- to the authority
     def _forwarder(self, resource: str) -> Callable[[Raw | None, Raw | None], None]:
@@ -330,8 +346,24 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
             self._migrations.want(message.namespace, message.pod_name, message.vm_name)
         elif isinstance(message, MigrationFinished):
             self._migrations.finished(message.namespace, message.name, message.phase)
+        elif isinstance(message, ReviewToken):
+            self._handle.spawn(TOKEN_REVIEW, self._review(message.token))
         else:
             log.error("%s: unknown message from the authority: %r", NAME, message)
+
+    async def _review(self, token: str) -> None:
+        """The authority's TokenReview, through the daemon's review client,
+        answered back (the authority bounds its waiters' wait itself)."""
+        assert self._auth is not None
+        try:
+            async with asyncio.timeout(self._auth.review_seconds):
+                user = await self._handle.services.review_token(token)
+        except TokenReviewError as error:
+            self._authority.send(TokenReviewed(token, None, str(error) or "failed"))
+        except TimeoutError:
+            self._authority.send(TokenReviewed(token, None, "timed out"))
+        else:
+            self._authority.send(TokenReviewed(token, user))
 
     def _apply(self, message: Nodes) -> None:
         for (status, node), count in message.requests.items():

@@ -100,10 +100,13 @@ from scheduler.framework.services import (
     HttpRequest,
     HttpResponse,
     ListenerLimits,
+    PendingAnswer,
     PluginHttp,
     PluginServices,
     ProcessChannel,
     ProcessEndpoint,
+    TokenReviewError,
+    TokenUser,
 )
 from scheduler.framework.shared import SharedKey, SharedObjects
 from scheduler.framework.status import Code, Status, is_success, status_code
@@ -170,6 +173,7 @@ __all__ = [
     "NominatingInfo",
     "NominatingMode",
     "ObjectStore",
+    "PendingAnswer",
     "PermitPlugin",
     "Plugin",
     "PluginFactory",
@@ -211,6 +215,8 @@ __all__ = [
     "StateNotFound",
     "Status",
     "Taint",
+    "TokenReviewError",
+    "TokenUser",
     "Toleration",
     "WaitingPod",
     "default_normalize",
