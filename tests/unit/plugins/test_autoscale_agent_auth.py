@@ -8,6 +8,7 @@ cached for the TTL, not cached when the review failed."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import selectors
 import socket
 from dataclasses import dataclass, field
@@ -16,10 +17,9 @@ from typing import cast
 import orjson
 import pytest
 
-from plugins.autoscale_enforcer import AutoscaleEnforcerArgs
+from plugins.autoscale_enforcer import AutoscaleEnforcer, AutoscaleEnforcerArgs
 from plugins.autoscale_enforcer.agent_auth import (
     TOO_MANY,
-    UNAUTHORIZED,
     AgentAuth,
     Allowed,
     Decision,
@@ -37,7 +37,7 @@ from scheduler.framework import (
 )
 from scheduler.listener import HttpCore
 from tests.support.builders import make_node, make_vm
-from tests.unit.plugins.test_autoscale_plugin import FakeHandle, config_map, vm_pod
+from tests.unit.plugins.test_autoscale_plugin import FakeHandle, config_map, started, vm_pod
 
 AGENT = TokenUser("system:serviceaccount:neonvm-system:autoscaler-agent")
 OTHER = TokenUser("system:serviceaccount:default:someone")
@@ -202,10 +202,8 @@ def test_a_pending_answer_holds_the_connections_later_answers_in_order() -> None
             core.new_turn()
             for key, mask in selector.select(0.01):
                 core.dispatch(key, mask)
-            try:
+            with contextlib.suppress(TimeoutError):
                 got += client.recv(65536)
-            except TimeoutError:
-                pass
         return got
 
     try:
@@ -242,8 +240,6 @@ class FakeReviewer:
 
 
 async def _started_with_auth(reviewer: FakeReviewer) -> FakeHandle:
-    from plugins.autoscale_enforcer import AutoscaleEnforcer
-
     handle = FakeHandle()
     spawned: list[asyncio.Task[None]] = []
     handle.spawn = lambda name, work: spawned.append(asyncio.create_task(work))  # type: ignore[attr-defined]
@@ -281,12 +277,11 @@ def _ask(handle: FakeHandle, token: str | None) -> HttpResponse | PendingAnswer:
 
 
 async def _answer(answer: HttpResponse | PendingAnswer) -> HttpResponse:
-    async def resolved() -> HttpResponse:
-        while isinstance(answer, PendingAnswer) and answer.response is None:
-            await asyncio.sleep(0.01)
-        return answer.response if isinstance(answer, PendingAnswer) else answer  # type: ignore[return-value]
-
-    return await asyncio.wait_for(resolved(), 5)
+    if isinstance(answer, HttpResponse):
+        return answer
+    done: asyncio.Future[HttpResponse] = asyncio.get_running_loop().create_future()
+    answer.on_resolved(done.set_result)
+    return await asyncio.wait_for(done, 5)
 
 
 async def test_agent_requests_need_the_agents_token_when_authentication_is_on() -> None:
@@ -334,8 +329,6 @@ async def test_a_failed_review_is_401_and_the_next_request_asks_again() -> None:
 
 
 async def test_without_authentication_no_token_is_needed() -> None:
-    from tests.unit.plugins.test_autoscale_plugin import started
-
     _, handle = await started()
     handle.informers.put("virtualmachines", make_vm("vm").cpus(1, 8, 2).memory_slots(1, 8, 2).obj())
     handle.informers.put("pods", vm_pod("vm-pod", "vm", node="n1"))
