@@ -33,6 +33,7 @@ UNSCHEDULABLE = re.compile(
 )
 NODE_CPU, POD_CPU = "4", "300m"  # 13 pods fit a node; bursts fill about 3/4 of the nodes
 TOO_BIG_CPU = "5"  # fits no node: must end Unschedulable with the message above
+VM_LABEL = "vm.neon.tech/name"
 
 
 @dataclass(frozen=True)
@@ -134,6 +135,9 @@ class Burst:
         # bound by a process killed before it could flush its events: no
         # Scheduled event is required of them (upstream loses those too)
         self.no_event_expected: set[str] = set()
+        # fitting pods that are NeonVM VM pods (``vm.neon.tech/name`` = the pod's
+        # name; the scenario creates the VMs): the AutoscaleEnforcer scenarios
+        self.vm_pods: set[str] = set()
 
     async def create_nodes(
         self, pool: NodePool, count: int | None = None, prefix: str = "c"
@@ -150,6 +154,10 @@ class Burst:
         pods = [
             make_pod(name, self.namespace).scheduler(self.name).requests(cpu=POD_CPU, memory="64Mi")
             for name in self.fitting
+        ]
+        pods = [
+            pod.label(VM_LABEL, name) if name in self.vm_pods else pod
+            for pod, name in zip(pods, self.fitting, strict=True)
         ]
         pods += [
             make_pod(name, self.namespace).scheduler(self.name).requests(cpu=TOO_BIG_CPU)
