@@ -235,7 +235,8 @@ class HostileLoad:
         self.process = process
 
     async def report(self) -> dict[str, Any]:
-        assert self.process.stdin is not None and self.process.stdout is not None
+        assert self.process.stdin is not None
+        assert self.process.stdout is not None
         self.process.stdin.write(b"report\n")
         await self.process.stdin.drain()
         line = await asyncio.wait_for(self.process.stdout.readline(), 30)
