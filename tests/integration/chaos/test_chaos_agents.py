@@ -36,7 +36,7 @@ from tests.support.builders import make_config_map, make_vm
 from tests.support.faultproxy import Kind
 from tests.support.neonvm import GROUP, VERSION, install_neonvm_crds
 from tests.support.scheduler import running_scheduler, scheduler_config
-from tests.support.wait import eventually
+from tests.support.wait import ConditionTimeout, eventually
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -223,7 +223,7 @@ async def test_the_agent_process_killed_while_vm_pods_schedule(scene: Scene) -> 
             )
 
 
-PIPELINERS = 8
+PIPELINERS = 4
 SLOW_CLIENTS = 200 if size().pods >= 500 else 50
 GARBAGE_CLIENTS = 8
 
@@ -286,8 +286,11 @@ async def test_hostile_clients_on_the_agent_port_while_scheduling(scene: Scene) 
     async with enforced(scene) as (app, listener, port), hostile(port) as load:
         pid, restarts = listener.pid, listener.restarts
 
+        last: dict[str, Any] = {}
+
         async def loaded() -> dict[str, Any] | None:
-            report = await load.report()
+            nonlocal last
+            report = last = await load.report()
             answers = sum(report["garbage_answers"].values())
             heavy = (
                 report["stalled"] >= PIPELINERS
@@ -296,7 +299,10 @@ async def test_hostile_clients_on_the_agent_port_while_scheduling(scene: Scene) 
             )
             return report if heavy else None
 
-        await eventually(loaded, timeout=120, what="the hostile load on the agent port")
+        try:
+            await eventually(loaded, timeout=120, what="the hostile load on the agent port")
+        except ConditionTimeout as error:
+            raise AssertionError(f"{error}; the hostile clients saw {last}") from error
         agents = Agents(port, burst.namespace, sorted(burst.vm_pods))
         async with talking(agents):
             loaded_at = time.monotonic()
