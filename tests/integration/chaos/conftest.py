@@ -46,6 +46,13 @@ def outcome(request: pytest.FixtureRequest) -> Outcome:
     return row
 
 
+def drop_outcome(config: pytest.Config, row: Outcome) -> None:
+    """Leave ``row`` out of the summary table (a scenario run that must fail)."""
+    outcomes = config.stash.get(_outcomes_key, [])
+    if row in outcomes:
+        outcomes.remove(row)
+
+
 @dataclass
 class Scene:
     cluster: Cluster

@@ -25,7 +25,7 @@ import pytest
 from kubernetes_asyncio import client
 
 from scheduler.app import build_registry
-from tests.integration.chaos.conftest import Scene
+from tests.integration.chaos.conftest import Scene, drop_outcome
 from tests.integration.chaos.harness import (
     Burst,
     assert_in_flight,
@@ -642,15 +642,16 @@ async def test_hostile_clients_on_the_ops_port_while_scheduling(scene: Scene) ->
 
 
 async def test_the_hostile_ops_scenario_fails_with_reviews_on_the_scheduling_client(
-    scene: Scene,
+    scene: Scene, request: pytest.FixtureRequest
 ) -> None:
     """The scenario above on the path before issue 20's fix (reviews through
-    the scheduler's own client and limiter): its oracle must fail."""
-    scene.outcome.scenario += " (old review path: must fail)"
-    with pytest.raises(AssertionError, match="through the scheduling client") as failed:
+    the scheduler's own client and limiter): its oracle must fail (seen: all
+    of about 400 reviews on the scheduling client; at the short size nothing
+    else in the verdict failed, so this check is what catches that path).
+    Not a row of the summary table."""
+    drop_outcome(request.config, scene.outcome)
+    with pytest.raises(AssertionError, match="through the scheduling client"):
         await _hostile_ops_scenario(scene, reviews_on_scheduling_client=True)
-    scene.outcome.note = str(failed.value).splitlines()[0][:60]
-    scene.outcome.observed.append("the oracle failed, as it must")
 
 
 class _ReviewSpy:
