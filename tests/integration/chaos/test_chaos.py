@@ -645,10 +645,10 @@ async def test_the_hostile_ops_scenario_fails_with_reviews_on_the_scheduling_cli
     scene: Scene, request: pytest.FixtureRequest
 ) -> None:
     """The scenario above on the path before issue 20's fix (reviews through
-    the scheduler's own client and limiter): its oracle must fail (seen: all
-    of about 400 reviews on the scheduling client; at the short size nothing
-    else in the verdict failed, so this check is what catches that path).
-    Not a row of the summary table."""
+    the scheduler's own client and limiter): its oracle must fail (seen at
+    the short size: all 422 reviews on the scheduling client, while the
+    burst still bound in time and every probe answered 200, so this check is
+    what catches that path). Not a row of the summary table."""
     drop_outcome(request.config, scene.outcome)
     with pytest.raises(AssertionError, match="through the scheduling client"):
         await _hostile_ops_scenario(scene, reviews_on_scheduling_client=True)
