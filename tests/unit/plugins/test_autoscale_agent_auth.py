@@ -27,7 +27,15 @@ from plugins.autoscale_enforcer.agent_auth import (
     Wait,
     service_account_user,
 )
+from plugins.autoscale_enforcer.authority import (
+    Authority,
+    AuthSettings,
+    ReviewToken,
+    Start,
+    TokenReviewed,
+)
 from scheduler.framework import (
+    ChildChannel,
     Handle,
     HttpRequest,
     HttpResponse,
@@ -37,6 +45,7 @@ from scheduler.framework import (
 )
 from scheduler.listener import HttpCore
 from tests.support.builders import make_node, make_vm
+from tests.unit.plugins.autoscale_support import make_config
 from tests.unit.plugins.test_autoscale_plugin import FakeHandle, config_map, started, vm_pod
 
 AGENT = TokenUser("system:serviceaccount:neonvm-system:autoscaler-agent")
@@ -335,3 +344,57 @@ async def test_without_authentication_no_token_is_needed() -> None:
     answer = _ask(handle, None)
     assert isinstance(answer, HttpResponse)
     assert answer.status == 200
+
+
+# ---------------------------------------------------------- the authority
+class _Channel:
+    immediate = True
+
+    def __init__(self) -> None:
+        self.sent: list[object] = []
+
+    def send(self, message: object) -> None:
+        self.sent.append(message)
+
+
+def _authority(clock: Clock) -> tuple[Authority, _Channel]:
+    channel = _Channel()
+    authority = Authority(cast(ChildChannel, channel), clock)
+    settings = AuthSettings(("neonvm-system:autoscaler-agent",), ttl=10.0, review_seconds=5.0)
+    assert authority.receive(Start(make_config(), auth=settings)) is True
+    return authority, channel
+
+
+def test_requests_whose_review_never_comes_back_are_answered_401_when_it_times_out() -> None:
+    clock = Clock()
+    authority, channel = _authority(clock)
+    first = authority.handle(HttpRequest("POST", "/", b"{}", authorization="Bearer t"))
+    second = authority.handle(HttpRequest("POST", "/", b"{}", authorization="Bearer t"))
+    assert isinstance(first, PendingAnswer)
+    assert isinstance(second, PendingAnswer)
+    assert [m for m in channel.sent if isinstance(m, ReviewToken)] == [ReviewToken("t")]
+    wake = authority.idle()
+    assert wake is not None
+    assert wake <= 5.0  # the authority asks to be woken for the timeout
+    assert first.response is None
+    clock.now += 5.0
+    authority.idle()
+    for answer in (first, second):
+        assert answer.response is not None
+        assert answer.response.status == 401
+        assert "timed out" in orjson.loads(answer.response.body)["message"]
+    # a late answer for it is cached, and resolves nothing twice
+    authority.receive(TokenReviewed("t", AGENT))
+    third = authority.handle(HttpRequest("POST", "/", b"{}", authorization="Bearer t"))
+    assert isinstance(third, HttpResponse)
+    assert third.status == 400  # authenticated, then the body was judged: bad JSON
+
+
+def test_without_auth_settings_the_authority_asks_for_no_token() -> None:
+    channel = _Channel()
+    authority = Authority(cast(ChildChannel, channel), Clock())
+    authority.receive(Start(make_config()))
+    answer = authority.handle(HttpRequest("POST", "/", b"{}"))
+    assert isinstance(answer, HttpResponse)
+    assert answer.status == 400
+    assert not [m for m in channel.sent if isinstance(m, ReviewToken)]
