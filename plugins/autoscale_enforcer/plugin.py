@@ -44,6 +44,12 @@ randomizes only when configured), Reserve, Unreserve, Permit. No API call per Fi
   VirtualMachineMigration; the informer shows it, the pod is marked
   migrating and its agent is told ``migrate`` on its next request; finished
   migrations we created are deleted.
+- With ``agentAuthentication: ServiceAccountToken`` the authority checks
+  each agent request's bearer token (``agent_auth``); a token it has not
+  cached comes here (``ReviewToken``), is reviewed through
+  ``PluginServices.review_token`` (the ops port's review client) within
+  ``agentTokenReviewTimeoutSeconds`` as a spawned task, and the verdict goes
+  back (``TokenReviewed``; a failure or timeout as its error).
 - If the authority's process dies (or hangs: the listener's heartbeat kills
   it), the plugin's worker restarts it with a doubling backoff and rebuilds
   its state: every object the informers hold is forwarded again, then
