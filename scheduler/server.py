@@ -12,7 +12,9 @@ request is authenticated and authorized before its handler runs: 401 or 403
 with a JSON ``Status`` body otherwise, as kube-scheduler's secure serving.
 Without either (unit tests) the endpoints are plain and open. The listening
 socket has a header-read timeout, a TLS handshake timeout and a connection
-cap (``scheduler.connlimits.Limits``), which aiohttp itself lacks.
+cap (``scheduler.connlimits.Limits``), which aiohttp itself lacks; a request
+line of another version than HTTP/1.0 or 1.1 is answered 505 and closed, as
+Go's net/http does (``_http1_only``; aiohttp would serve ``HTTP/2.0``).
 
 Endpoints (upstream ``cmd/kube-scheduler/app/server.go``):
 - ``/metrics``: Prometheus text exposition of the registry, without the
