@@ -9,10 +9,12 @@ key ``autoscaler-enforcer-config.json``, start-up wait 5 s, agent port 10299.
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.alias_generators import to_camel
 
+from plugins.autoscale_enforcer.agent_auth import service_account_user
 from plugins.autoscale_enforcer.config import (
     CONFIG_MAP_KEY,
     CONFIG_MAP_NAME,
@@ -33,6 +35,14 @@ AGENT_REQUESTS_PER_TURN = 16
 AGENT_LIVENESS_SECONDS = 5.0
 RESERVE_TIMEOUT_SECONDS = 5.0
 MAX_SECONDS = 3600.0
+# Optional agent authentication (off by default, as Neon's agent API).
+AUTH_NONE: Literal["None"] = "None"
+AUTH_SERVICE_ACCOUNT_TOKEN: Literal["ServiceAccountToken"] = "ServiceAccountToken"
+# The ServiceAccount Neon's autoscaler-agent DaemonSet runs as (namespace
+# neonvm-system, as the shipped NetworkPolicy admits).
+AGENT_SERVICE_ACCOUNT = "neonvm-system:autoscaler-agent"
+AGENT_TOKEN_CACHE_TTL_SECONDS = 10.0  # upstream's token-webhook cache TTL
+AGENT_TOKEN_REVIEW_TIMEOUT_SECONDS = 10.0
 
 
 class AutoscaleEnforcerArgs(BaseModel):
@@ -60,6 +70,24 @@ class AutoscaleEnforcerArgs(BaseModel):
     # How long a pod waits at Permit for the agent process to confirm its
     # Reserve before it is rejected and retried.
     reserve_timeout_seconds: float = RESERVE_TIMEOUT_SECONDS
+    # ``ServiceAccountToken``: every agent request carries
+    # ``Authorization: Bearer <ServiceAccount token>``, checked by a
+    # TokenReview (cached) and allowed for ``agentServiceAccounts`` only
+    # (``agent_auth``); ``None``: no authentication (the NetworkPolicy is
+    # then the only guard).
+    agent_authentication: Literal["None", "ServiceAccountToken"] = AUTH_NONE
+    agent_service_accounts: tuple[str, ...] = (AGENT_SERVICE_ACCOUNT,)
+    agent_token_cache_ttl_seconds: float = AGENT_TOKEN_CACHE_TTL_SECONDS
+    agent_token_review_timeout_seconds: float = AGENT_TOKEN_REVIEW_TIMEOUT_SECONDS
+
+    @field_validator("agent_service_accounts")
+    @classmethod
+    def _accounts(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value:
+            raise ValueError("must name at least one ServiceAccount (namespace:name)")
+        for entry in value:
+            service_account_user(entry)  # raises ValueError with the entry
+        return value
 
     @field_validator("agent_max_connections", "agent_requests_per_turn")
     @classmethod
@@ -80,6 +108,8 @@ class AutoscaleEnforcerArgs(BaseModel):
         "agent_idle_timeout_seconds",
         "agent_liveness_seconds",
         "reserve_timeout_seconds",
+        "agent_token_cache_ttl_seconds",
+        "agent_token_review_timeout_seconds",
     )
     @classmethod
     def _duration(cls, value: float) -> float:

@@ -9,7 +9,11 @@ order they arrive:
 - messages from the daemon: informer events (``Event``), good configs
   (``SetConfig``), ``Start`` (rebuild, answered once the state exists),
   ``Reserve`` (answered: did the pod fit?), ``Unreserve`` and ``Dump``;
-- agent requests (``handle``, ``AgentApi``);
+- agent requests (``handle``, ``AgentApi``); with ``Start.auth``
+  (``agentAuthentication: ServiceAccountToken``) each one is first
+  authenticated (``agent_auth``): a token not in the cache is sent to the
+  daemon (``ReviewToken``) and its requests wait (``PendingAnswer``) for
+  ``TokenReviewed``, or are answered 401 once the review timed out (``idle``);
 - ``idle`` after each batch: the nodes that changed go back to the daemon as
   copies (``Nodes``, with the agent requests counted meanwhile and the
   events' reconcile counts, see ``reconcile``; those alone wait up to
@@ -34,12 +38,26 @@ from dataclasses import dataclass
 from typing import Any
 
 from plugins.autoscale_enforcer.agent_api import AgentApi
+from plugins.autoscale_enforcer.agent_auth import (
+    CONTENT_TYPE_STATUS,
+    AgentAuth,
+    Allowed,
+    Denied,
+    status_body,
+)
 from plugins.autoscale_enforcer.cluster import FED_RESOURCES, ClusterFeed
 from plugins.autoscale_enforcer.config import Config
 from plugins.autoscale_enforcer.reconcile import ReconcileBook, ReconcileReport
 from plugins.autoscale_enforcer.state import Amounts, NodeState, State
 from plugins.autoscale_enforcer.vm import VmInfo
-from scheduler.framework import ChildChannel, HttpRequest, HttpResponse, object_key
+from scheduler.framework import (
+    ChildChannel,
+    HttpRequest,
+    HttpResponse,
+    PendingAnswer,
+    TokenUser,
+    object_key,
+)
 
 log = logging.getLogger(__name__)
 
@@ -81,12 +99,33 @@ class Held:
 
 
 @dataclass(frozen=True, slots=True)
+class AuthSettings:
+    """``agentAuthentication: ServiceAccountToken`` (see ``agent_auth``)."""
+
+    accounts: tuple[str, ...]
+    ttl: float
+    review_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
 class Start:
     """Build the state from what was forwarded, then hold ``held`` (after a
-    restart of this process); answered True once it exists."""
+    restart of this process); answered True once it exists. ``auth``: agent
+    requests must be authenticated (None: they need not)."""
 
     config: Config
     held: tuple[Held, ...] = ()
+    auth: AuthSettings | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TokenReviewed:
+    """The daemon's TokenReview of ``token``: the user (None: not valid), or
+    ``error`` when the API server could not be asked."""
+
+    token: str
+    user: TokenUser | None
+    error: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +169,13 @@ class WantMigration:
 
 
 @dataclass(frozen=True, slots=True)
+class ReviewToken:
+    """Review this bearer token (answered with ``TokenReviewed``)."""
+
+    token: str
+
+
+@dataclass(frozen=True, slots=True)
 class MigrationFinished:
     namespace: str
     name: str
@@ -137,6 +183,10 @@ class MigrationFinished:
 
 
 _CALLS = (Reserve, Dump, Start)  # what the daemon sends with ``call``
+REVIEW_TIMED_OUT = Denied(
+    401, status_body(401, "Unauthorized", "Unauthorized: token review timed out")
+)
+UNAVAILABLE = Denied(503, status_body(503, "ServiceUnavailable", "agent API not ready"))
 
 
 class Authority:
@@ -152,6 +202,9 @@ class Authority:
         self._api: AgentApi | None = None
         self._requests: Counter[tuple[int, str]] = Counter()
         self._reconcile = ReconcileBook()
+        self._auth: AgentAuth | None = None
+        # token -> the requests waiting for its review, in arrival order
+        self._waiting: dict[str, list[tuple[HttpRequest, PendingAnswer]]] = {}
 
     @property
     def state(self) -> State | None:
@@ -186,12 +239,18 @@ class Authority:
         if isinstance(message, SetConfig):
             self._feed.set_config(message.config)
             return None
+        if isinstance(message, TokenReviewed):
+            self._token_reviewed(message)
+            return None
         if isinstance(message, Start):
             state = self._feed.start(message.config)
             for held in message.held:
                 state.hold(held.key, held.uid, held.node, held.amount, held.vm)
             if self._api is None:
                 self._api = AgentApi(state, lambda: state.config.migration_enabled)
+            auth = message.auth
+            if auth is not None and self._auth is None:
+                self._auth = AgentAuth.of(auth.accounts, auth.ttl, auth.review_seconds, self._clock)
             state.dirty.update(state.nodes)  # the daemon's mirror starts empty
             return True
         raise TypeError(f"unknown message {type(message).__name__}")
@@ -232,10 +291,49 @@ class Authority:
         self._feed.changed(event.resource, old, event.obj)
 
     # -------------------------------------------------------------- agents
-    def handle(self, request: HttpRequest) -> HttpResponse:
+    def handle(self, request: HttpRequest) -> HttpResponse | PendingAnswer:
         api = self._api
         if api is None:  # the daemon's gate opens after Start; kept for safety
             return HttpResponse(503, "text/plain", b"not ready")
+        auth = self._auth
+        if auth is None:
+            return self._answer(api, request)
+        decision = auth.check(request.authorization)
+        if isinstance(decision, Allowed):
+            return self._answer(api, request)
+        if isinstance(decision, Denied):
+            return self._denied(decision)
+        pending = PendingAnswer()
+        self._waiting.setdefault(decision.token, []).append((request, pending))
+        if decision.start:
+            self._channel.send(ReviewToken(decision.token))
+        return pending
+
+    def _denied(self, denied: Denied) -> HttpResponse:
+        self._requests[(denied.status, "")] += 1
+        return HttpResponse(denied.status, CONTENT_TYPE_STATUS, denied.body)
+
+    def _token_reviewed(self, message: TokenReviewed) -> None:
+        auth = self._auth
+        if auth is None:
+            return
+        decision = auth.reviewed(message.token, message.user, message.error)
+        self._resolve(message.token, decision)
+
+    def _resolve(self, token: str, decision: Allowed | Denied) -> None:
+        """Answer every request waiting for ``token``'s review, in order."""
+        api = self._api
+        for request, pending in self._waiting.pop(token, ()):
+            try:
+                if isinstance(decision, Allowed) and api is not None:
+                    pending.resolve(self._answer(api, request))
+                else:
+                    denied = decision if isinstance(decision, Denied) else UNAVAILABLE
+                    pending.resolve(self._denied(denied))
+            except Exception:  # one connection's failure is not the others'
+                log.exception("agent request waiting for its token review failed")
+
+    def _answer(self, api: AgentApi, request: HttpRequest) -> HttpResponse:
         answer = api.handle(request.method, request.body)
         self._requests[(answer.status, answer.node)] += 1
         outcome = answer.outcome
@@ -248,10 +346,26 @@ class Authority:
         return HttpResponse(answer.status, answer.content_type, answer.body)
 
     def idle(self) -> float | None:
-        """Send what changed: at once after a call (Reserve must see its
+        """Answer 401 to requests whose token review timed out; then send
+        what changed: at once after a call (Reserve must see its
         reservation in the mirror when it returns), else at most
         ``FLUSH_SECONDS`` after the first change (one message for several
         agent requests; the mirror may lag that long)."""
+        review_due = self._expire_reviews()
+        flush_due = self._flush()
+        if review_due is None:
+            return flush_due
+        return review_due if flush_due is None else min(review_due, flush_due)
+
+    def _expire_reviews(self) -> float | None:
+        auth = self._auth
+        if auth is None:
+            return None
+        for token in auth.expired():
+            self._resolve(token, REVIEW_TIMED_OUT)
+        return auth.next_expiry()
+
+    def _flush(self) -> float | None:
         state = self.state
         changes = state is not None and bool(state.dirty or self._requests)
         if state is None or not (changes or self._reconcile.pending):

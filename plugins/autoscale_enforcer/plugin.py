@@ -44,6 +44,12 @@ randomizes only when configured), Reserve, Unreserve, Permit. No API call per Fi
   VirtualMachineMigration; the informer shows it, the pod is marked
   migrating and its agent is told ``migrate`` on its next request; finished
   migrations we created are deleted.
+- With ``agentAuthentication: ServiceAccountToken`` the authority checks
+  each agent request's bearer token (``agent_auth``); a token it has not
+  cached comes here (``ReviewToken``), is reviewed through
+  ``PluginServices.review_token`` (the ops port's review client) within
+  ``agentTokenReviewTimeoutSeconds`` as a spawned task, and the verdict goes
+  back (``TokenReviewed``; a failure or timeout as its error).
 - If the authority's process dies (or hangs: the listener's heartbeat kills
   it), the plugin's worker restarts it with a doubling backoff and rebuilds
   its state: every object the informers hold is forwarded again, then
@@ -66,17 +72,20 @@ from typing import Any
 import orjson
 
 from plugins.autoscale_enforcer import scoring
-from plugins.autoscale_enforcer.args import AutoscaleEnforcerArgs
+from plugins.autoscale_enforcer.args import AUTH_SERVICE_ACCOUNT_TOKEN, AutoscaleEnforcerArgs
 from plugins.autoscale_enforcer.authority import (
     FACTORY,
+    AuthSettings,
     Dump,
     Event,
     Held,
     MigrationFinished,
     Nodes,
     Reserve,
+    ReviewToken,
     SetConfig,
     Start,
+    TokenReviewed,
     Unreserve,
     WantMigration,
 )
@@ -116,6 +125,7 @@ from scheduler.framework import (
     ScorePlugin,
     StateKey,
     Status,
+    TokenReviewError,
     parse_pod,
 )
 
@@ -125,6 +135,7 @@ NAME = "AutoscaleEnforcer"
 AGENT_LISTENER = "autoscale-enforcer-agents"
 MIGRATION_WORKER = "autoscale-enforcer-migrations"
 AUTHORITY_WATCH = "autoscale-enforcer-authority"
+TOKEN_REVIEW = "autoscale-enforcer-token-review"
 STATE_DUMP_PATH = "autoscale-enforcer/state"
 
 MAX_WAITING_FOR_ROOM = 10_000
@@ -211,6 +222,15 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         self._vm_infos = VmInfoCache()
         self._config = ConfigWatch(args, handle, self._metrics, self._config_changed)
         self._reserve_timeout = args.reserve_timeout_seconds
+        self._auth = (
+            AuthSettings(
+                args.agent_service_accounts,
+                args.agent_token_cache_ttl_seconds,
+                args.agent_token_review_timeout_seconds,
+            )
+            if args.agent_authentication == AUTH_SERVICE_ACCOUNT_TOKEN
+            else None
+        )
         self._pending: dict[str, _Pending] = {}
         self._unreserved_while_lost: set[str] = set()
         self._authority_lost = False
@@ -249,7 +269,7 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         mirror = State(config)
         self._mirror = mirror
         try:
-            await self._authority.ask(Start(config), START_TIMEOUT_SECONDS)
+            await self._authority.ask(Start(config, auth=self._auth), START_TIMEOUT_SECONDS)
         except ChannelError:
             self._mirror = None
             raise
@@ -309,7 +329,9 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
         )
         self._authority_lost = False
         self._unreserved_while_lost = set()
-        await self._authority.ask(Start(mirror.config, held), START_TIMEOUT_SECONDS)
+        await self._authority.ask(
+            Start(mirror.config, held, auth=self._auth), START_TIMEOUT_SECONDS
+        )
 
     # ---------------------------------------------------- to the authority
     def _forwarder(self, resource: str) -> Callable[[Raw | None, Raw | None], None]:
@@ -345,8 +367,24 @@ class AutoscaleEnforcer(FilterPlugin, ScorePlugin, ScoreExtensions, ReservePlugi
             self._migrations.want(message.namespace, message.pod_name, message.vm_name)
         elif isinstance(message, MigrationFinished):
             self._migrations.finished(message.namespace, message.name, message.phase)
+        elif isinstance(message, ReviewToken):
+            self._handle.spawn(TOKEN_REVIEW, self._review(message.token))
         else:
             log.error("%s: unknown message from the authority: %r", NAME, message)
+
+    async def _review(self, token: str) -> None:
+        """The authority's TokenReview, through the daemon's review client,
+        answered back (the authority bounds its waiters' wait itself)."""
+        assert self._auth is not None
+        try:
+            async with asyncio.timeout(self._auth.review_seconds):
+                user = await self._handle.services.review_token(token)
+        except TokenReviewError as error:
+            self._authority.send(TokenReviewed(token, None, str(error) or "failed"))
+        except TimeoutError:
+            self._authority.send(TokenReviewed(token, None, "timed out"))
+        else:
+            self._authority.send(TokenReviewed(token, user))
 
     def _apply(self, message: Nodes) -> None:
         for (status, node), count in message.requests.items():

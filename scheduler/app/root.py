@@ -69,7 +69,7 @@ from scheduler.kube.reviews import Reviews
 from scheduler.leaderelection import ApiLeaseClient, LeaderElectionConfig, LeaderElector
 from scheduler.ops.cachedebug import CacheDebugger
 from scheduler.ops.connlimits import Limits
-from scheduler.ops.delegation import DelegatedAuth
+from scheduler.ops.delegation import DelegatedAuth, plugin_token_reviewer
 from scheduler.ops.gcpolicy import settle_after_sync
 from scheduler.ops.health import scheduler_health
 from scheduler.ops.looplag import LoopLag
@@ -233,6 +233,8 @@ class SchedulerApp:
             )
             self._review_client = own
             authn, authz = authn or own, authz or own
+        token_review = Reviews(authn).token
+        self.plugin_services.set_token_reviewer(plugin_token_reviewer(token_review))
         health = scheduler_health(
             shutting_down=lambda: self._shutting_down,
             handlers_synced=lambda: self._synced,
@@ -258,7 +260,7 @@ class SchedulerApp:
                 cipher_suites=self.options.tls_cipher_suites,
             ),
             guard=DelegatedAuth(
-                Reviews(authn).token,
+                token_review,
                 Reviews(authz).access,
                 self.clock,
                 self.options.always_allow_paths,

@@ -84,10 +84,13 @@ from scheduler.framework.services import (
     HttpRequest,
     HttpResponse,
     ListenerLimits,
+    PendingAnswer,
     PluginHttp,
     PluginServices,
     ProcessChannel,
     ProcessEndpoint,
+    TokenReviewError,
+    TokenUser,
 )
 from scheduler.framework.shared import SharedKey, SharedObjects
 from scheduler.framework.status import Code, Status, is_success
@@ -141,6 +144,7 @@ __all__ = [
     "NominatingInfo",
     "NominatingMode",
     "ObjectStore",
+    "PendingAnswer",
     "PermitPlugin",
     "Plugin",
     "PluginFactory",
@@ -180,6 +184,8 @@ __all__ = [
     "StateNotFound",
     "Status",
     "Taint",
+    "TokenReviewError",
+    "TokenUser",
     "Toleration",
     "WaitingPod",
     "default_normalize",

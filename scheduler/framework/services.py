@@ -66,6 +66,7 @@ class HttpRequest:
     path: str
     body: bytes
     remote: str = ""
+    authorization: str = ""  # the ``Authorization`` header, as sent ("" without one)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +80,51 @@ class HttpResponse:
 
 
 HttpHandler = Callable[[HttpRequest], HttpResponse]
+
+
+class PendingAnswer:
+    """An answer a ``ProcessEndpoint`` decides later (e.g. once the daemon has
+    reviewed the request's token): the connection answers nothing else, and
+    reads nothing more, until ``resolve``. Resolving twice is an error; the
+    endpoint must resolve every pending answer it hands out within a bounded
+    time (its own timeout), as the connection waits for it. One thread (the
+    child's loop) resolves and waits."""
+
+    __slots__ = ("_callbacks", "response")
+
+    def __init__(self) -> None:
+        self.response: HttpResponse | None = None
+        self._callbacks: list[Callable[[HttpResponse], None]] = []
+
+    def resolve(self, response: HttpResponse) -> None:
+        if self.response is not None:
+            raise RuntimeError("a pending answer was resolved twice")
+        self.response = response
+        callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback(response)
+
+    def on_resolved(self, callback: Callable[[HttpResponse], None]) -> None:
+        """Call ``callback`` with the response once resolved (at once if it is)."""
+        if self.response is not None:
+            callback(self.response)
+        else:
+            self._callbacks.append(callback)
+
+
+@dataclass(frozen=True, slots=True)
+class TokenUser:
+    """Who a bearer token belongs to, as the API server's TokenReview says."""
+
+    username: str
+    uid: str = ""
+    groups: tuple[str, ...] = ()
+
+
+class TokenReviewError(Exception):
+    """The token could not be reviewed (the API server did not answer)."""
+
+
 # A debug route may also answer asynchronously (it runs on the daemon's loop):
 # e.g. one that asks a process listener's child without blocking the loop.
 DebugHandler = Callable[[HttpRequest], HttpResponse | Awaitable[HttpResponse]]
@@ -136,8 +182,9 @@ class ChildChannel(Protocol):
 class ProcessEndpoint(Protocol):
     """What a process listener's ``factory`` returns, in the child."""
 
-    def handle(self, request: HttpRequest) -> HttpResponse:
-        """Answer one HTTP request (``HttpResponse.after`` is not supported)."""
+    def handle(self, request: HttpRequest) -> HttpResponse | PendingAnswer:
+        """Answer one HTTP request (``HttpResponse.after`` is not supported),
+        now or later (``PendingAnswer``)."""
 
     def receive(self, message: object) -> object:
         """A message from the daemon; what it returns answers a ``call``."""
@@ -234,6 +281,12 @@ class PluginServices(Protocol):
     def on_start(self, name: str, step: StartStep) -> None:
         """Await ``step`` once the informers have synced, before scheduling
         starts; an exception fails start-up with its message."""
+
+    async def review_token(self, token: str) -> TokenUser | None:
+        """A TokenReview of ``token`` by the API server, through a client of
+        its own (never the scheduling path's limiter): the user, or None when
+        the API server says the token is not valid; raises
+        ``TokenReviewError`` when it could not be asked."""
 
     def run(self, name: str, worker: Worker) -> None:
         """Run ``worker()`` as the daemon's task ``plugin:<name>`` from when

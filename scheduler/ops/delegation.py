@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar, cast
 
 from scheduler.framework.clock import Clock
+from scheduler.framework.services import TokenReviewError, TokenUser
 from scheduler.kube.reviews import ReviewError, UserInfo
 
 AUTHN_CACHE_TTL = 10.0
@@ -58,6 +59,24 @@ ANONYMOUS_USER = UserInfo(ANONYMOUS, groups=(UNAUTHENTICATED,))
 TokenReviewer = Callable[[str], Awaitable[UserInfo | None]]
 # (user, path, verb) -> (allowed, reason).
 AccessReviewer = Callable[[UserInfo, str, str], Awaitable[tuple[bool, str]]]
+
+
+def plugin_token_reviewer(
+    review_token: TokenReviewer,
+) -> Callable[[str], Awaitable[TokenUser | None]]:
+    """``review_token`` as plugins see it (``PluginServices.review_token``):
+    framework types, ``ReviewError`` raised as ``TokenReviewError``."""
+
+    async def review(token: str) -> TokenUser | None:
+        try:
+            user = await review_token(token)
+        except ReviewError as error:
+            raise TokenReviewError(str(error)) from error
+        if user is None:
+            return None
+        return TokenUser(user.username, user.uid, user.groups)
+
+    return review
 
 
 @dataclass(frozen=True)

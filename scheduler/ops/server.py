@@ -12,7 +12,9 @@ request is authenticated and authorized before its handler runs: 401 or 403
 with a JSON ``Status`` body otherwise, as kube-scheduler's secure serving.
 Without either (unit tests) the endpoints are plain and open. The listening
 socket has a header-read timeout, a TLS handshake timeout and a connection
-cap (``scheduler.ops.connlimits.Limits``), which aiohttp itself lacks.
+cap (``scheduler.ops.connlimits.Limits``), which aiohttp itself lacks; a request
+line of another version than HTTP/1.0 or 1.1 is answered 505 and closed, as
+Go's net/http does (``_http1_only``; aiohttp would serve ``HTTP/2.0``).
 
 Endpoints (upstream ``cmd/kube-scheduler/app/server.go``):
 - ``/metrics``: Prometheus text exposition of the registry, without the
@@ -43,7 +45,7 @@ from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import Any, Protocol
 
 import orjson
-from aiohttp import web
+from aiohttp import HttpVersion10, HttpVersion11, web
 from aiohttp.typedefs import Handler
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 from prometheus_client.metrics_core import Metric
@@ -83,6 +85,25 @@ def _refusal(decision: Decision) -> web.Response:
             "code": decision.status,
         },
     )
+
+
+@web.middleware
+async def _http1_only(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """A request line whose version is not HTTP/1.0 or 1.1 is answered 505 and
+    the connection closed, as Go's net/http does (``http1ServerSupportsRequest``);
+    aiohttp's parser lets ``HTTP/2.0`` through and would serve it with
+    ``HTTP/2.0`` in the status line, which no HTTP/1 client reads. aiohttp
+    writes the request's version in the status line, so the refusal sets it to
+    1.1 first: the one touch of aiohttp's private request state here (its
+    ``_version`` and the cached ``version``), pinned by
+    ``test_request_versions_other_than_http1_are_refused_505_as_http11``."""
+    if request.version in (HttpVersion10, HttpVersion11):
+        return await handler(request)
+    request._version = HttpVersion11
+    request._cache.pop("version", None)  # ``version`` is cached (reify) once read
+    response = _plain(505, "unsupported protocol version")
+    response.force_close()
+    return response
 
 
 def _json(status: int, payload: object) -> web.Response:
@@ -164,7 +185,9 @@ class OpsServer:
 
     def app(self) -> web.Application:
         """The routes, unstarted (``start`` serves them)."""
-        middlewares = [self._guarded] if self._guard is not None else []
+        middlewares = [_http1_only]
+        if self._guard is not None:
+            middlewares.append(self._guarded)
         app = web.Application(middlewares=middlewares)
         app.router.add_get("/metrics", self._metrics)
         if self._resource_metrics is not None:

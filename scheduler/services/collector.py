@@ -3,14 +3,17 @@ plugins ask for while they are built, and the composition root serves it.
 
 Plugins register while the app is constructed (listeners, process
 listeners (``scheduler.services.process``), debug routes,
-start steps); nothing is served or awaited until ``SchedulerApp.run``. One
+start steps); nothing is served or awaited until ``SchedulerApp.run``.
+``review_token`` goes to the reviewer the composition root sets
+(``set_token_reviewer``: the ops port's TokenReview client, never the
+scheduling path's); without one every review fails (``TokenReviewError``). One
 port serves one listener: a second ``listen`` on the same port is an error
 at construction, not a bind failure later.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry
@@ -22,6 +25,8 @@ from scheduler.framework.services import (
     PluginHttp,
     ProcessChannel,
     StartStep,
+    TokenReviewError,
+    TokenUser,
     Worker,
 )
 from scheduler.services.process import ProcessListener
@@ -44,6 +49,16 @@ class DaemonPluginServices:
         self.debug_routes: dict[str, DebugHandler] = {}
         self.start_steps: list[tuple[str, StartStep]] = []
         self.workers: list[tuple[str, Worker]] = []
+        self._token_reviewer: Callable[[str], Awaitable[TokenUser | None]] | None = None
+
+    def set_token_reviewer(self, reviewer: Callable[[str], Awaitable[TokenUser | None]]) -> None:
+        self._token_reviewer = reviewer
+
+    async def review_token(self, token: str) -> TokenUser | None:
+        reviewer = self._token_reviewer
+        if reviewer is None:
+            raise TokenReviewError("no token reviewer in this process")
+        return await reviewer(token)
 
     @property
     def http(self) -> PluginHttp:

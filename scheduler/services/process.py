@@ -110,6 +110,7 @@ from scheduler.framework.services import (
     HttpRequest,
     HttpResponse,
     ListenerLimits,
+    PendingAnswer,
     ProcessEndpoint,
 )
 from scheduler.ops.logsetup import JsonFormatter, configure_logging
@@ -348,8 +349,9 @@ class ProcessListener:
         assert self._lost is not None
         return await self._lost
 
-    def handle_inline(self, request: HttpRequest) -> HttpResponse:
-        """Answer an HTTP request with the in-process endpoint (inline mode)."""
+    def handle_inline(self, request: HttpRequest) -> HttpResponse | PendingAnswer:
+        """Answer an HTTP request with the in-process endpoint (inline mode);
+        a ``PendingAnswer`` resolves as the messages it waits for arrive."""
         if self._inline is None:
             self._go_inline()
         endpoint = self._inline

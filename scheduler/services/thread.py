@@ -44,7 +44,11 @@ over Go's net/http, tests, the bench):
 - at most ``max_connections`` connections (more are closed when accepted);
   an accept error (e.g. EMFILE) pauses accepting for a second, and such
   warnings are logged at most once per ``LOG_EVERY_SECONDS``;
-- the handler sees the path without the query string, undecoded.
+- the handler sees the path without the query string, undecoded, and the
+  ``Authorization`` header as sent;
+- a process endpoint may answer later (``PendingAnswer``): until it is
+  resolved that connection reads and answers nothing more (pipelined answers
+  stay in order); the endpoint bounds the wait.
 """
 
 from __future__ import annotations
@@ -63,7 +67,13 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 
-from scheduler.framework.services import HttpHandler, HttpRequest, HttpResponse, ListenerLimits
+from scheduler.framework.services import (
+    HttpHandler,
+    HttpRequest,
+    HttpResponse,
+    ListenerLimits,
+    PendingAnswer,
+)
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +110,9 @@ _TARGET = re.compile(r"[\x21-\x7e]+", re.ASCII)
 _FIELD_VALUE = re.compile(r"[\t\x20-\x7e\x80-\xff]*")
 MAX_LENGTH_DIGITS = 18  # a Content-Length beyond 10**18 - 1 is refused (400)
 _LENGTH = re.compile(f"[0-9]{{1,{MAX_LENGTH_DIGITS}}}", re.ASCII)
+
+# A thread listener's handler answers at once; a process endpoint may answer later.
+CoreHandler = Callable[[HttpRequest], HttpResponse | PendingAnswer]
 
 # Why a listener refuses now (None: serve), given its ``leader_only``.
 Gate = Callable[[], str | None]
@@ -166,7 +179,7 @@ def _response(status: int, content_type: str, body: bytes, close: bool) -> bytes
 
 
 class _Head:
-    __slots__ = ("close", "expect_continue", "length", "method", "path")
+    __slots__ = ("authorization", "close", "expect_continue", "length", "method", "path")
 
     def __init__(self, raw: bytes) -> None:
         try:
@@ -187,6 +200,7 @@ class _Head:
         length: int | None = None
         connection = ""
         self.expect_continue = False
+        self.authorization = ""
         for line in lines[1:]:
             name, colon, value = line.partition(":")
             if not colon or not _TOKEN.fullmatch(name) or not _FIELD_VALUE.fullmatch(value):
@@ -200,6 +214,8 @@ class _Head:
                 raise _BadRequest(411, "Content-Length required (no Transfer-Encoding)")
             elif name == "connection":
                 connection = value.lower()
+            elif name == "authorization":
+                self.authorization = value
             elif name == "expect" and value.lower() == "100-continue":
                 self.expect_continue = True
         self.length = length or 0
@@ -226,6 +242,7 @@ class _Connection:
         "_served",
         "_started",
         "_turn",
+        "_waiting",
         "last_active",
         "postponed",
         "sock",
@@ -245,6 +262,12 @@ class _Connection:
         self._turn = -1  # the listener's turn in which ``_served`` was counted
         self._served = 0
         self.postponed = False  # requests wait for the next turn: not read meanwhile
+        self._waiting: PendingAnswer | None = None  # an answer decided later
+
+    @property
+    def waiting(self) -> bool:
+        """An answer is pending (``PendingAnswer``): nothing more is read or answered."""
+        return self._waiting is not None
 
     @property
     def closed(self) -> bool:
@@ -369,6 +392,8 @@ class _Connection:
             self._turn, self._served = listener.turn, 0
         budget = listener.limits.requests_per_turn
         while not self._closing:
+            if self._waiting is not None:  # answers go out in order
+                return
             if self.paused:  # the client does not read: stop reading it too
                 listener.watch(self)
                 return
@@ -423,14 +448,37 @@ class _Connection:
         self._head = None
         self._started = self._listener.clock() if buffer or self._discard else None
         self._served += 1
-        status, content_type, payload = self._listener.answer(
-            head.method, head.path, body, self._remote
+        answer = self._listener.answer(
+            head.method, head.path, body, self._remote, head.authorization
         )
+        if isinstance(answer, PendingAnswer):
+            if answer.response is None:
+                self._waiting = answer
+                answer.on_resolved(lambda response: self._resolved(response, head.close))
+                self._listener.watch(self)  # not read while it waits
+                return False
+            answer = self._listener.unpack(answer.response)
+        status, content_type, payload = answer
         self._write(_response(status, content_type, payload, head.close))
         if head.close:
             self.close()
             return False
         return True
+
+    def _resolved(self, response: HttpResponse, close: bool) -> None:
+        """The pending answer is decided: send it, then go on with the buffer."""
+        self._waiting = None
+        if self.closed or self._closing:
+            return
+        status, content_type, payload = self._listener.unpack(response)
+        self._write(_response(status, content_type, payload, close))
+        if close:
+            self.close()
+            return
+        if self._buffer and not self.postponed:
+            self._process()
+        if not self.closed:
+            self._listener.watch(self)
 
     def _fail(self, status: int, message: str) -> None:
         self._write(_response(status, _TEXT, message.encode(), close=True))
@@ -462,7 +510,7 @@ class HttpCore:
     def __init__(
         self,
         name: str,
-        handler: HttpHandler,
+        handler: CoreHandler,
         *,
         max_body_bytes: int,
         gate: Gate,
@@ -591,7 +639,7 @@ class HttpCore:
         readable while closing or paused (back-pressure)."""
         if connection.closed:
             return
-        held = connection.closing or connection.paused or connection.postponed
+        held = connection.closing or connection.paused or connection.postponed or connection.waiting
         events = 0 if held else selectors.EVENT_READ
         if connection.wants_write:
             events |= selectors.EVENT_WRITE
@@ -614,15 +662,23 @@ class HttpCore:
         self.connections.discard(connection)
         self._backlog.pop(connection, None)
 
-    def answer(self, method: str, path: str, body: bytes, remote: str) -> tuple[int, str, bytes]:
+    def answer(
+        self, method: str, path: str, body: bytes, remote: str, authorization: str = ""
+    ) -> tuple[int, str, bytes] | PendingAnswer:
         refusal = self._gate()
         if refusal is not None:
             return 503, _TEXT, refusal.encode()
         try:
-            response: HttpResponse = self._handler(HttpRequest(method, path, body, remote))
+            response = self._handler(HttpRequest(method, path, body, remote, authorization))
         except Exception:
             log.exception("plugin endpoint %s failed", self.name)
             return 500, _TEXT, b"internal error"
+        if isinstance(response, PendingAnswer):
+            return response
+        return self.unpack(response)
+
+    def unpack(self, response: HttpResponse) -> tuple[int, str, bytes]:
+        """What goes on the wire; ``after`` handed to the daemon's loop."""
         if response.after is not None:
             if self._run_after is None:
                 log.error("plugin endpoint %s: a follow-up is not supported here", self.name)

@@ -69,7 +69,9 @@ class Env:
         self.name = name
         self.config_map = f"enforcer-{secrets.token_hex(3)}"
 
-    def scheduler_config(self) -> str:
+    def scheduler_config(self, extra_args: str = "") -> str:
+        """The profile with the AutoscaleEnforcer; ``extra_args``: more of its
+        args, as YAML lines indented for the args mapping."""
         profile = f"""  plugins:
     multiPoint:
       enabled:
@@ -79,7 +81,7 @@ class Env:
     args:
       configMapName: {self.config_map}
       agentPort: 0
-"""
+{extra_args}"""
         return scheduler_config(self.name, profile)
 
     async def put_config(self, text: str) -> None:
@@ -131,10 +133,10 @@ class Env:
 
 @contextlib.asynccontextmanager
 async def enforcer(
-    control_plane: Cluster, env: Env
+    control_plane: Cluster, env: Env, extra_args: str = ""
 ) -> AsyncIterator[tuple[SchedulerApp, aiohttp.ClientSession, str]]:
     async with running_scheduler(
-        control_plane.kubeconfig, env.name, config_text=env.scheduler_config()
+        control_plane.kubeconfig, env.name, config_text=env.scheduler_config(extra_args)
     ) as app:
         port = app.listeners.port(AGENT_LISTENER)
         async with aiohttp.ClientSession() as session:

@@ -54,10 +54,14 @@ async def running_scheduler(
     feature_gates: str = "",
     registry: Registry | None = None,
     max_binding: int | None = None,
+    reviews_on_scheduling_client: bool = False,
 ) -> AsyncIterator[SchedulerApp]:
     """``rng`` fixes the random choice among equal scores (the fidelity test);
     ``feature_gates`` is a ``--feature-gates`` value; ``registry`` adds test
-    plugins; ``max_binding`` is --max-concurrent-binds."""
+    plugins; ``max_binding`` is --max-concurrent-binds;
+    ``reviews_on_scheduling_client``: the ops port's TokenReviews and
+    SubjectAccessReviews go through the scheduler's own client, as before
+    issue 20 (defect 5) - for a test proving an oracle catches that path."""
     config = parse_config(config_text or scheduler_config(name))
     options = {} if max_binding is None else {"max_binding": max_binding}
     client = await KubeClient.connect(
@@ -78,6 +82,8 @@ async def running_scheduler(
         ),
         rng=rng,
         registry=registry,
+        authn_client=client if reviews_on_scheduling_client else None,
+        authz_client=client if reviews_on_scheduling_client else None,
     )
     task = asyncio.create_task(app.run(), name="scheduler-app")
 

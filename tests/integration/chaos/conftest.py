@@ -18,12 +18,18 @@ from pathlib import Path
 import pytest
 from kubernetes_asyncio import client
 
-from tests.integration.chaos.harness import FULL_ENV, Burst, Outcome, Scene, size, table
+from tests.integration.chaos.harness import (
+    FULL_ENV,
+    OUTCOMES_KEY,
+    Burst,
+    Outcome,
+    Scene,
+    size,
+    table,
+)
 from tests.support.cluster import Cluster, NodePool
 from tests.support.faultproxy import FaultProxy
 from tests.support.scheduler import unique_scheduler_name
-
-_outcomes_key = pytest.StashKey[list[Outcome]]()
 
 
 @pytest.fixture
@@ -40,7 +46,7 @@ def proxy_kubeconfig(proxy: FaultProxy, tmp_path: Path) -> Path:
 @pytest.fixture
 def outcome(request: pytest.FixtureRequest) -> Outcome:
     row = Outcome(scenario=request.node.name.removeprefix("test_"))
-    outcomes = request.config.stash.setdefault(_outcomes_key, [])
+    outcomes = request.config.stash.setdefault(OUTCOMES_KEY, [])
     outcomes.append(row)
     return row
 
@@ -63,7 +69,7 @@ def scene(  # noqa: PLR0917 - fixtures arrive as arguments
 def pytest_terminal_summary(
     terminalreporter: pytest.TerminalReporter, config: pytest.Config
 ) -> None:
-    outcomes = config.stash.get(_outcomes_key, [])
+    outcomes = config.stash.get(OUTCOMES_KEY, [])
     if not outcomes:
         return
     shape = size()

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 from kubernetes_asyncio import client
 
 from tests.support.builders import make_node, make_pod
@@ -34,6 +35,7 @@ UNSCHEDULABLE = re.compile(
 )
 NODE_CPU, POD_CPU = "4", "300m"  # 13 pods fit a node; bursts fill about 3/4 of the nodes
 TOO_BIG_CPU = "5"  # fits no node: must end Unschedulable with the message above
+VM_LABEL = "vm.neon.tech/name"
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,9 @@ class Burst:
         # bound by a process killed before it could flush its events: no
         # Scheduled event is required of them (upstream loses those too)
         self.no_event_expected: set[str] = set()
+        # fitting pods that are NeonVM VM pods (``vm.neon.tech/name`` = the pod's
+        # name; the scenario creates the VMs): the AutoscaleEnforcer scenarios
+        self.vm_pods: set[str] = set()
 
     async def create_nodes(
         self, pool: NodePool, count: int | None = None, prefix: str = "c"
@@ -151,6 +156,10 @@ class Burst:
         pods = [
             make_pod(name, self.namespace).scheduler(self.name).requests(cpu=POD_CPU, memory="64Mi")
             for name in self.fitting
+        ]
+        pods = [
+            pod.label(VM_LABEL, name) if name in self.vm_pods else pod
+            for pod, name in zip(pods, self.fitting, strict=True)
         ]
         pods += [
             make_pod(name, self.namespace).scheduler(self.name).requests(cpu=TOO_BIG_CPU)
@@ -464,3 +473,14 @@ class Scene:
     burst: Burst
     outcome: Outcome
     workdir: Path
+
+
+# The rows of the summary table, kept on the pytest config (chaos/conftest.py).
+OUTCOMES_KEY = pytest.StashKey[list[Outcome]]()
+
+
+def drop_outcome(config: pytest.Config, row: Outcome) -> None:
+    """Leave ``row`` out of the summary table (a scenario run that must fail)."""
+    outcomes = config.stash.get(OUTCOMES_KEY, [])
+    if row in outcomes:
+        outcomes.remove(row)

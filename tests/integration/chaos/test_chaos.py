@@ -29,6 +29,7 @@ from tests.integration.chaos.harness import (
     Burst,
     Scene,
     assert_in_flight,
+    drop_outcome,
     observed_counters,
     size,
     verdict,
@@ -636,11 +637,51 @@ async def _anonymous_ops_client(base: str, stop: asyncio.Event, index: int) -> N
 async def test_hostile_clients_on_the_ops_port_while_scheduling(scene: Scene) -> None:
     """Defects 5 and 6: anonymous clients (each request an access review) and
     slow clients (request heads never finished) load the ops port while a
-    burst schedules: nothing is lost and the probes keep answering."""
+    burst schedules: nothing is lost, the probes keep answering, and no
+    review goes through the scheduling client."""
+    await _hostile_ops_scenario(scene)
+
+
+async def test_the_hostile_ops_scenario_fails_with_reviews_on_the_scheduling_client(
+    scene: Scene, request: pytest.FixtureRequest
+) -> None:
+    """The scenario above on the path before issue 20's fix (reviews through
+    the scheduler's own client and limiter): its oracle must fail (seen at
+    the short size: all 422 reviews on the scheduling client, while the
+    burst still bound in time and every probe answered 200, so this check is
+    what catches that path). Not a row of the summary table."""
+    drop_outcome(request.config, scene.outcome)
+    with pytest.raises(AssertionError, match="through the scheduling client"):
+        await _hostile_ops_scenario(scene, reviews_on_scheduling_client=True)
+
+
+class _ReviewSpy:
+    """Counts the reviews made through one client (the scheduling one): the
+    oracle of defect 5 that needs no timing."""
+
+    def __init__(self, app: Any) -> None:
+        self.count = 0
+        kube = app.client
+        original = kube.request
+
+        async def spying(method: str, path: str, *args: Any, **kwargs: Any) -> Any:
+            if path.startswith(("/apis/authentication.k8s.io/", "/apis/authorization.k8s.io/")):
+                self.count += 1
+            return await original(method, path, *args, **kwargs)
+
+        kube.request = spying
+
+
+async def _hostile_ops_scenario(
+    scene: Scene, *, reviews_on_scheduling_client: bool = False
+) -> None:
     burst, nodes, proxy, outcome = scene.burst, scene.nodes, scene.proxy, scene.outcome
     await burst.create_nodes(nodes)
     proxy.delay[Kind.BIND] = 0.2
-    async with running_scheduler(scene.via_proxy, burst.name) as app:
+    async with running_scheduler(
+        scene.via_proxy, burst.name, reviews_on_scheduling_client=reviews_on_scheduling_client
+    ) as app:
+        spy = _ReviewSpy(app)
         port = app.server.bound_port
         base = f"https://127.0.0.1:{port}"
         stop = asyncio.Event()
@@ -685,10 +726,13 @@ async def test_hostile_clients_on_the_ops_port_while_scheduling(scene: Scene) ->
             stop.set()
             await asyncio.gather(*load, return_exceptions=True)
         assert reviews > 0, "the anonymous load stopped being reviewed during the burst"
+        assert spy.count == 0, (
+            f"{spy.count} of {proxy.seen[Kind.REVIEW]} reviews went through the scheduling client"
+        )
         assert probes
         assert all(status == 200 for _, status in probes), probes
         outcome.observed = [
-            f"reviews during the burst x{reviews}",
+            f"reviews during the burst x{reviews}, none on the scheduling client",
             f"{len(opened)} slow clients held",
             f"probes x{len(probes)} all 200",
         ]

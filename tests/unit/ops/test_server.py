@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -317,3 +318,31 @@ async def test_debug_cache_says_why_when_the_list_fails() -> None:
         raise ConnectionError("apiserver down")
 
     assert await _serve_report(compare) == (503, {"error": "cache comparer: apiserver down"})
+
+
+@pytest.mark.parametrize(
+    ("version", "expected"),
+    [
+        pytest.param(b"HTTP/2.0", b"HTTP/1.1 505 ", id="HTTP/2.0 in a text request line: 505"),
+        pytest.param(b"HTTP/3.0", b"HTTP/1.0 400 ", id="HTTP/3.0: refused by the parser"),
+        pytest.param(b"HTTP/1.1", b"HTTP/1.1 200 ", id="HTTP/1.1 served"),
+        pytest.param(b"HTTP/1.0", b"HTTP/1.0 200 ", id="HTTP/1.0 served"),
+    ],
+)
+async def test_request_versions_other_than_http1_are_refused_505_as_http11(
+    version: bytes, expected: bytes
+) -> None:
+    """Go's net/http answers 505 to a request line that is not HTTP/1.x
+    (``http1ServerSupportsRequest``); aiohttp served it and echoed the
+    version (``HTTP/2.0 200 OK``), a status line no HTTP/1 client reads."""
+    server = OpsServer("127.0.0.1", 0, CollectorRegistry(), HealthChecks(), AttemptLog())
+    await server.start()
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.bound_port)
+        writer.write(b"GET /livez " + version + b"\r\nHost: x\r\nConnection: close\r\n\r\n")
+        await writer.drain()
+        answer = await asyncio.wait_for(reader.read(), 10)
+        writer.close()
+    finally:
+        await server.stop()
+    assert answer.startswith(expected), answer[:200]
