@@ -228,9 +228,14 @@ class Algorithm:
             return taken
         begun = time.perf_counter()
         filters = framework.active_filters(state)
-        # The verdict source decides, node by node, what is reused and what runs.
+        # The verdict source decides what is reused and what runs: statuses
+        # reused whole are read here inline (the hot path), the rest it runs.
         node_filter = framework.node_filter(state, pod, filters, count)
-        nominations = self._nominations() or None  # usually empty: one test per node
+        reused = node_filter.reused.get
+        run = node_filter.run
+        # Nodes with nominated pods this pod yields to (usually none): filtered
+        # with those pods counted, never reused.
+        yield_to = self._yield_to(pod)
         feasible: list[NodeInfo] = []
         append = feasible.append
         wanted = max(to_find, 1)
@@ -239,18 +244,16 @@ class Algorithm:
         for node_info in itertools.chain(
             itertools.islice(nodes, start, None), itertools.islice(nodes, start)
         ):
-            ahead = (
-                yielding_to(pod, nominations.get(node_info.name, ()))
-                if nominations is not None
-                else None
-            )
-            if ahead:
-                # Nominated pods to yield to: not a node-local verdict, never reused.
+            if yield_to and node_info.name in yield_to:
                 status = run_filters_with_nominated_pods(
-                    framework, state, pod, node_info, ahead, filters=filters
+                    framework, state, pod, node_info, yield_to[node_info.name], filters=filters
                 )
             else:
-                status = node_filter(node_info)
+                cached = reused(node_info.name)
+                if cached is not None and cached[0] == node_info.generation:
+                    status = cached[1]
+                else:
+                    status = run(node_info)
             if status is None:
                 append(node_info)
                 wanted -= 1
@@ -269,6 +272,15 @@ class Algorithm:
         if error is not None:
             raise SchedulingError(error)
         return feasible
+
+    def _yield_to(self, pod: Pod) -> dict[str, list[Pod]]:
+        """Node -> the pods nominated to it that ``pod`` must leave room for."""
+        result: dict[str, list[Pod]] = {}
+        for name, nominated in self._nominations().items():
+            ahead = yielding_to(pod, nominated)
+            if ahead:
+                result[name] = ahead
+        return result
 
     def _advance_start(self, processed: int, num_all_nodes: int) -> None:
         """Upstream: the start index moves by the nodes that were evaluated

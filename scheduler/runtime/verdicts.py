@@ -5,9 +5,10 @@ optimization, cf. SignPlugin in kube-scheduler 1.35+).
 The runners and the filter walk (``scheduler.cycle.algorithm``) ask a
 ``VerdictSource`` and never look at signatures or tables themselves:
 
-- ``node_filter`` gives the cycle's ``NodeFilter``: called once per node, it
-  returns that node's Filter status (reused or run) and counts the nodes on
-  which the filters really ran;
+- ``node_filter`` gives the cycle's ``NodeFilter``: the statuses reused
+  whole (a mapping the walk reads inline, its hot path) and ``run`` for the
+  other nodes, which runs the filters (or the part not reused), stores what
+  may be reused and counts the nodes on which the filters really ran;
 - ``score_reuse`` gives the table of reusable raw scores and the plugins it
   covers, or None (every plugin scores every node);
 - ``reused_normalized`` / ``keep_normalized``: NormalizeScore results for an
@@ -39,7 +40,8 @@ plugin calls that really run.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Generic, Protocol, TypeVar
 
 from scheduler.framework.cycle_state import CycleState
@@ -54,6 +56,7 @@ P = TypeVar("P", bound=Plugin)
 # node name -> (NodeInfo generation, result)
 FilterTable = dict[str, tuple[int, Status | None]]
 ScoreTable = dict[str, tuple[int, tuple[int, ...]]]
+NOTHING_REUSED: Mapping[str, tuple[int, Status | None]] = MappingProxyType({})
 
 
 class VerdictCache(Generic[V]):
@@ -98,13 +101,21 @@ class RunsFilters(Protocol):
 
 
 class NodeFilter(Protocol):
-    """One cycle's Filter of one pod, node by node."""
+    """One cycle's Filter of one pod, node by node. For each node the walk
+    first looks in ``reused``: an entry ``(generation, status)`` is the
+    node's status while its NodeInfo has that generation (the hot path, a
+    lookup the walk makes inline); otherwise ``run`` gives the status."""
 
     passed: int  # nodes on which every filter ran and passed
     rejected_by: dict[str, int]  # plugin -> nodes it rejected when the filters ran
 
-    def __call__(self, node_info: NodeInfo) -> Status | None:
-        """The node's Filter status: None when it fits."""
+    @property
+    def reused(self) -> Mapping[str, tuple[int, Status | None]]:
+        """Statuses reused whole, by node name; empty when there are none."""
+
+    def run(self, node_info: NodeInfo) -> Status | None:
+        """The status of a node ``reused`` has no valid entry for: None when
+        it fits. Counts the node as evaluated; may store the result."""
 
 
 class VerdictSource(Protocol):
@@ -151,7 +162,7 @@ class VerdictSource(Protocol):
 class RunEvery:
     """A ``NodeFilter`` that runs every filter on every node."""
 
-    __slots__ = ("_filters", "_pod", "_run", "_state", "passed", "rejected_by")
+    __slots__ = ("_filters", "_pod", "_run", "_state", "passed", "rejected_by", "reused")
 
     def __init__(
         self,
@@ -164,10 +175,11 @@ class RunEvery:
         self._state = state
         self._pod = pod
         self._filters = filters
+        self.reused = NOTHING_REUSED
         self.passed = 0
         self.rejected_by: dict[str, int] = {}
 
-    def __call__(self, node_info: NodeInfo) -> Status | None:
+    def run(self, node_info: NodeInfo) -> Status | None:
         status = self._run(self._filters, self._state, self._pod, node_info)
         if status is None:
             self.passed += 1
@@ -181,7 +193,7 @@ class ReuseAll:
     unchanged node's status comes from the table, the others run and are
     stored (Errors are not). Only the nodes that ran are counted."""
 
-    __slots__ = ("_filters", "_get", "_pod", "_run", "_state", "_table", "passed", "rejected_by")
+    __slots__ = ("_filters", "_pod", "_run", "_state", "_table", "passed", "rejected_by", "reused")
 
     def __init__(
         self,
@@ -196,14 +208,11 @@ class ReuseAll:
         self._pod = pod
         self._filters = filters
         self._table = table
-        self._get = table.get
+        self.reused: Mapping[str, tuple[int, Status | None]] = table
         self.passed = 0
         self.rejected_by: dict[str, int] = {}
 
-    def __call__(self, node_info: NodeInfo) -> Status | None:
-        cached = self._get(node_info.name)
-        if cached is not None and cached[0] == node_info.generation:
-            return cached[1]
+    def run(self, node_info: NodeInfo) -> Status | None:
         status = self._run(self._filters, self._state, self._pod, node_info)
         if status is None:
             self.passed += 1
@@ -239,6 +248,7 @@ class ReusePart:
         "_state",
         "passed",
         "rejected_by",
+        "reused",
         "table",
     )
 
@@ -268,10 +278,11 @@ class ReusePart:
                 self._before[plugin.name] = tuple(earlier)
             else:
                 earlier.append(plugin)
+        self.reused = NOTHING_REUSED  # only a part of each status is
         self.passed = 0
         self.rejected_by: dict[str, int] = {}
 
-    def __call__(self, node_info: NodeInfo) -> Status | None:
+    def run(self, node_info: NodeInfo) -> Status | None:
         status = self._status(node_info)
         if status is None:
             self.passed += 1

@@ -279,13 +279,16 @@ class RecordingSource(NoReuse):
 
 
 class Recording:
+    """The NodeFilter of NoReuse, recording the nodes it is asked to run."""
+
     def __init__(self, inner: NodeFilter, asked: list[str]) -> None:
         self._inner, self._asked = inner, asked
+        self.reused = inner.reused
         self.passed, self.rejected_by = 0, inner.rejected_by
 
-    def __call__(self, node_info: NodeInfo) -> Status | None:
+    def run(self, node_info: NodeInfo) -> Status | None:
         self._asked.append(node_info.name)
-        status = self._inner(node_info)
+        status = self._inner.run(node_info)
         self.passed = self._inner.passed
         return status
 

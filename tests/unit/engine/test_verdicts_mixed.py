@@ -152,7 +152,7 @@ def test_with_the_other_plugins_active_the_node_local_part_is_still_reused() -> 
     assert isinstance(partial, ReusePart)
     assert not partial.table
     for node_info in mixed.snapshot.node_info_list:
-        assert partial(node_info) is None
+        assert partial.run(node_info) is None
     assert set(partial.table) == {"a1", "a2", "b1"}, "TaintToleration's verdicts kept per node"
 
 
