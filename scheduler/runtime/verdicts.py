@@ -41,7 +41,6 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Hashable, Mapping, Sequence
-from types import MappingProxyType
 from typing import Generic, Protocol, TypeVar
 
 from scheduler.framework.cycle_state import CycleState
@@ -56,7 +55,6 @@ P = TypeVar("P", bound=Plugin)
 # node name -> (NodeInfo generation, result)
 FilterTable = dict[str, tuple[int, Status | None]]
 ScoreTable = dict[str, tuple[int, tuple[int, ...]]]
-NOTHING_REUSED: Mapping[str, tuple[int, Status | None]] = MappingProxyType({})
 
 
 class VerdictCache(Generic[V]):
@@ -175,7 +173,7 @@ class RunEvery:
         self._state = state
         self._pod = pod
         self._filters = filters
-        self.reused = NOTHING_REUSED
+        self.reused: Mapping[str, tuple[int, Status | None]] = {}
         self.passed = 0
         self.rejected_by: dict[str, int] = {}
 
@@ -278,19 +276,11 @@ class ReusePart:
                 self._before[plugin.name] = tuple(earlier)
             else:
                 earlier.append(plugin)
-        self.reused = NOTHING_REUSED  # only a part of each status is
+        self.reused: Mapping[str, tuple[int, Status | None]] = {}  # only parts are
         self.passed = 0
         self.rejected_by: dict[str, int] = {}
 
     def run(self, node_info: NodeInfo) -> Status | None:
-        status = self._status(node_info)
-        if status is None:
-            self.passed += 1
-        else:
-            self.rejected_by[status.plugin] = self.rejected_by.get(status.plugin, 0) + 1
-        return status
-
-    def _status(self, node_info: NodeInfo) -> Status | None:
         state, pod = self._state, self._pod
         cached = self.table.get(node_info.name)
         if cached is not None and cached[0] == node_info.generation:
@@ -299,15 +289,22 @@ class ReusePart:
             local = self._run(self._signed, state, pod, node_info)
             if local is None or not local.is_error():
                 self.table[node_info.name] = (node_info.generation, local)
+        status: Status | None
         if local is None:
-            others = self._fresh
+            fresh = self._fresh
+            status = self._run(fresh, state, pod, node_info) if fresh else None
         else:
             before = self._before.get(local.plugin)
             if before is None:  # not one of ours: never reached, but stay exact
-                return self._run(self._filters, state, pod, node_info)
-            others = before
-        status = self._run(others, state, pod, node_info) if others else None
-        return local if status is None else status
+                status = self._run(self._filters, state, pod, node_info)
+            else:
+                earlier = self._run(before, state, pod, node_info) if before else None
+                status = local if earlier is None else earlier
+        if status is None:
+            self.passed += 1
+        else:
+            self.rejected_by[status.plugin] = self.rejected_by.get(status.plugin, 0) + 1
+        return status
 
 
 class NoReuse:
