@@ -24,6 +24,7 @@ from scheduler.framework.types import (
     PostFilterResult,
     PreFilterResult,
 )
+from scheduler.runtime.nodefilter import NodeFilter
 from scheduler.runtime.points import (
     PluginSet,
     Recorder,
@@ -31,7 +32,7 @@ from scheduler.runtime.points import (
     filter_failure,
     nominates,
 )
-from scheduler.runtime.verdicts import NodeFilter, VerdictSource
+from scheduler.runtime.verdicts import VerdictSource
 
 
 class Filtering:

@@ -46,9 +46,10 @@ from scheduler.framework.types import (
 )
 from scheduler.runtime.binding import Binding
 from scheduler.runtime.filtering import Filtering
+from scheduler.runtime.nodefilter import NodeFilter
 from scheduler.runtime.points import FrameworkMetrics, PluginSet, Recorder
 from scheduler.runtime.scoring import Scoring
-from scheduler.runtime.verdicts import NodeFilter, SignatureVerdicts, VerdictSource
+from scheduler.runtime.verdicts import SignatureVerdicts, VerdictSource
 from scheduler.runtime.waiting import WaitingPods
 
 

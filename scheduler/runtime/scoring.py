@@ -29,8 +29,7 @@ from scheduler.runtime.points import (
     code_of,
     score_failure,
 )
-from scheduler.runtime.verdicts import ScoreTable as RawScoreTable
-from scheduler.runtime.verdicts import VerdictSource
+from scheduler.runtime.verdicts import RawScoreRows, VerdictSource
 
 
 class Scoring:
@@ -238,7 +237,7 @@ class Scoring:
 
 
 def _reused_rows(
-    table: RawScoreTable,
+    table: RawScoreRows,
     plugins: Sequence[ScorePlugin],
     state: CycleState,
     pod: Pod,

@@ -24,7 +24,8 @@ from scheduler.framework import (
 )
 from scheduler.framework.objects import parse_node
 from scheduler.framework.types import FitError
-from scheduler.runtime.verdicts import NodeFilter, NoReuse, RunsFilters, VerdictCache
+from scheduler.runtime.nodefilter import NodeFilter, RunsFilters
+from scheduler.runtime.verdicts import NoReuse, VerdictCache
 from tests.support.builders import make_node, make_pod
 from tests.unit.engine.plugins import (
     FilterStub,

@@ -20,7 +20,8 @@ from scheduler.cycle.algorithm import Algorithm, ScheduleResult
 from scheduler.framework import CycleState, Handle, Pod, SignPlugin, parse_node, parse_pod
 from scheduler.framework.types import FitError
 from scheduler.runtime.framework import Framework
-from scheduler.runtime.verdicts import NoReuse, ReuseAll, ReusePart
+from scheduler.runtime.nodefilter import ReuseAll, ReusePart
+from scheduler.runtime.verdicts import NoReuse
 from tests.support.builders import make_node, make_pod
 from tests.unit.engine.plugins import make_framework
 from tests.unit.plugins.support import FakeHandle, FakeInformers
