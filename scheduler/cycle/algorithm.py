@@ -7,8 +7,9 @@ nominated node first, a rotating start index with early stop after
 weights, and a uniformly random choice among the best. A node with pods
 nominated to it of greater or equal priority is filtered with them counted
 (``scheduler.runtime.nominated``), outside verdict reuse. The walk over the
-nodes is written once; per node it asks the framework's ``NodeFilter``, which
-reuses or runs the filters (``scheduler.runtime.verdicts``). Filtering is
+nodes is written once: per node it reads the status the framework's
+``NodeFilter`` reuses whole, else has it run the filters, which reuses what
+it may (``scheduler.runtime.verdicts``). Filtering is
 sequential: upstream's parallelism only changes which feasible nodes are found
 first, not the semantics.
 """
