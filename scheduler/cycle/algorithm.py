@@ -127,7 +127,7 @@ class Algorithm:
         percentage: int,
     ) -> tuple[list[NodeInfo], Diagnosis]:
         all_nodes = snapshot.node_info_list
-        result, status, narrowing = framework.run_pre_filter(state, pod, all_nodes)
+        result, status, narrowing = framework.filtering.run_pre_filter(state, pod, all_nodes)
         # As upstream, the plugins that narrowed the node set count as rejectors:
         # an event they registered for may widen the set.
         diagnosis = Diagnosis(unschedulable_plugins=set(narrowing))
@@ -228,10 +228,11 @@ class Algorithm:
             self._advance_start(len(taken) + len(statuses), num_all_nodes)
             return taken
         begun = time.perf_counter()
-        filters = framework.active_filters(state)
+        filtering = framework.filtering
+        filters = filtering.active_filters(state)
         # The verdict source decides what is reused and what runs: statuses
         # reused whole are read here inline (the hot path), the rest it runs.
-        node_filter = framework.node_filter(state, pod, filters, count)
+        node_filter = filtering.node_filter(state, pod, filters, count)
         reused = node_filter.reused.get
         run = node_filter.run
         # Nodes with nominated pods this pod yields to (usually none): filtered
@@ -266,8 +267,8 @@ class Algorithm:
                 break
             statuses[node_info.name] = status
             _add_plugin_status(diagnosis, status)
-        framework.count_filter_evaluations(filters, node_filter.passed, node_filter.rejected_by)
-        framework.observe_filter(error, begun)
+        filtering.count_filter_evaluations(filters, node_filter.passed, node_filter.rejected_by)
+        filtering.observe_filter(error, begun)
         # Even after an error, so that every node gets its turn (upstream).
         self._advance_start(len(feasible) + len(statuses), num_all_nodes)
         if error is not None:
@@ -294,10 +295,10 @@ class Algorithm:
     ) -> ScoreTable:
         if not framework.has_score_plugins():
             return ScoreTable([node.name for node in nodes], (), (), [1] * len(nodes))
-        status = framework.run_pre_score(state, pod, nodes)
+        status = framework.scoring.run_pre_score(state, pod, nodes)
         if status is not None:
             raise SchedulingError(status)
-        scores, status = framework.run_score(state, pod, nodes)
+        scores, status = framework.scoring.run_score(state, pod, nodes)
         if status is not None:
             raise SchedulingError(status)
         return scores
