@@ -6,7 +6,10 @@ nominated node first, a rotating start index with early stop after
 ``num_feasible_nodes_to_find`` feasible nodes, PreScore/Score/Normalize with
 weights, and a uniformly random choice among the best. A node with pods
 nominated to it of greater or equal priority is filtered with them counted
-(``scheduler.runtime.nominated``), outside the verdict cache. Filtering is
+(``scheduler.runtime.nominated``), outside verdict reuse. The walk over the
+nodes is written once: per node it reads the status the framework's
+``NodeFilter`` reuses whole, else has it run the filters, which reuses what
+it may (``scheduler.runtime.verdicts``). Filtering is
 sequential: upstream's parallelism only changes which feasible nodes are found
 first, not the semantics.
 """
@@ -24,7 +27,6 @@ from typing import Protocol
 from scheduler.cache.snapshot import Snapshot
 from scheduler.cycle.selection import num_feasible_nodes_to_find, select_host
 from scheduler.framework.cycle_state import CycleState
-from scheduler.framework.interfaces import FilterPlugin
 from scheduler.framework.nodeinfo import NodeInfo
 from scheduler.framework.objects import Pod
 from scheduler.framework.status import Code, Status
@@ -125,7 +127,7 @@ class Algorithm:
         percentage: int,
     ) -> tuple[list[NodeInfo], Diagnosis]:
         all_nodes = snapshot.node_info_list
-        result, status, narrowing = framework.run_pre_filter(state, pod, all_nodes)
+        result, status, narrowing = framework.filtering.run_pre_filter(state, pod, all_nodes)
         # As upstream, the plugins that narrowed the node set count as rejectors:
         # an event they registered for may widen the set.
         diagnosis = Diagnosis(unschedulable_plugins=set(narrowing))
@@ -225,122 +227,35 @@ class Algorithm:
             taken = [nodes[(start + i) % count] for i in range(min(to_find, count))]
             self._advance_start(len(taken) + len(statuses), num_all_nodes)
             return taken
-        feasible: list[NodeInfo] = []
         begun = time.perf_counter()
-        error: Status | None = None
-        filters = framework.active_filters(state)
-        verdicts = framework.filter_verdicts(state, pod, filters, len(nodes))
-        partial = (
-            framework.partial_filter_verdicts(state, pod, filters, len(nodes))
-            if verdicts is None
-            else None
-        )
-        passed = 0  # nodes that ran every filter (for the evaluation counts)
-        rejected_by: dict[str, int] = {}
-        nominations = self._nominations() or None  # usually empty: one test per node
-        if verdicts is not None and nominations is None:
-            return self._pass_with_verdicts(
-                framework,
-                state,
-                pod,
-                nodes,
-                filters=filters,
-                verdicts=verdicts,
-                start=start,
-                to_find=to_find,
-                num_all_nodes=num_all_nodes,
-                diagnosis=diagnosis,
-                begun=begun,
-            )
-        for offset in range(count):
-            node_info = nodes[(start + offset) % count]
-            cached = verdicts.get(node_info.name) if verdicts is not None else None
-            ahead = (
-                yielding_to(pod, nominations.get(node_info.name, ()))
-                if nominations is not None
-                else None
-            )
-            if ahead:
-                # Nominated pods to yield to: not a node-local verdict, never cached.
-                status = run_filters_with_nominated_pods(
-                    framework, state, pod, node_info, ahead, filters=filters
-                )
-            elif cached is not None and cached[0] == node_info.generation:
-                status = cached[1]
-            else:
-                status = (
-                    # Node-local verdicts reused, the other plugins run fresh.
-                    partial.run(framework, state, pod, node_info)
-                    if partial is not None
-                    else framework.run_filters(filters, state, pod, node_info)
-                )
-                if status is None:
-                    passed += 1
-                else:
-                    rejected_by[status.plugin] = rejected_by.get(status.plugin, 0) + 1
-                if verdicts is not None and (status is None or not status.is_error()):
-                    verdicts[node_info.name] = (node_info.generation, status)
-            if status is None:
-                feasible.append(node_info)
-                if len(feasible) >= to_find:
-                    break
-                continue
-            if status.is_error():
-                error = status
-                break
-            statuses[node_info.name] = status
-            _add_plugin_status(diagnosis, status)
-        framework.count_filter_evaluations(filters, passed, rejected_by)
-        framework.observe_filter(error, begun)
-        # Even after an error, so that every node gets its turn (upstream).
-        self._advance_start(len(feasible) + len(statuses), num_all_nodes)
-        if error is not None:
-            raise SchedulingError(error)
-        return feasible
-
-    def _pass_with_verdicts(
-        self,
-        framework: Framework,
-        state: CycleState,
-        pod: Pod,
-        nodes: Sequence[NodeInfo],
-        *,
-        filters: tuple[FilterPlugin, ...],
-        verdicts: dict[str, tuple[int, Status | None]],
-        start: int,
-        to_find: int,
-        num_all_nodes: int,
-        diagnosis: Diagnosis,
-        begun: float,
-    ) -> list[NodeInfo]:
-        """``_find_nodes_that_pass_filters`` when every Filter signs the pod and
-        no pod is nominated anywhere (the common case): the same walk from
-        ``start`` with the per-node work cut to a table lookup for unchanged
-        nodes."""
-        run_filters = framework.run_filters
-        statuses = diagnosis.node_to_status.statuses
+        filtering = framework.filtering
+        filters = filtering.active_filters(state)
+        # The verdict source decides what is reused and what runs: statuses
+        # reused whole are read here inline (the hot path), the rest it runs.
+        node_filter = filtering.node_filter(state, pod, filters, count)
+        reused = node_filter.reused.get
+        run = node_filter.run
+        # Nodes with nominated pods this pod yields to (usually none): filtered
+        # with those pods counted, never reused.
+        yield_to = self._yield_to(pod)
         feasible: list[NodeInfo] = []
         append = feasible.append
-        get = verdicts.get
-        passed = 0
-        rejected_by: dict[str, int] = {}
+        wanted = max(to_find, 1)
         error: Status | None = None
-        wanted = max(to_find, 1)  # as the general walk: at least one
         status: Status | None
         for node_info in itertools.chain(
             itertools.islice(nodes, start, None), itertools.islice(nodes, start)
         ):
-            cached = get(node_info.name)
-            if cached is not None and cached[0] == node_info.generation:
-                status = cached[1]
+            if yield_to and node_info.name in yield_to:
+                status = run_filters_with_nominated_pods(
+                    framework, state, pod, node_info, yield_to[node_info.name], filters=filters
+                )
             else:
-                status = run_filters(filters, state, pod, node_info)
-                if status is None:
-                    passed += 1
+                cached = reused(node_info.name)
+                if cached is not None and cached[0] == node_info.generation:
+                    status = cached[1]
                 else:
-                    rejected_by[status.plugin] = rejected_by.get(status.plugin, 0) + 1
-                if status is None or not status.is_error():
-                    verdicts[node_info.name] = (node_info.generation, status)
+                    status = run(node_info)
             if status is None:
                 append(node_info)
                 wanted -= 1
@@ -352,12 +267,22 @@ class Algorithm:
                 break
             statuses[node_info.name] = status
             _add_plugin_status(diagnosis, status)
-        framework.count_filter_evaluations(filters, passed, rejected_by)
-        framework.observe_filter(error, begun)
+        filtering.count_filter_evaluations(filters, node_filter.passed, node_filter.rejected_by)
+        filtering.observe_filter(error, begun)
+        # Even after an error, so that every node gets its turn (upstream).
         self._advance_start(len(feasible) + len(statuses), num_all_nodes)
         if error is not None:
             raise SchedulingError(error)
         return feasible
+
+    def _yield_to(self, pod: Pod) -> dict[str, list[Pod]]:
+        """Node -> the pods nominated to it that ``pod`` must leave room for."""
+        result: dict[str, list[Pod]] = {}
+        for name, nominated in self._nominations().items():
+            ahead = yielding_to(pod, nominated)
+            if ahead:
+                result[name] = ahead
+        return result
 
     def _advance_start(self, processed: int, num_all_nodes: int) -> None:
         """Upstream: the start index moves by the nodes that were evaluated
@@ -370,10 +295,10 @@ class Algorithm:
     ) -> ScoreTable:
         if not framework.has_score_plugins():
             return ScoreTable([node.name for node in nodes], (), (), [1] * len(nodes))
-        status = framework.run_pre_score(state, pod, nodes)
+        status = framework.scoring.run_pre_score(state, pod, nodes)
         if status is not None:
             raise SchedulingError(status)
-        scores, status = framework.run_score(state, pod, nodes)
+        scores, status = framework.scoring.run_score(state, pod, nodes)
         if status is not None:
             raise SchedulingError(status)
         return scores

@@ -1,5 +1,7 @@
 """Reserve/Unreserve, Permit (waiting pods), PreBindPreFlight, PreBind, Bind
-and PostBind with upstream run semantics."""
+and PostBind with upstream run semantics. ``Binding`` reads the profile's
+``PluginSet`` and records through the shared ``Recorder``; pods held at
+Permit live in the process's ``WaitingPods``."""
 
 from __future__ import annotations
 
@@ -15,63 +17,73 @@ from scheduler.framework.types import (
     MAX_PERMIT_TIMEOUT_SECONDS,
 )
 from scheduler.runtime.points import (
-    ExtensionPoints,
+    PluginSet,
+    Recorder,
     code_of,
     rejection_or_error,
 )
-from scheduler.runtime.waiting import WaitingPodImpl
+from scheduler.runtime.waiting import WaitingPodImpl, WaitingPods
 
 
-class BindingPoints(ExtensionPoints):
+class Binding:
+    """The runner of one profile from Reserve through PostBind."""
+
+    __slots__ = ("_plugins", "_recorder", "_waiting")
+
+    def __init__(self, plugins: PluginSet, recorder: Recorder, waiting_pods: WaitingPods) -> None:
+        self._plugins = plugins
+        self._recorder = recorder
+        self._waiting = waiting_pods
+
     # -------------------------------------------------------------- Reserve
     def run_reserve(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         started = time.perf_counter()
-        for plugin in self.reserve:
+        for plugin in self._plugins.reserve:
             begun = time.perf_counter()
             try:
                 status = plugin.reserve(state, pod, node_name)
             except Exception as error:
                 status = Status.as_error(error)
-            self._plugin(state, plugin.name, ExtensionPoint.RESERVE, status, begun)
+            self._recorder.plugin(state, plugin.name, ExtensionPoint.RESERVE, status, begun)
             if status is not None and status.code is not Code.SUCCESS:
                 final = rejection_or_error("Reserve", plugin.name, status)
-                self._observe(ExtensionPoint.RESERVE, final, started)
+                self._recorder.observe(ExtensionPoint.RESERVE, final, started)
                 return final
-        self._observe(ExtensionPoint.RESERVE, None, started)
+        self._recorder.observe(ExtensionPoint.RESERVE, None, started)
         return None
 
     def run_unreserve(self, state: CycleState, pod: Pod, node_name: str) -> None:
         started = time.perf_counter()
-        for plugin in reversed(self.reserve):
+        for plugin in reversed(self._plugins.reserve):
             begun = time.perf_counter()
             try:
                 plugin.unreserve(state, pod, node_name)
             except Exception:  # Unreserve must not stop the others
-                self._plugin(
+                self._recorder.plugin(
                     state, plugin.name, ExtensionPoint.UNRESERVE, Status.as_error(""), begun
                 )
                 continue
-            self._plugin(state, plugin.name, ExtensionPoint.UNRESERVE, None, begun)
-        self._observe(ExtensionPoint.UNRESERVE, None, started)
+            self._recorder.plugin(state, plugin.name, ExtensionPoint.UNRESERVE, None, begun)
+        self._recorder.observe(ExtensionPoint.UNRESERVE, None, started)
 
     # --------------------------------------------------------------- Permit
     def run_permit(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         started = time.perf_counter()
         timeouts: dict[str, float] = {}
-        for plugin in self.permit:
+        for plugin in self._plugins.permit:
             begun = time.perf_counter()
             try:
                 status, timeout = plugin.permit(state, pod, node_name)
             except Exception as error:
                 status, timeout = Status.as_error(error), 0.0
-            self._plugin(state, plugin.name, ExtensionPoint.PERMIT, status, begun)
+            self._recorder.plugin(state, plugin.name, ExtensionPoint.PERMIT, status, begun)
             code = code_of(status)
             if code is Code.SUCCESS:
                 continue
             assert status is not None
             if status.is_rejected():
                 final = status.with_plugin(plugin.name)
-                self._observe(ExtensionPoint.PERMIT, final, started)
+                self._recorder.observe(ExtensionPoint.PERMIT, final, started)
                 return final
             if code is Code.WAIT:
                 timeouts[plugin.name] = min(max(timeout, 0.0), MAX_PERMIT_TIMEOUT_SECONDS)
@@ -79,16 +91,16 @@ class BindingPoints(ExtensionPoints):
             final = Status.as_error(
                 f'running Permit plugin "{plugin.name}": {status.message()}'
             ).with_plugin(plugin.name)
-            self._observe(ExtensionPoint.PERMIT, final, started)
+            self._recorder.observe(ExtensionPoint.PERMIT, final, started)
             return final
         if timeouts:
             self._waiting.add(WaitingPodImpl(pod, timeouts))
             final = Status.wait(
                 f'one or more plugins asked to wait and no plugin rejected pod "{pod.name}"'
             )
-            self._observe(ExtensionPoint.PERMIT, final, started)
+            self._recorder.observe(ExtensionPoint.PERMIT, final, started)
             return final
-        self._observe(ExtensionPoint.PERMIT, None, started)
+        self._recorder.observe(ExtensionPoint.PERMIT, None, started)
         return None
 
     def is_waiting(self, uid: str) -> bool:
@@ -111,7 +123,7 @@ class BindingPoints(ExtensionPoints):
             status = await waiting.wait()
         finally:
             self._waiting.remove(pod.uid)
-        self._metrics.permit_wait(status.code, time.perf_counter() - started)
+        self._recorder.permit_wait(status.code, time.perf_counter() - started)
         if status.is_success():
             return None
         if status.is_rejected():
@@ -126,13 +138,15 @@ class BindingPoints(ExtensionPoints):
         started = time.perf_counter()
         any_work = False
         final: Status | None = None
-        for plugin in self.pre_bind:
+        for plugin in self._plugins.pre_bind:
             begun = time.perf_counter()
             try:
                 status = plugin.pre_bind_pre_flight(state, pod, node_name)
             except Exception as error:
                 status = Status.as_error(error)
-            self._plugin(state, plugin.name, ExtensionPoint.PRE_BIND_PRE_FLIGHT, status, begun)
+            self._recorder.plugin(
+                state, plugin.name, ExtensionPoint.PRE_BIND_PRE_FLIGHT, status, begun
+            )
             code = code_of(status)
             if code is Code.SKIP:
                 state.skip_pre_bind_plugins.add(plugin.name)
@@ -152,12 +166,12 @@ class BindingPoints(ExtensionPoints):
                 break
         if final is None:
             final = Status.success() if any_work else Status.skip()
-        self._observe(ExtensionPoint.PRE_BIND_PRE_FLIGHT, final, started)
+        self._recorder.observe(ExtensionPoint.PRE_BIND_PRE_FLIGHT, final, started)
         return final
 
     async def run_pre_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status | None:
         started = time.perf_counter()
-        for plugin in self.pre_bind:
+        for plugin in self._plugins.pre_bind:
             if plugin.name in state.skip_pre_bind_plugins:
                 continue
             begun = time.perf_counter()
@@ -165,24 +179,24 @@ class BindingPoints(ExtensionPoints):
                 status = await plugin.pre_bind(state, pod, node_name)
             except Exception as error:
                 status = Status.as_error(error)
-            self._plugin(state, plugin.name, ExtensionPoint.PRE_BIND, status, begun)
+            self._recorder.plugin(state, plugin.name, ExtensionPoint.PRE_BIND, status, begun)
             if status is not None and status.code is not Code.SUCCESS:
                 final = rejection_or_error("PreBind", plugin.name, status)
-                self._observe(ExtensionPoint.PRE_BIND, final, started)
+                self._recorder.observe(ExtensionPoint.PRE_BIND, final, started)
                 return final
-        self._observe(ExtensionPoint.PRE_BIND, None, started)
+        self._recorder.observe(ExtensionPoint.PRE_BIND, None, started)
         return None
 
     async def run_bind(self, state: CycleState, pod: Pod, node_name: str) -> Status:
         started = time.perf_counter()
         final = Status.skip()
-        for plugin in self.bind:
+        for plugin in self._plugins.bind:
             begun = time.perf_counter()
             try:
                 status = await plugin.bind(state, pod, node_name)
             except Exception as error:
                 status = Status.as_error(error)
-            self._plugin(state, plugin.name, ExtensionPoint.BIND, status, begun)
+            self._recorder.plugin(state, plugin.name, ExtensionPoint.BIND, status, begun)
             code = code_of(status)
             if code is Code.SKIP:
                 continue
@@ -196,19 +210,19 @@ class BindingPoints(ExtensionPoints):
                     f'running Bind plugin "{plugin.name}": {status.message()}'
                 ).with_plugin(plugin.name)
             break
-        self._observe(ExtensionPoint.BIND, final, started)
+        self._recorder.observe(ExtensionPoint.BIND, final, started)
         return final
 
     def run_post_bind(self, state: CycleState, pod: Pod, node_name: str) -> None:
         started = time.perf_counter()
-        for plugin in self.post_bind:
+        for plugin in self._plugins.post_bind:
             begun = time.perf_counter()
             try:
                 plugin.post_bind(state, pod, node_name)
             except Exception:  # informational only
-                self._plugin(
+                self._recorder.plugin(
                     state, plugin.name, ExtensionPoint.POST_BIND, Status.as_error(""), begun
                 )
                 continue
-            self._plugin(state, plugin.name, ExtensionPoint.POST_BIND, None, begun)
-        self._observe(ExtensionPoint.POST_BIND, None, started)
+            self._recorder.plugin(state, plugin.name, ExtensionPoint.POST_BIND, None, begun)
+        self._recorder.observe(ExtensionPoint.POST_BIND, None, started)

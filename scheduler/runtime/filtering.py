@@ -1,5 +1,10 @@
-"""PreFilter, Filter (with reusable node-local verdicts) and PostFilter, with
-upstream run semantics."""
+"""PreFilter, Filter and PostFilter with upstream run semantics.
+
+``Filtering`` reads the profile's ``PluginSet`` (never copies it) and records
+through the shared ``Recorder``. The per-node Filter of a cycle comes from
+``node_filter``: the ``VerdictSource`` decides whether a node's status is
+reused or run (``scheduler.runtime.verdicts``); the walk over the nodes is
+the cycle's (``scheduler.cycle.algorithm``)."""
 
 from __future__ import annotations
 
@@ -19,15 +24,27 @@ from scheduler.framework.types import (
     PostFilterResult,
     PreFilterResult,
 )
+from scheduler.runtime.nodefilter import NodeFilter
 from scheduler.runtime.points import (
-    ExtensionPoints,
+    PluginSet,
+    Recorder,
     code_of,
     filter_failure,
     nominates,
 )
+from scheduler.runtime.verdicts import VerdictSource
 
 
-class FilteringPoints(ExtensionPoints):
+class Filtering:
+    """The PreFilter, Filter and PostFilter runner of one profile."""
+
+    __slots__ = ("_plugins", "_recorder", "_verdicts")
+
+    def __init__(self, plugins: PluginSet, recorder: Recorder, verdicts: VerdictSource) -> None:
+        self._plugins = plugins
+        self._recorder = recorder
+        self._verdicts = verdicts
+
     # ------------------------------------------------------------ PreFilter
     def run_pre_filter(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
@@ -37,7 +54,7 @@ class FilteringPoints(ExtensionPoints):
         try:
             return self._run_pre_filter(state, pod, nodes, called)
         finally:
-            self._evaluated(ExtensionPoint.PRE_FILTER, called)
+            self._recorder.evaluated(ExtensionPoint.PRE_FILTER, called)
 
     def _run_pre_filter(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo], called: dict[str, int]
@@ -52,14 +69,14 @@ class FilteringPoints(ExtensionPoints):
         result: PreFilterResult | None = None
         narrowing: set[str] = set()
         rejection: Status | None = None
-        for plugin in self.pre_filter:
+        for plugin in self._plugins.pre_filter:
             begun = time.perf_counter()
             called[plugin.name] = 1
             try:
                 plugin_result, status = plugin.pre_filter(state, pod, nodes)
             except Exception as error:  # a plugin bug is an Error, not a crash
                 plugin_result, status = None, Status.as_error(error)
-            self._plugin(state, plugin.name, ExtensionPoint.PRE_FILTER, status, begun)
+            self._recorder.plugin(state, plugin.name, ExtensionPoint.PRE_FILTER, status, begun)
             code = code_of(status)
             if code is Code.SKIP:
                 state.skip_filter_plugins.add(plugin.name)
@@ -67,7 +84,7 @@ class FilteringPoints(ExtensionPoints):
             if code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                 assert status is not None
                 final = status.with_plugin(plugin.name)
-                self._observe(ExtensionPoint.PRE_FILTER, final, started)
+                self._recorder.observe(ExtensionPoint.PRE_FILTER, final, started)
                 return None, final, set()
             if code is Code.UNSCHEDULABLE:
                 assert status is not None
@@ -78,7 +95,7 @@ class FilteringPoints(ExtensionPoints):
                 final = Status.as_error(
                     f'running PreFilter plugin "{plugin.name}": {status.message()}'
                 ).with_plugin(plugin.name)
-                self._observe(ExtensionPoint.PRE_FILTER, final, started)
+                self._recorder.observe(ExtensionPoint.PRE_FILTER, final, started)
                 return None, final, set()
             if plugin_result is not None and not plugin_result.all_nodes():
                 narrowing.add(plugin.name)
@@ -91,9 +108,9 @@ class FilteringPoints(ExtensionPoints):
                         else f"node(s) didn't satisfy plugin(s) [{' '.join(names)}] simultaneously"
                     )
                     final = Status.unresolvable(message)
-                    self._observe(ExtensionPoint.PRE_FILTER, final, started)
+                    self._recorder.observe(ExtensionPoint.PRE_FILTER, final, started)
                     return None, final, narrowing
-        self._observe(ExtensionPoint.PRE_FILTER, rejection, started)
+        self._recorder.observe(ExtensionPoint.PRE_FILTER, rejection, started)
         return result, rejection, narrowing
 
     def run_pre_filter_add_pod(
@@ -110,7 +127,7 @@ class FilteringPoints(ExtensionPoints):
         self, state: CycleState, pod: Pod, other: Pod, node_info: NodeInfo, *, adding: bool
     ) -> Status | None:
         """AddPod/RemovePod of every PreFilter plugin not skipped this cycle."""
-        for plugin in self.pre_filter:
+        for plugin in self._plugins.pre_filter:
             if plugin.name in state.skip_filter_plugins:
                 continue
             try:
@@ -139,8 +156,8 @@ class FilteringPoints(ExtensionPoints):
         Callers filtering many nodes compute this once per cycle."""
         skip = state.skip_filter_plugins
         if not skip:
-            return self._filters
-        return tuple(plugin for plugin in self._filters if plugin.name not in skip)
+            return tuple(self._plugins.filter)
+        return tuple(plugin for plugin in self._plugins.filter if plugin.name not in skip)
 
     def run_filters(
         self,
@@ -175,7 +192,7 @@ class FilteringPoints(ExtensionPoints):
                 status = plugin.filter(state, pod, node_info)
             except Exception as error:
                 status = Status.as_error(error)
-            self._plugin(state, plugin.name, ExtensionPoint.FILTER, status, begun)
+            self._recorder.plugin(state, plugin.name, ExtensionPoint.FILTER, status, begun)
             if status is not None and status.code is not Code.SUCCESS:
                 return filter_failure(plugin.name, status)
         return None
@@ -190,10 +207,19 @@ class FilteringPoints(ExtensionPoints):
         for plugin in reversed(filters):
             running += rejected_by.get(plugin.name, 0)
             counts[plugin.name] = running
-        self._evaluated(ExtensionPoint.FILTER, counts)
+        self._recorder.evaluated(ExtensionPoint.FILTER, counts)
 
     def observe_filter(self, status: Status | None, started: float) -> None:
-        self._observe(ExtensionPoint.FILTER, status, started)
+        self._recorder.observe(ExtensionPoint.FILTER, status, started)
+
+    def node_filter(
+        self, state: CycleState, pod: Pod, filters: tuple[FilterPlugin, ...], node_count: int
+    ) -> NodeFilter:
+        """The cycle's Filter of ``pod`` node by node, with ``filters`` (the
+        cycle's ``active_filters``); results reused where the profile's
+        ``VerdictSource`` allows. ``node_count`` (the nodes to filter) bounds
+        its tables."""
+        return self._verdicts.node_filter(self, state, pod, filters, node_count)
 
     # ----------------------------------------------------------- PostFilter
     def run_post_filter(
@@ -203,112 +229,31 @@ class FilteringPoints(ExtensionPoints):
         reasons: list[str] = []
         first_rejector = ""
         result: PostFilterResult | None = None
-        for plugin in self.post_filter:
+        for plugin in self._plugins.post_filter:
             begun = time.perf_counter()
             try:
                 plugin_result, status = plugin.post_filter(state, pod, filtered)
             except Exception as error:
                 plugin_result, status = None, Status.as_error(error)
-            self._plugin(state, plugin.name, ExtensionPoint.POST_FILTER, status, begun)
+            self._recorder.plugin(state, plugin.name, ExtensionPoint.POST_FILTER, status, begun)
             code = code_of(status)
             if code is Code.SUCCESS:
                 final = Status.success()
-                self._observe(ExtensionPoint.POST_FILTER, final, started)
+                self._recorder.observe(ExtensionPoint.POST_FILTER, final, started)
                 return plugin_result, final
             assert status is not None
             if code is Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
                 final = status.with_plugin(plugin.name)
-                self._observe(ExtensionPoint.POST_FILTER, final, started)
+                self._recorder.observe(ExtensionPoint.POST_FILTER, final, started)
                 return plugin_result, final
             if not status.is_rejected():  # upstream passes the plugin's error on unwrapped
                 final = Status.as_error(status.message()).with_plugin(plugin.name)
-                self._observe(ExtensionPoint.POST_FILTER, final, started)
+                self._recorder.observe(ExtensionPoint.POST_FILTER, final, started)
                 return None, final
             reasons.extend(status.reasons)
             first_rejector = first_rejector or plugin.name
             if nominates(plugin_result):  # the last meaningful (non-Noop) result wins
                 result = plugin_result
         final = Status.unschedulable(*reasons).with_plugin(first_rejector)
-        self._observe(ExtensionPoint.POST_FILTER, final, started)
+        self._recorder.observe(ExtensionPoint.POST_FILTER, final, started)
         return result, final
-
-    # ----------------------------------------------------- verdict caching
-    def filter_verdicts(
-        self, state: CycleState, pod: Pod, filters: Sequence[FilterPlugin], node_count: int
-    ) -> dict[str, tuple[int, Status | None]] | None:
-        """The reusable Filter results for this pod's signature, or None when
-        this cycle must run every Filter (see ``scheduler.runtime.verdicts``).
-        ``node_count`` (the snapshot's) bounds the tables."""
-        self._cluster_size = node_count
-        return self._verdict_table(self._filter_verdicts, state, filters, pod, node_count)
-
-    def partial_filter_verdicts(
-        self, state: CycleState, pod: Pod, filters: Sequence[FilterPlugin], node_count: int
-    ) -> PartialFilterVerdicts | None:
-        """When some but not all of ``filters`` sign ``pod``: their reusable
-        results, to combine per node with fresh runs of the others (see
-        ``PartialFilterVerdicts``); None otherwise."""
-        self._cluster_size = node_count
-        found = self._partial_verdict_table(self._filter_verdicts, state, filters, pod, node_count)
-        if found is None:
-            return None
-        table, signed = found
-        return PartialFilterVerdicts(table, tuple(filters), signed)
-
-
-class PartialFilterVerdicts:
-    """A cycle's Filter with reused results of the node-local (signing)
-    plugins and fresh runs of the others.
-
-    Filter stops at the first plugin, in profile order, that does not
-    succeed. The signing plugins' verdict for a node (their first failure in
-    order, or success) is reused while the node's generation is unchanged;
-    then only the other plugins placed before that failure run (all of them
-    if the signing plugins pass). The first failure among those, else the
-    reused one, is exactly what running every filter in order gives, since
-    Filter calls have no side effects. Errors are never cached.
-    """
-
-    __slots__ = ("_before", "_filters", "_fresh", "_signed", "table")
-
-    def __init__(
-        self,
-        table: dict[str, tuple[int, Status | None]],
-        filters: tuple[FilterPlugin, ...],
-        signed: tuple[FilterPlugin, ...],
-    ) -> None:
-        self.table = table
-        self._filters = filters
-        self._signed = signed
-        signed_names = {plugin.name for plugin in signed}
-        fresh = tuple(plugin for plugin in filters if plugin.name not in signed_names)
-        self._fresh = fresh
-        # signing plugin -> the other plugins placed before it
-        self._before: dict[str, tuple[FilterPlugin, ...]] = {}
-        earlier: list[FilterPlugin] = []
-        for plugin in filters:
-            if plugin.name in signed_names:
-                self._before[plugin.name] = tuple(earlier)
-            else:
-                earlier.append(plugin)
-
-    def run(
-        self, points: FilteringPoints, state: CycleState, pod: Pod, node_info: NodeInfo
-    ) -> Status | None:
-        """The node's Filter status."""
-        cached = self.table.get(node_info.name)
-        if cached is not None and cached[0] == node_info.generation:
-            local = cached[1]
-        else:
-            local = points.run_filters(self._signed, state, pod, node_info)
-            if local is None or not local.is_error():
-                self.table[node_info.name] = (node_info.generation, local)
-        if local is None:
-            others = self._fresh
-        else:
-            before = self._before.get(local.plugin)
-            if before is None:  # not one of ours: never reached, but stay exact
-                return points.run_filters(self._filters, state, pod, node_info)
-            others = before
-        status = points.run_filters(others, state, pod, node_info) if others else None
-        return local if status is None else status

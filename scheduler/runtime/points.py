@@ -1,16 +1,17 @@
-"""The shared base of the extension-point runners: the typed plugin lists of
-each point (``PluginSet``, filled once from the profile), what the runners
-measure and the state they share, all set by ``ExtensionPoints.__init__``.
-``Framework`` (framework.py) combines the runners: filtering.py (PreFilter,
-Filter, PostFilter), scoring.py (PreScore, Score, NormalizeScore) and
-binding.py (Reserve through PostBind)."""
+"""What the extension-point runners share: the typed plugin lists of each
+point (``PluginSet``, filled once from the profile and held once, by the
+``Framework``), the ``Recorder`` that measures them, and upstream's status
+wording. ``Framework`` (framework.py) holds one of each and the runners:
+filtering.py (PreFilter, Filter, PostFilter), scoring.py (PreScore, Score,
+NormalizeScore) and binding.py (Reserve through PostBind); reuse of
+node-local results is verdicts.py's."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import (
@@ -28,17 +29,13 @@ from scheduler.framework.interfaces import (
     QueueSortPlugin,
     ReservePlugin,
     ScorePlugin,
-    SignPlugin,
 )
-from scheduler.framework.objects import Pod
 from scheduler.framework.status import Code, Status
 from scheduler.framework.types import (
     NominatingMode,
     PostFilterResult,
     ScoreTable,
 )
-from scheduler.runtime.verdicts import VerdictCache
-from scheduler.runtime.waiting import WaitingPods
 
 
 class FrameworkMetrics(Protocol):
@@ -88,8 +85,6 @@ def nominates(result: PostFilterResult | None) -> bool:
 
 
 NO_SCORES = ScoreTable((), (), (), ())
-V = TypeVar("V")
-P = TypeVar("P", bound=Plugin)
 
 
 def _typed(
@@ -170,49 +165,19 @@ def filter_failure(plugin: str, status: Status) -> Status:
     )
 
 
-class ExtensionPoints:
-    """What every runner reads: the typed plugin lists of each point and the
-    measurement and reuse state, all set here, once."""
+class Recorder:
+    """What the runners of one profile measure, shared by them: extension
+    point durations, plugin evaluation counts and, for cycles sampled for
+    plugin metrics, each plugin call (batched per extension point run)."""
 
-    def __init__(
-        self,
-        profile_name: str,
-        plugins: PluginSet,
-        score_weights: Mapping[str, int],
-        waiting_pods: WaitingPods,
-        metrics: FrameworkMetrics | None = None,
-    ) -> None:
+    __slots__ = ("_metrics", "_samples", "profile_name")
+
+    def __init__(self, profile_name: str, metrics: FrameworkMetrics | None = None) -> None:
         self.profile_name = profile_name
         self._metrics: FrameworkMetrics = metrics or NoMetrics()
         self._samples: list[PluginSample] = []
-        self._waiting = waiting_pods
-        self._filter_verdicts: VerdictCache[Status | None] = VerdictCache()
-        self._score_verdicts: VerdictCache[tuple[int, ...]] = VerdictCache()
-        self._cluster_size = 0
-        # Pod signature fragments by plugin, for one cycle's (state, pod).
-        self._fragment_key: tuple[object, object] = (None, None)
-        self._fragment_memo: dict[str, Hashable | None] = {}
-        # plugin -> (pod fragment, node names, raw scores, normalized scores)
-        self._normalized: dict[str, tuple[Hashable, list[str], list[int], list[int]]] = {}
-        self.pre_enqueue = plugins.pre_enqueue
-        self.queue_sort = plugins.queue_sort
-        self.pre_filter = plugins.pre_filter
-        self.filter = plugins.filter
-        self._filters = tuple(plugins.filter)
-        self.post_filter = plugins.post_filter
-        self.pre_score = plugins.pre_score
-        self.score = plugins.score
-        self.weights = {
-            plugin.name: max(1, score_weights.get(plugin.name, 1)) for plugin in plugins.score
-        }
-        self.reserve = plugins.reserve
-        self.permit = plugins.permit
-        self.pre_bind = plugins.pre_bind
-        self.bind = plugins.bind
-        self.post_bind = plugins.post_bind
 
-    # ---------------------------------------------------------- measurement
-    def _observe(self, point: ExtensionPoint, status: Status | None, started: float) -> None:
+    def observe(self, point: ExtensionPoint, status: Status | None, started: float) -> None:
         self._metrics.extension_point(
             point, code_of(status), self.profile_name, time.perf_counter() - started
         )
@@ -220,11 +185,11 @@ class ExtensionPoints:
             self._metrics.plugin_executions(self._samples)
             self._samples = []
 
-    def _evaluated(self, point: ExtensionPoint, counts: Mapping[str, int]) -> None:
+    def evaluated(self, point: ExtensionPoint, counts: Mapping[str, int]) -> None:
         """Upstream ``scheduler_plugin_evaluation_total``: real plugin calls."""
         self._metrics.plugin_evaluations(point, self.profile_name, counts)
 
-    def _plugin(
+    def plugin(
         self,
         state: CycleState,
         plugin: str,
@@ -235,69 +200,5 @@ class ExtensionPoints:
         if state.record_plugin_metrics:
             self._samples.append((plugin, point, code_of(status), time.perf_counter() - started))
 
-    def _fragment(self, state: CycleState, plugin: Plugin, pod: Pod) -> Hashable | None:
-        """``plugin``'s signature fragment of ``pod`` (None: it does not sign
-        it), computed once per cycle: Filter, Score and NormalizeScore all ask,
-        and a fragment cannot change within one synchronous cycle."""
-        key = self._fragment_key
-        if key[0] is not state or key[1] is not pod:
-            self._fragment_key = (state, pod)
-            self._fragment_memo = {}
-        memo = self._fragment_memo
-        name = plugin.name
-        if name in memo:
-            return memo[name]
-        fragment = plugin.sign_pod(pod) if isinstance(plugin, SignPlugin) else None
-        memo[name] = fragment
-        return fragment
-
-    def _signed_part(
-        self, state: CycleState, plugins: Sequence[P], pod: Pod
-    ) -> tuple[tuple[P, ...], tuple[Hashable, ...]]:
-        """The plugins that sign ``pod`` (in order) and their fragments."""
-        signed: list[P] = []
-        fragments: list[Hashable] = []
-        for plugin in plugins:
-            fragment = self._fragment(state, plugin, pod)
-            if fragment is not None:
-                signed.append(plugin)
-                fragments.append(fragment)
-        return tuple(signed), tuple(fragments)
-
-    def _verdict_table(
-        self,
-        cache: VerdictCache[V],
-        state: CycleState,
-        plugins: Sequence[Plugin],
-        pod: Pod,
-        node_count: int,
-    ) -> dict[str, tuple[int, V]] | None:
-        """The table for ``plugins`` when every one of them signs ``pod``."""
-        if not plugins:
-            return None
-        signed = self._signed_part(state, plugins, pod)
-        if len(signed[0]) != len(plugins):
-            return None
-        return cache.table(_signature(*signed), max_entries=2 * node_count + 16)
-
-    def _partial_verdict_table(
-        self,
-        cache: VerdictCache[V],
-        state: CycleState,
-        plugins: Sequence[P],
-        pod: Pod,
-        node_count: int,
-    ) -> tuple[dict[str, tuple[int, V]], tuple[P, ...]] | None:
-        """For ``plugins`` of which some but not all sign ``pod``: the table
-        of the signing ones' results, and those plugins (in order). A table
-        is the same whether its plugins were all of the cycle's or a part:
-        its signature names them."""
-        signed, fragments = self._signed_part(state, plugins, pod)
-        if not signed or len(signed) == len(plugins):
-            return None
-        table = cache.table(_signature(signed, fragments), max_entries=2 * node_count + 16)
-        return table, signed
-
-
-def _signature(plugins: Sequence[Plugin], fragments: tuple[Hashable, ...]) -> Hashable:
-    return (tuple(plugin.name for plugin in plugins), fragments)
+    def permit_wait(self, status: Code, seconds: float) -> None:
+        self._metrics.permit_wait(status, seconds)

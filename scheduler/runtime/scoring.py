@@ -1,10 +1,12 @@
 """PreScore, Score and NormalizeScore with upstream run semantics: Skip
-sets, the 0..100 range check, weights; node-local raw scores reused."""
+sets, the 0..100 range check, weights. Raw scores and NormalizeScore results
+are reused where the profile's ``VerdictSource`` allows
+(``scheduler.runtime.verdicts``)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from scheduler.framework.cycle_state import CycleState
 from scheduler.framework.interfaces import (
@@ -22,27 +24,48 @@ from scheduler.framework.types import (
 )
 from scheduler.runtime.points import (
     NO_SCORES,
-    ExtensionPoints,
+    PluginSet,
+    Recorder,
     code_of,
     score_failure,
 )
+from scheduler.runtime.verdicts import RawScoreRows, VerdictSource
 
 
-class ScoringPoints(ExtensionPoints):
+class Scoring:
+    """The PreScore, Score and NormalizeScore runner of one profile."""
+
+    __slots__ = ("_plugins", "_recorder", "_verdicts", "weights")
+
+    def __init__(
+        self,
+        plugins: PluginSet,
+        score_weights: Mapping[str, int],
+        recorder: Recorder,
+        verdicts: VerdictSource,
+    ) -> None:
+        self._plugins = plugins
+        self._recorder = recorder
+        self._verdicts = verdicts
+        # Every Score plugin's weight (at least 1): the profile's, else 1.
+        self.weights = {
+            plugin.name: max(1, score_weights.get(plugin.name, 1)) for plugin in plugins.score
+        }
+
     # ---------------------------------------------------- PreScore / Score
     def run_pre_score(
         self, state: CycleState, pod: Pod, nodes: Sequence[NodeInfo]
     ) -> Status | None:
         started = time.perf_counter()
         called: dict[str, int] = {}
-        for plugin in self.pre_score:
+        for plugin in self._plugins.pre_score:
             begun = time.perf_counter()
             called[plugin.name] = 1
             try:
                 status = plugin.pre_score(state, pod, nodes)
             except Exception as error:
                 status = Status.as_error(error)
-            self._plugin(state, plugin.name, ExtensionPoint.PRE_SCORE, status, begun)
+            self._recorder.plugin(state, plugin.name, ExtensionPoint.PRE_SCORE, status, begun)
             code = code_of(status)
             if code is Code.SKIP:
                 state.skip_score_plugins.add(plugin.name)
@@ -51,11 +74,11 @@ class ScoringPoints(ExtensionPoints):
                 final = Status.as_error(
                     f'running PreScore plugin "{plugin.name}": {status.message()}'
                 ).with_plugin(plugin.name)
-                self._evaluated(ExtensionPoint.PRE_SCORE, called)
-                self._observe(ExtensionPoint.PRE_SCORE, final, started)
+                self._recorder.evaluated(ExtensionPoint.PRE_SCORE, called)
+                self._recorder.observe(ExtensionPoint.PRE_SCORE, final, started)
                 return final
-        self._evaluated(ExtensionPoint.PRE_SCORE, called)
-        self._observe(ExtensionPoint.PRE_SCORE, None, started)
+        self._recorder.evaluated(ExtensionPoint.PRE_SCORE, called)
+        self._recorder.observe(ExtensionPoint.PRE_SCORE, None, started)
         return None
 
     def run_score(
@@ -65,10 +88,11 @@ class ScoringPoints(ExtensionPoints):
         check the 0..100 range, weigh and total (upstream ``RunScorePlugins``)."""
         started = time.perf_counter()
         skip = state.skip_score_plugins
-        plugins = [p for p in self.score if p.name not in skip] if skip else self.score
+        score = self._plugins.score
+        plugins = [p for p in score if p.name not in skip] if skip else score
         raw, status = self._raw_scores(state, plugins, pod, nodes)
         if status is not None:
-            self._observe(ExtensionPoint.SCORE, status, started)
+            self._recorder.observe(ExtensionPoint.SCORE, status, started)
             return NO_SCORES, status
         names = [node_info.name for node_info in nodes]
         totals = [0] * len(nodes)
@@ -76,7 +100,7 @@ class ScoringPoints(ExtensionPoints):
         for plugin, plugin_raw in zip(plugins, raw, strict=True):
             values, status = self._normalize(state, plugin, pod, names, plugin_raw)
             if status is not None:
-                self._observe(ExtensionPoint.SCORE, status, started)
+                self._recorder.observe(ExtensionPoint.SCORE, status, started)
                 return NO_SCORES, status
             if values and (min(values) < MIN_NODE_SCORE or max(values) > MAX_NODE_SCORE):
                 bad = next(v for v in values if not MIN_NODE_SCORE <= v <= MAX_NODE_SCORE)
@@ -85,7 +109,7 @@ class ScoringPoints(ExtensionPoints):
                     f"returns an invalid score {bad}, it should in the range of "
                     f"[{MIN_NODE_SCORE}, {MAX_NODE_SCORE}] after normalizing"
                 )
-                self._observe(ExtensionPoint.SCORE, final, started)
+                self._recorder.observe(ExtensionPoint.SCORE, final, started)
                 return NO_SCORES, final
             weight = self.weights[plugin.name]
             if weight != 1:
@@ -99,7 +123,7 @@ class ScoringPoints(ExtensionPoints):
             weighted,
             totals,
         )
-        self._observe(ExtensionPoint.SCORE, None, started)
+        self._recorder.observe(ExtensionPoint.SCORE, None, started)
         return result, None
 
     def _raw_scores(
@@ -109,53 +133,38 @@ class ScoringPoints(ExtensionPoints):
         pod: Pod,
         nodes: Sequence[NodeInfo],
     ) -> tuple[list[list[int]], Status | None]:
-        """Each plugin's score per node before NormalizeScore. Reused from an
-        earlier cycle for a node whose NodeInfo has not changed when every
-        plugin signs the pod (see ``verdicts``)."""
-        size = max(self._cluster_size, len(nodes))
-        table = self._verdict_table(self._score_verdicts, state, plugins, pod, size)
-        if table is None:
-            partial = self._partial_verdict_table(self._score_verdicts, state, plugins, pod, size)
-            if partial is not None:
-                return self._partially_reused_scores(state, plugins, partial, pod, nodes)
+        """Each plugin's score per node before NormalizeScore. The rows of the
+        plugins that sign the pod are reused for nodes whose NodeInfo has not
+        changed, the others computed for every node; each plugin's column is
+        what it would be if everything were computed (Score has no side
+        effects)."""
+        reuse = self._verdicts.score_reuse(state, pod, plugins, len(nodes))
+        if reuse is None:
             raw: list[list[int]] = []
             for plugin in plugins:
                 values, status = self._score_plugin(state, plugin, pod, nodes)
                 if status is not None:
                     return [], status
                 raw.append(values)
-            self._evaluated(ExtensionPoint.SCORE, {p.name: len(nodes) for p in plugins})
+            self._recorder.evaluated(ExtensionPoint.SCORE, {p.name: len(nodes) for p in plugins})
             return raw, None
-        rows, computed_nodes, status = _reused_rows(table, plugins, state, pod, nodes)
-        if status is not None:
-            return [], status
-        self._evaluated(ExtensionPoint.SCORE, {p.name: computed_nodes for p in plugins})
-        if not rows:
-            return [[] for _ in plugins], None
-        return [list(column) for column in zip(*rows, strict=True)], None
-
-    def _partially_reused_scores(
-        self,
-        state: CycleState,
-        plugins: Sequence[ScorePlugin],
-        partial: tuple[dict[str, tuple[int, tuple[int, ...]]], tuple[ScorePlugin, ...]],
-        pod: Pod,
-        nodes: Sequence[NodeInfo],
-    ) -> tuple[list[list[int]], Status | None]:
-        """Raw scores when only some plugins sign the pod: the signing ones'
-        per-node rows reused while the node's generation is unchanged, the
-        others computed for every node; each plugin's column is what it would
-        be if everything were computed (Score has no side effects)."""
-        table, signed = partial
+        table, signed = reuse
         rows, computed_nodes, status = _reused_rows(table, signed, state, pod, nodes)
         if status is not None:
             return [], status
+        if len(signed) == len(plugins):  # all reused: no per-plugin lookup
+            self._recorder.evaluated(
+                ExtensionPoint.SCORE, {p.name: computed_nodes for p in plugins}
+            )
+            if not rows:
+                return [[] for _ in plugins], None
+            return [list(column) for column in zip(*rows, strict=True)], None
         columns = (
             dict(zip((p.name for p in signed), map(list, zip(*rows, strict=True)), strict=True))
             if rows
             else {p.name: [] for p in signed}
         )
-        raw: list[list[int]] = []
+        raw = []
         counts: dict[str, int] = {}
         for plugin in plugins:
             column = columns.get(plugin.name)
@@ -167,7 +176,7 @@ class ScoringPoints(ExtensionPoints):
             else:
                 counts[plugin.name] = computed_nodes
             raw.append(column)
-        self._evaluated(ExtensionPoint.SCORE, counts)
+        self._recorder.evaluated(ExtensionPoint.SCORE, counts)
         return raw, None
 
     def _score_plugin(
@@ -186,7 +195,7 @@ class ScoringPoints(ExtensionPoints):
             if status is not None and status.code is not Code.SUCCESS:
                 return [], score_failure(plugin.name, status)
             append(value)
-        self._plugin(state, plugin.name, ExtensionPoint.SCORE, None, begun)
+        self._recorder.plugin(state, plugin.name, ExtensionPoint.SCORE, None, begun)
         return values, None
 
     def _normalize(
@@ -197,17 +206,14 @@ class ScoringPoints(ExtensionPoints):
         names: list[str],
         values: list[int],
     ) -> tuple[list[int], Status | None]:
-        """NormalizeScore of one plugin. For a plugin that signs the pod, the
-        result for the same fragment, nodes and raw scores as last cycle is
-        reused: normalizing is a pure function of those."""
+        """NormalizeScore of one plugin; the result for the same input as
+        last cycle is reused where the ``VerdictSource`` allows."""
         extensions = plugin.score_extensions()
         if extensions is None:
             return values, None
-        fragment = self._fragment(state, plugin, pod)
-        if fragment is not None:
-            last = self._normalized.get(plugin.name)
-            if last is not None and last[0] == fragment and last[2] == values and last[1] == names:
-                return list(last[3]), None
+        reused = self._verdicts.reused_normalized(state, plugin, pod, names, values)
+        if reused is not None:
+            return reused, None
         begun = time.perf_counter()
         node_scores: list[NodeScore] = []
         try:
@@ -219,20 +225,19 @@ class ScoringPoints(ExtensionPoints):
                 status = None
         except Exception as error:
             fast, status = None, Status.as_error(error)
-        self._plugin(state, plugin.name, ExtensionPoint.NORMALIZE_SCORE, status, begun)
+        self._recorder.plugin(state, plugin.name, ExtensionPoint.NORMALIZE_SCORE, status, begun)
         if status is not None and status.code is not Code.SUCCESS:
             return [], Status.as_error(
                 f'running Normalize on Score plugins: plugin "{plugin.name}" failed with: '
                 f"{status.message()}"
             )
         result = fast if fast is not None else [node_score.score for node_score in node_scores]
-        if fragment is not None:
-            self._normalized[plugin.name] = (fragment, names, values, result)
+        self._verdicts.keep_normalized(state, plugin, pod, names, values, result=result)
         return list(result), None
 
 
 def _reused_rows(
-    table: dict[str, tuple[int, tuple[int, ...]]],
+    table: RawScoreRows,
     plugins: Sequence[ScorePlugin],
     state: CycleState,
     pod: Pod,

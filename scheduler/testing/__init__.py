@@ -8,6 +8,11 @@ framework does, without a cluster.
     plugin = build_plugin(SPEC, {"label": "pool", "allowed": ["blue"]})
     status = run_filter(plugin, make_pod("p"), make_node("n", labels={"pool": "red"}))
 
+``check_signature_promise(plugin, pods, nodes)`` checks the promise of a
+plugin implementing ``SignPlugin``: pods with equal signature fragments get
+equal verdicts and scores on every node, whatever the other nodes of the
+cycle (the framework reuses results on that promise).
+
 ``PodBuilder``/``NodeBuilder`` (``scheduler.testing.builders``) build any pod or
 node the scheduler's own tests build; ``ConfigError`` is what ``build_plugin``
 raises for arguments a configuration would refuse.
@@ -20,7 +25,7 @@ own tests); everything returned is the framework's own type (``Pod``,
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from scheduler.config.errors import ConfigError, Problem
@@ -37,6 +42,7 @@ from scheduler.framework import (
     PreFilterPlugin,
     PreScorePlugin,
     ScorePlugin,
+    SignPlugin,
     Status,
 )
 from scheduler.testing.builders import NodeBuilder, PodBuilder
@@ -46,6 +52,7 @@ __all__ = [
     "NodeBuilder",
     "PodBuilder",
     "build_plugin",
+    "check_signature_promise",
     "make_node",
     "make_pod",
     "run_filter",
@@ -160,3 +167,139 @@ def run_score(plugin: Plugin, pod: Pod, nodes: Sequence[NodeInfo]) -> dict[str, 
     if extensions is not None:
         extensions.normalize_score(state, pod, scores)
     return {each.name: each.score for each in scores}
+
+
+# What a plugin decides for a pod on one node in one cycle, comparable:
+# ("fits",), ("skipped",), ("narrowed out",) or (stage, code, reasons).
+Verdict = tuple[object, ...]
+
+
+def _verdict(stage: str, status: Status) -> Verdict:
+    return (stage, status.code.label, tuple(status.reasons))
+
+
+def _cycle(
+    plugin: Plugin, pod: Pod, nodes: Sequence[NodeInfo]
+) -> tuple[dict[str, Verdict], dict[str, int] | None, tuple[int, ...] | None]:
+    """One cycle of ``plugin`` alone over ``nodes``, as the framework runs it:
+    each node's PreFilter/Filter verdict; the raw scores (before
+    NormalizeScore) of the nodes that passed, by node; the normalized scores
+    in node order (None: the plugin does not score, or skipped)."""
+    state = CycleState()
+    verdicts: dict[str, Verdict] = {}
+    feasible: list[NodeInfo] = []
+    narrowed: set[str] | None = None
+    rejected: Verdict | None = None
+    skip_filter = False
+    if isinstance(plugin, PreFilterPlugin):
+        result, status = plugin.pre_filter(state, pod, nodes)
+        if status is not None and status.code is Code.SKIP:
+            skip_filter = True
+        elif status is not None and not status.is_success():
+            rejected = _verdict("PreFilter", status)
+        elif result is not None and result.node_names is not None:
+            narrowed = set(result.node_names)
+    for node in nodes:
+        if rejected is not None:
+            verdicts[node.name] = rejected
+        elif narrowed is not None and node.name not in narrowed:
+            verdicts[node.name] = ("narrowed out",)
+        elif skip_filter or not isinstance(plugin, FilterPlugin):
+            verdicts[node.name] = ("skipped",) if skip_filter else ("fits",)
+            feasible.append(node)
+        else:
+            status = plugin.filter(state, pod, node)
+            if status is None or status.is_success():
+                verdicts[node.name] = ("fits",)
+                feasible.append(node)
+            else:
+                verdicts[node.name] = _verdict("Filter", status)
+    if not isinstance(plugin, ScorePlugin) or not feasible:
+        return verdicts, None, None
+    if isinstance(plugin, PreScorePlugin):
+        status = plugin.pre_score(state, pod, feasible)
+        if status is not None and status.code is Code.SKIP:
+            return verdicts, None, None
+        if status is not None and not status.is_success():
+            verdicts = {name: _verdict("PreScore", status) for name in verdicts}
+            return verdicts, None, None
+    raw: dict[str, int] = {}
+    for node in feasible:
+        value, status = plugin.score(state, pod, node)
+        if status is not None and not status.is_success():
+            verdicts[node.name] = _verdict("Score", status)
+        else:
+            raw[node.name] = value
+    scores = [NodeScore(name, value) for name, value in raw.items()]
+    extensions = plugin.score_extensions()
+    if extensions is not None:
+        extensions.normalize_score(state, pod, scores)
+    return verdicts, raw, tuple(each.score for each in scores)
+
+
+def check_signature_promise(
+    plugin: Plugin, pods: Sequence[Pod], nodes: Sequence[NodeInfo], *, alone: bool = True
+) -> int:
+    """Check ``plugin``'s ``SignPlugin`` promise over ``pods`` and ``nodes``:
+    pods whose ``sign_pod`` fragments are equal get equal PreFilter/Filter
+    verdicts and equal Score results (raw per node, and normalized) on every
+    node, in a cycle over all ``nodes``; with ``alone``, also each pod's
+    result for a node in a cycle of that node alone equals its result among
+    all of them (a reused result was computed in another cycle, over other
+    nodes). Pods the plugin does not sign (None) are left out.
+
+    Returns the number of comparisons made (pod pairs x nodes); raises
+    AssertionError naming the pods, the node and both results when the
+    promise is broken, or when no two pods share a fragment (the check would
+    prove nothing: add pods that differ only in what the plugin ignores).
+    TypeError when ``plugin`` does not implement SignPlugin."""
+    if not isinstance(plugin, SignPlugin):
+        raise TypeError(f"plugin {plugin.name!r} does not implement SignPlugin")
+    groups: dict[Hashable, list[Pod]] = {}
+    for pod in pods:
+        fragment = plugin.sign_pod(pod)
+        if fragment is not None:
+            groups.setdefault(fragment, []).append(pod)
+    compared = 0
+    for fragment, group in groups.items():
+        outcomes = [_cycle(plugin, pod, nodes) for pod in group]
+        first, (verdicts, raw, normalized) = group[0], outcomes[0]
+        for pod, (other_verdicts, other_raw, other_normalized) in zip(
+            group[1:], outcomes[1:], strict=True
+        ):
+            pair = f"{plugin.name}: pods {first.key} and {pod.key} (signature {fragment!r})"
+            for node in nodes:
+                compared += 1
+                if verdicts[node.name] != other_verdicts[node.name]:
+                    raise AssertionError(
+                        f"{pair} get different verdicts on node {node.name}: "
+                        f"{verdicts[node.name]} and {other_verdicts[node.name]}"
+                    )
+                mine = None if raw is None else raw.get(node.name)
+                theirs = None if other_raw is None else other_raw.get(node.name)
+                if mine != theirs:
+                    raise AssertionError(
+                        f"{pair} get different scores on node {node.name}: {mine} and {theirs}"
+                    )
+            if normalized != other_normalized:
+                raise AssertionError(
+                    f"{pair} get different normalized scores: {normalized} and {other_normalized}"
+                )
+        if alone:
+            for pod, (all_verdicts, all_raw, _) in zip(group, outcomes, strict=True):
+                for node in nodes:
+                    one_verdicts, one_raw, _ = _cycle(plugin, pod, [node])
+                    if one_verdicts[node.name] != all_verdicts[node.name] or (
+                        None if one_raw is None else one_raw.get(node.name)
+                    ) != (None if all_raw is None else all_raw.get(node.name)):
+                        raise AssertionError(
+                            f"{plugin.name}: pod {pod.key} on node {node.name} alone gets "
+                            f"{one_verdicts[node.name]} (score {one_raw}), among all nodes "
+                            f"{all_verdicts[node.name]} (score {all_raw})"
+                        )
+    if not compared:
+        raise AssertionError(
+            f"{plugin.name}: no two of the {len(pods)} pods share a signature; "
+            "the check proves nothing"
+        )
+    return compared

@@ -1,13 +1,23 @@
 """The plugins through pyscheduler's public test helpers (scheduler.testing):
 arguments validated as a KubeSchedulerConfiguration would, Filter and Score
-run as the framework runs them."""
+run as the framework runs them, the SignPlugin promise checked, the queueing
+hint of PoolFilter's registered event."""
 
 from __future__ import annotations
 
 import pytest
-from pool_plugins import POOL_FILTER, PREFER_POOL, PoolFilterArgs
+from pool_plugins import POOL_FILTER, PREFER_POOL, PoolFilter, PoolFilterArgs
 
-from scheduler.testing import ConfigError, build_plugin, make_node, make_pod, run_filter, run_score
+from scheduler.framework import ActionType, EventResource, QueueingHint
+from scheduler.testing import (
+    ConfigError,
+    build_plugin,
+    check_signature_promise,
+    make_node,
+    make_pod,
+    run_filter,
+    run_score,
+)
 
 BLUE = make_node("blue-1", labels={"example.com/pool": "blue"})
 GREEN = make_node("green-1", labels={"example.com/pool": "green"})
@@ -61,3 +71,39 @@ def test_bad_args_are_refused_with_the_field(spec: object, args: dict, problem: 
         build_plugin(spec, args)  # type: ignore[arg-type]
 
     assert problem in str(error.value)
+
+
+PODS = [
+    make_pod("a"),
+    make_pod("b", labels={"app": "web"}),
+    make_pod("c", requests={"cpu": "1"}, node_selector={"disk": "ssd"}),
+]
+
+
+@pytest.mark.parametrize(
+    ("spec", "args"),
+    [(POOL_FILTER, {"allowed": ["blue", "green"]}), (PREFER_POOL, {"preferred": "green"})],
+    ids=["PoolFilter", "PreferPool"],
+)
+def test_pods_of_one_signature_get_the_same_results(spec: object, args: dict) -> None:
+    plugin = build_plugin(spec, args)  # type: ignore[arg-type]
+
+    assert check_signature_promise(plugin, PODS, [BLUE, GREEN, RED, NONE]) > 0
+
+
+@pytest.mark.parametrize(
+    ("node", "hint"),
+    [(BLUE, QueueingHint.QUEUE), (RED, QueueingHint.QUEUE_SKIP), (NONE, QueueingHint.QUEUE_SKIP)],
+    ids=["now blue", "now red", "no pool"],
+)
+def test_only_a_node_in_an_allowed_pool_requeues_a_rejected_pod(
+    node: object, hint: QueueingHint
+) -> None:
+    plugin = build_plugin(POOL_FILTER, {"allowed": ["blue"]})
+    assert isinstance(plugin, PoolFilter)
+    (registered,) = plugin.events_to_register()
+    assert registered.event.resource is EventResource.NODE
+    assert registered.event.action & ActionType.UPDATE_NODE_LABEL
+    assert registered.hint is not None
+
+    assert registered.hint(make_pod("p"), None, node.node) is hint  # type: ignore[attr-defined]

@@ -38,6 +38,7 @@ from scheduler.framework import (
 )
 from scheduler.framework.types import NominatingInfo, NominatingMode
 from scheduler.runtime.framework import Framework
+from scheduler.runtime.verdicts import VerdictSource
 from scheduler.runtime.waiting import WaitingPods
 
 Log = list[str]
@@ -328,6 +329,7 @@ def make_framework(
     waiting: WaitingPods | None = None,
     metrics: RecordingFrameworkMetrics | None = None,
     profile: str = PROFILE,
+    verdicts: VerdictSource | None = None,
 ) -> Framework:
     by_point: dict[ExtensionPoint, Sequence[Plugin]] = {
         ExtensionPoint.PRE_FILTER: pre_filter,
@@ -347,4 +349,5 @@ def make_framework(
         dict(weights or {}),
         waiting if waiting is not None else WaitingPods(),
         metrics,
+        verdicts=verdicts,
     )

@@ -14,6 +14,7 @@ from scheduler.cycle.algorithm import Algorithm
 from scheduler.framework import (
     CycleState,
     ExtensionPoint,
+    FilterPlugin,
     NodeInfo,
     NodeScore,
     Pod,
@@ -23,7 +24,8 @@ from scheduler.framework import (
 )
 from scheduler.framework.objects import parse_node
 from scheduler.framework.types import FitError
-from scheduler.runtime.verdicts import VerdictCache
+from scheduler.runtime.nodefilter import NodeFilter, RunsFilters
+from scheduler.runtime.verdicts import NoReuse, VerdictCache
 from tests.support.builders import make_node, make_pod
 from tests.unit.engine.plugins import (
     FilterStub,
@@ -235,8 +237,8 @@ class UnsignedCrowdFilter(CrowdFilter):
 
 @pytest.mark.parametrize("nodes", [pytest.param(7, id="7 nodes"), pytest.param(300, id="300")])
 def test_the_filter_walk_with_reused_verdicts_equals_the_plain_one(nodes: int) -> None:
-    """Windows of reused verdicts (``_pass_with_verdicts``) against every
-    Filter run for every node: same hosts, start index and rejections."""
+    """Windows of reused verdicts (``ReuseAll``) against every Filter run for
+    every node: same hosts, start index and rejections."""
     rejects = {f"n{index}": Status.unschedulable("no") for index in range(0, nodes, 5)}
 
     def run(filter_plugin: CrowdFilter) -> list[tuple[str, int]]:
@@ -257,3 +259,59 @@ def test_the_filter_walk_with_reused_verdicts_equals_the_plain_one(nodes: int) -
     plain = run(UnsignedCrowdFilter("F", rejects, limit=2))
     assert reused == plain
     assert any(host == "-" for host, _ in reused), "the cluster fills up"
+
+
+# ------------------------------------------------------ the verdict source seam
+class RecordingSource(NoReuse):
+    """NoReuse that records which nodes the walk asked it about."""
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def node_filter(
+        self,
+        runner: RunsFilters,
+        state: CycleState,
+        pod: Pod,
+        filters: tuple[FilterPlugin, ...],
+        node_count: int,
+    ) -> NodeFilter:
+        return Recording(super().node_filter(runner, state, pod, filters, node_count), self.asked)
+
+
+class Recording:
+    """The NodeFilter of NoReuse, recording the nodes it is asked to run."""
+
+    def __init__(self, inner: NodeFilter, asked: list[str]) -> None:
+        self._inner, self._asked = inner, asked
+        self.reused = inner.reused
+        self.passed, self.rejected_by = 0, inner.rejected_by
+
+    def run(self, node_info: NodeInfo) -> Status | None:
+        self._asked.append(node_info.name)
+        status = self._inner.run(node_info)
+        self.passed = self._inner.passed
+        return status
+
+
+def test_the_filter_walk_asks_the_frameworks_verdict_source_for_every_node() -> None:
+    cache = cluster(4)
+    source = RecordingSource()
+    framework = make_framework(
+        filter=[CountingFilter("F", {"n2": Status.unschedulable("no")})],
+        score=[CountingScore("S")],
+        verdicts=source,
+    )
+    assert source.asked == []
+    place(cache, Algorithm(random.Random(1)), framework, Snapshot(), 0)
+    assert sorted(source.asked) == ["n0", "n1", "n2", "n3"]
+
+
+def test_without_reuse_every_filter_and_score_runs_every_cycle() -> None:
+    cache = cluster(5)
+    filter_plugin, score_plugin = CountingFilter("F"), CountingScore("S")
+    framework = make_framework(filter=[filter_plugin], score=[score_plugin], verdicts=NoReuse())
+    algorithm, snapshot = Algorithm(random.Random(1)), Snapshot()
+    for index in range(3):
+        place(cache, algorithm, framework, snapshot, index)
+    assert (filter_plugin.calls, score_plugin.calls) == (15, 15)

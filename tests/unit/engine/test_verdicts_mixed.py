@@ -20,6 +20,8 @@ from scheduler.cycle.algorithm import Algorithm, ScheduleResult
 from scheduler.framework import CycleState, Handle, Pod, SignPlugin, parse_node, parse_pod
 from scheduler.framework.types import FitError
 from scheduler.runtime.framework import Framework
+from scheduler.runtime.nodefilter import ReuseAll, ReusePart
+from scheduler.runtime.verdicts import NoReuse
 from tests.support.builders import make_node, make_pod
 from tests.unit.engine.plugins import make_framework
 from tests.unit.plugins.support import FakeHandle, FakeInformers
@@ -128,14 +130,15 @@ def test_pods_the_other_plugins_skip_keep_node_local_reuse() -> None:
     mixed.framework.run_pre_filter(state, plain, mixed.snapshot.node_info_list)
     filters = mixed.framework.active_filters(state)
     assert [plugin.name for plugin in filters] == [taint_toleration.NAME]
-    assert mixed.framework.filter_verdicts(state, plain, filters, 3) is not None
+    assert isinstance(mixed.framework.node_filter(state, plain, filters, 3), ReuseAll)
 
     affine = parse_pod(make_pod("q").uid("q").required_pod_anti_affinity(ZONE, app="web").obj())
     state = CycleState()
     mixed.framework.run_pre_filter(state, affine, mixed.snapshot.node_info_list)
     filters = mixed.framework.active_filters(state)
     assert inter_pod_affinity.NAME in [plugin.name for plugin in filters]
-    assert mixed.framework.filter_verdicts(state, affine, filters, 3) is None, "no reuse"
+    node_filter = mixed.framework.node_filter(state, affine, filters, 3)
+    assert not isinstance(node_filter, ReuseAll), "no reuse of every verdict"
 
 
 # ------------------------------------------------- partial reuse (node-local part)
@@ -146,10 +149,11 @@ def test_with_the_other_plugins_active_the_node_local_part_is_still_reused() -> 
     mixed.cache.update_snapshot(mixed.snapshot)
     mixed.framework.run_pre_filter(state, affine, mixed.snapshot.node_info_list)
     filters = mixed.framework.active_filters(state)
-    partial = mixed.framework.partial_filter_verdicts(state, affine, filters, 3)
-    assert partial is not None
+    partial = mixed.framework.node_filter(state, affine, filters, 3)
+    assert isinstance(partial, ReusePart)
+    assert not partial.table
     for node_info in mixed.snapshot.node_info_list:
-        assert partial.run(mixed.framework, state, affine, node_info) is None
+        assert partial.run(node_info) is None
     assert set(partial.table) == {"a1", "a2", "b1"}, "TaintToleration's verdicts kept per node"
 
 
@@ -163,7 +167,7 @@ ORDERS: list[FilterOrder] = [
 
 class Profile(Mixed):
     """``Mixed`` with five nodes and the Filter/Score order given; optionally
-    never reusing anything partially (the reference: every plugin runs)."""
+    never reusing anything (the reference: every plugin runs)."""
 
     def __init__(self, order: FilterOrder, *, reuse: bool) -> None:
         super().__init__()
@@ -177,10 +181,8 @@ class Profile(Mixed):
             filter=ordered,
             pre_score=ordered,
             score=ordered,
+            verdicts=None if reuse else NoReuse(),
         )
-        if not reuse:
-            self.framework.partial_filter_verdicts = lambda *args: None  # type: ignore[method-assign]
-            self.framework._partial_verdict_table = lambda *args: None  # type: ignore[method-assign]
 
 
 def _random_pod(rng: random.Random, index: int) -> Pod:
