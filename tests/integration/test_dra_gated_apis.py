@@ -16,9 +16,9 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 from kubernetes_asyncio import client
@@ -235,6 +235,46 @@ async def test_a_device_taint_rule_keeps_intolerant_pods_off_its_device(  # noqa
 
 
 # ------------------------------------------------ against upstream's scheduler
+class _Devices(Protocol):
+    """What ``run`` needs of a topology, and its publish/remove steps."""
+
+    api: Any
+
+    async def publish(self) -> None: ...
+
+    async def remove(self) -> None: ...
+
+    def claims(self) -> list[tuple[str, dict[str, Any]]]: ...
+
+
+async def _ours_then_upstream(
+    plane: ControlPlane,
+    core: client.CoreV1Api,
+    tmp_path: Path,
+    *,
+    gates: str,
+    prefix: str,
+    devices_for: Callable[[str], _Devices],
+) -> tuple[dict[str, Outcome], dict[str, Outcome]]:
+    """The same claims, each scheduler in its own namespace on its own copy
+    of the devices (published before, removed after), ours first."""
+    tag = secrets.token_hex(3)
+    outcomes = []
+    for who, profile, runner in (
+        ("ours", OURS_PROFILE, ours_runner(plane.kubeconfig, gates)),
+        ("upstream", UPSTREAM_PROFILE, upstream_runner(plane, tmp_path, gates)),
+    ):
+        namespace = f"{prefix}-{who}-{tag}"
+        await core.create_namespace({"metadata": {"name": namespace}})
+        devices = devices_for(who)
+        try:
+            await devices.publish()
+            outcomes.append(await run(core, devices, namespace, profile, runner))  # type: ignore[arg-type]
+        finally:
+            await devices.remove()
+    return outcomes[0], outcomes[1]
+
+
 class ListTopology:
     """One node's devices with a list attribute ``numa`` for one driver (the
     interface ``test_differential_dra.run`` reads: ``api``, ``claims()``).
@@ -377,25 +417,16 @@ async def test_list_attributes_agree_with_upstream_kube_scheduler(
     gates: str,
     expected_unschedulable: set[str],
 ) -> None:
-    plane = control_plane.require_plane()
-    core = client.CoreV1Api(kube)
     api = client.ResourceV1Api(kube)
     node = await nodes.create(make_node("lists-diff").obj())
-    tag = secrets.token_hex(3)
-    namespaces = (f"lists-ours-{tag}", f"lists-upstream-{tag}")
-    for namespace in namespaces:
-        await core.create_namespace({"metadata": {"name": namespace}})
-    outcomes = []
-    for namespace, who, profile, runner in (
-        (namespaces[0], "ours", OURS_PROFILE, ours_runner(plane.kubeconfig, gates)),
-        (namespaces[1], "upstream", UPSTREAM_PROFILE, upstream_runner(plane, tmp_path, gates)),
-    ):
-        devices = ListTopology(api, node, who)
-        try:
-            await devices.publish()
-            outcomes.append(await run(core, devices, namespace, profile, runner))  # type: ignore[arg-type]
-        finally:
-            await devices.remove()
+    outcomes = await _ours_then_upstream(
+        control_plane.require_plane(),
+        client.CoreV1Api(kube),
+        tmp_path,
+        gates=gates,
+        prefix="lists",
+        devices_for=lambda who: ListTopology(api, node, who),
+    )
     ours, upstream = (
         {name: _cel_detail(outcome) for name, outcome in run_.items()} for run_ in outcomes
     )
@@ -453,25 +484,15 @@ async def test_device_taint_rules_agree_with_upstream_kube_scheduler(
     gates: str,
     expected_unschedulable: set[str],
 ) -> None:
-    plane = control_plane.require_plane()
-    core = client.CoreV1Api(kube)
     node = await nodes.create(make_node("ruled-diff").obj())
-    tag = secrets.token_hex(3)
-    namespaces = (f"rules-ours-{tag}", f"rules-upstream-{tag}")
-    for namespace in namespaces:
-        await core.create_namespace({"metadata": {"name": namespace}})
-    outcomes = []
-    for namespace, who, profile, runner in (
-        (namespaces[0], "ours", OURS_PROFILE, ours_runner(plane.kubeconfig, gates)),
-        (namespaces[1], "upstream", UPSTREAM_PROFILE, upstream_runner(plane, tmp_path, gates)),
-    ):
-        devices = RuledTopology(kube, node, who)
-        try:
-            await devices.publish()
-            outcomes.append(await run(core, devices, namespace, profile, runner))  # type: ignore[arg-type]
-        finally:
-            await devices.remove()
-    ours, upstream = outcomes
+    ours, upstream = await _ours_then_upstream(
+        control_plane.require_plane(),
+        client.CoreV1Api(kube),
+        tmp_path,
+        gates=gates,
+        prefix="rules",
+        devices_for=lambda who: RuledTopology(kube, node, who),
+    )
     assert {name for name, outcome in ours.items() if not outcome.scheduled} == (
         expected_unschedulable
     ), ours
