@@ -35,29 +35,13 @@ from scheduler.kube.resources import KNOWN_RESOURCES, VIRTUAL_MACHINES
 from tests.support.builders import make_config_map, make_node, make_pod, make_vm
 from tests.support.cluster import Cluster, NodePool
 from tests.support.kubeapi import condition, read_json, read_pod
-from tests.support.neonvm import GROUP, VERSION, install_neonvm_crds
+from tests.support.neonvm import GROUP, VERSION, enforcer_config, install_neonvm_crds
 from tests.support.ops import kubeconfig_token, ops_get
 from tests.support.scheduler import running_scheduler, scheduler_config, unique_scheduler_name
 from tests.support.wait import eventually
 
 GI = 2**30
 CONFIG_NAMESPACE = "kube-system"
-
-
-def enforcer_config(name: str, *, watermark: float = 0.9, **extra: Any) -> str:
-    return orjson.dumps(
-        {
-            "nodeDefaults": {
-                "cpu": {"watermark": watermark, "system": "0"},
-                "memory": {"watermark": watermark, "system": "0"},
-                "computeUnit": {"vCPUs": 1, "mem": 1},
-            },
-            "memBlockSize": "1Gi",
-            "schedulerName": name,
-            "doMigration": False,
-            **extra,
-        }
-    ).decode()
 
 
 class Env:

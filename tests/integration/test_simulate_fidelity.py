@@ -49,7 +49,7 @@ from tests.support.differential import (
 )
 from tests.support.drabuilders import Obj, make_claim, pod_uses_claim
 from tests.support.kubeapi import condition, create_all, list_pods, read_json
-from tests.support.neonvm import GROUP, VERSION, install_neonvm_crds
+from tests.support.neonvm import GROUP, VERSION, enforcer_config, install_neonvm_crds
 from tests.support.scheduler import running_scheduler, scheduler_config, unique_scheduler_name
 from tests.support.snapshot import kubectl_snapshot
 from tests.support.wait import eventually
@@ -177,21 +177,6 @@ def _enforcer_scheduler_config(name: str, config_map: str) -> str:
     )
 
 
-def _enforcer_config(name: str) -> str:
-    return json.dumps(
-        {
-            "nodeDefaults": {
-                "cpu": {"watermark": 0.9, "system": "0"},
-                "memory": {"watermark": 0.9, "system": "0"},
-                "computeUnit": {"vCPUs": 1, "mem": 1},
-            },
-            "memBlockSize": "1Gi",
-            "schedulerName": name,
-            "doMigration": False,
-        }
-    )
-
-
 async def test_simulate_matches_the_live_scheduler_with_autoscale_enforcer(
     control_plane: Cluster,
     kube: client.ApiClient,
@@ -209,7 +194,7 @@ async def test_simulate_matches_the_live_scheduler_with_autoscale_enforcer(
     name = unique_scheduler_name()
     config_map = f"enforcer-{secrets.token_hex(3)}"
     body = make_config_map(
-        config_map, ENFORCER_CONFIG_NAMESPACE, {CONFIG_MAP_KEY: _enforcer_config(name)}
+        config_map, ENFORCER_CONFIG_NAMESPACE, {CONFIG_MAP_KEY: enforcer_config(name)}
     )
     del body["metadata"]["uid"]
     await core.create_namespaced_config_map(ENFORCER_CONFIG_NAMESPACE, body)

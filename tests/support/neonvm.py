@@ -1,4 +1,5 @@
-"""Install our minimal NeonVM CRDs (``neonvm-crds.yaml``) into a test cluster.
+"""Install our minimal NeonVM CRDs (``neonvm-crds.yaml``) into a test cluster,
+and write the AutoscaleEnforcer's configuration document (``enforcer_config``).
 
 Idempotent: an existing definition is kept. Returns once both kinds are
 Established and served, so a VirtualMachine can be created right after.
@@ -9,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import orjson
 import yaml
 from kubernetes_asyncio import client
 
@@ -52,3 +54,22 @@ async def install_neonvm_crds(kube: client.ApiClient) -> None:
         return True
 
     await eventually(served, timeout=30, what="NeonVM CRDs served")
+
+
+def enforcer_config(name: str, *, watermark: float = 0.9, **extra: Any) -> str:
+    """The AutoscaleEnforcer's JSON configuration for scheduler ``name``: one
+    vCPU / 1 GiB compute unit, 1Gi memory blocks, no migration, ``watermark``
+    for CPU and memory, plus ``extra`` top-level keys."""
+    return orjson.dumps(
+        {
+            "nodeDefaults": {
+                "cpu": {"watermark": watermark, "system": "0"},
+                "memory": {"watermark": watermark, "system": "0"},
+                "computeUnit": {"vCPUs": 1, "mem": 1},
+            },
+            "memBlockSize": "1Gi",
+            "schedulerName": name,
+            "doMigration": False,
+            **extra,
+        }
+    ).decode()

@@ -33,7 +33,7 @@ from scheduler.services.process import ProcessListener
 from tests.integration.chaos.harness import Scene, assert_in_flight, size, verdict
 from tests.support.builders import make_config_map, make_vm
 from tests.support.faultproxy import Kind
-from tests.support.neonvm import GROUP, VERSION, install_neonvm_crds
+from tests.support.neonvm import GROUP, VERSION, enforcer_config, install_neonvm_crds
 from tests.support.scheduler import running_scheduler, scheduler_config
 from tests.support.wait import ConditionTimeout, eventually
 
@@ -43,21 +43,6 @@ VM_PODS = 20 if size().pods >= 500 else 10
 CONFIG_NAMESPACE = "kube-system"
 AGENT_PERIOD_SECONDS = 0.1  # each agent asks this often
 REPO = Path(__file__).resolve().parents[3]
-
-
-def _enforcer_config(name: str) -> str:
-    return orjson.dumps(
-        {
-            "nodeDefaults": {
-                "cpu": {"watermark": 0.9, "system": "0"},
-                "memory": {"watermark": 0.9, "system": "0"},
-                "computeUnit": {"vCPUs": 1, "mem": 1},
-            },
-            "memBlockSize": "1Gi",
-            "schedulerName": name,
-            "doMigration": False,
-        }
-    ).decode()
 
 
 def _profile(config_map: str) -> str:
@@ -85,7 +70,7 @@ async def enforced(scene: Scene) -> AsyncIterator[tuple[SchedulerApp, ProcessLis
     custom = client.CustomObjectsApi(scene.kube)
     config_map = f"chaos-enforcer-{secrets.token_hex(3)}"
     body = make_config_map(
-        config_map, CONFIG_NAMESPACE, {CONFIG_MAP_KEY: _enforcer_config(burst.name)}
+        config_map, CONFIG_NAMESPACE, {CONFIG_MAP_KEY: enforcer_config(burst.name)}
     )
     del body["metadata"]["uid"]
     await core.create_namespaced_config_map(CONFIG_NAMESPACE, body)
