@@ -34,7 +34,7 @@ node:
 	@nice -n 10 hack/build-node.sh >/dev/null
 
 test: venv controlplane
-	-@$(MAKE) --no-print-directory tools  # a failed build: those tests skip, saying so
+	-@$(MAKE) --no-print-directory tools  # a failed build: those tests fail, saying so
 	$(BIN)/pytest
 
 # The end-to-end suite (issue 26): as root on Debian 12, installs containerd,

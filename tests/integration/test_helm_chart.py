@@ -6,7 +6,8 @@ Deployment's reference to it, as kustomize's configMapGenerator does.
 Rendered with ``helm template`` (helm built from the pinned module in
 hack/helm by hack/build-helm.sh, cached like the control plane) and
 ``kubectl kustomize`` (the pinned kubectl of the control-plane binary); no
-cluster needed. Skipped, saying why, only when helm cannot be built here.
+cluster needed. If helm cannot be built here the tests fail, saying so
+(``tests.support.gotools``): never skipped.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import pytest
 import yaml
 
 from localcluster.binary import control_plane_binary
+from tests.support.gotools import built_tool
 from tests.support.manifests import CONFIG_KEY, MANIFESTS, REPO_ROOT
 
 CHART = REPO_ROOT / "examples" / "helm" / "pyscheduler"
@@ -32,22 +34,7 @@ Key = tuple[str, str, str, str]
 
 @pytest.fixture(scope="module")
 def helm() -> Path:
-    try:
-        built = subprocess.run(
-            [str(BUILD_HELM)],
-            stdout=subprocess.PIPE,  # progress and errors go to stderr, shown as they come
-            text=True,
-            timeout=BUILD_TIMEOUT_SECONDS,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as error:
-        pytest.skip(f"helm could not be built from hack/helm: {error}")
-    if built.returncode != 0:
-        pytest.skip(
-            f"helm could not be built from hack/helm (exit {built.returncode}; "
-            "its output is in the captured stderr)"
-        )
-    return Path(built.stdout.strip().splitlines()[-1])
+    return built_tool(BUILD_HELM, BUILD_TIMEOUT_SECONDS)
 
 
 def _objects(text: str) -> dict[Key, Obj]:

@@ -7,8 +7,8 @@ refuses a broken copy; krew itself installs the archive with the manifest
 launcher runs the plugin from its environment.
 
 krew and the validator are built from the pinned module in hack/krew by
-hack/build-krew.sh, cached like the control plane. Skipped, saying why, only
-when they cannot be built here. Nothing is downloaded: krew installs the
+hack/build-krew.sh, cached like the control plane; if they cannot be built
+here the tests fail, saying so (never skipped). Nothing is downloaded: krew installs the
 local archive (``--archive``), and the launcher finds an environment already
 made (the plugin of this virtual environment), so pip never runs.
 """
@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.support.gotools import built_tool
 from tests.support.manifests import REPO_ROOT
 
 MANIFEST = REPO_ROOT / "examples" / "krew" / "pyscheduler.yaml"
@@ -49,22 +50,7 @@ def _run(argv: list[str], env: dict[str, str] | None = None) -> subprocess.Compl
 
 @pytest.fixture(scope="module")
 def krew_tools() -> Path:
-    try:
-        built = subprocess.run(
-            [str(BUILD_KREW)],
-            stdout=subprocess.PIPE,  # progress and errors go to stderr, shown as they come
-            text=True,
-            timeout=BUILD_TIMEOUT_SECONDS,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as error:
-        pytest.skip(f"krew could not be built from hack/krew: {error}")
-    if built.returncode != 0:
-        pytest.skip(
-            f"krew could not be built from hack/krew (exit {built.returncode}; "
-            "its output is in the captured stderr)"
-        )
-    return Path(built.stdout.strip().splitlines()[-1])
+    return built_tool(BUILD_KREW, BUILD_TIMEOUT_SECONDS)
 
 
 @pytest.fixture(scope="module")
