@@ -194,12 +194,14 @@ def _host_ports(spec: Raw) -> tuple[HostPort, ...]:
     for container in (*sidecars, *(spec.get("containers") or ())):
         for port in container.get("ports") or ():
             host_port = port.get("hostPort") or 0
+            if isinstance(host_port, bool) or not isinstance(host_port, int):
+                raise TypeError(f"hostPort: expected an integer, got {type(host_port).__name__}")
             if host_port > 0:
                 ports.append(
-                    HostPort(
-                        ip=port.get("hostIP") or "0.0.0.0",
-                        protocol=port.get("protocol") or "TCP",
-                        port=int(host_port),
+                    HostPort(  # hashed (NodePorts signs pods by them): strings only
+                        ip=_string(port.get("hostIP")) or "0.0.0.0",
+                        protocol=_string(port.get("protocol")) or "TCP",
+                        port=host_port,
                     )
                 )
     return tuple(ports)

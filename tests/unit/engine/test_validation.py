@@ -41,6 +41,16 @@ def _pod(**spec: Any) -> dict[str, Any]:
             "spec.containers[0].ports[0].hostPort: expected an integer, got str",
             id="host port as text",
         ),
+        pytest.param(  # found by test_scheduler_fuzz: a list in a hashed signature
+            _pod(containers=[{"name": "c", "ports": [{"hostPort": 80, "hostIP": [0]}]}]),
+            "spec.containers[0].ports[0].hostIP: expected a string, got list",
+            id="host IP as a list",
+        ),
+        pytest.param(
+            _pod(containers=[{"name": "c", "ports": [{"hostPort": True}]}]),
+            "spec.containers[0].ports[0].hostPort: expected an integer, got bool",
+            id="host port as a boolean",
+        ),
         pytest.param(
             _pod(priority="high"), "spec.priority: expected an integer, got str", id="priority"
         ),
