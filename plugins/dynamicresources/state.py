@@ -10,34 +10,32 @@ building it from them at different moments):
   delivers an equal or newer resourceVersion;
 - **in-flight allocations** by claim UID: set in Reserve, dropped after
   PreBind stored the written claim in the assume cache, or in Unreserve;
-- the **device index**, recomputed per claim from its *effective* version
-  (assumed if newer, else the informer's) on every change: exclusive devices
-  with reference counts (admin-access results never count), shared devices
-  by (device, shareID), and the capacity consumed per shared device.
+- the **device index**, recounted per claim on every change from its
+  *effective* version (assumed if newer, else the informer's) or, while that
+  holds no devices, from its in-flight allocation: exclusive devices with
+  reference counts (admin-access results never count), shared devices by
+  (device, shareID), and the capacity consumed per shared device.
 
-``allocated_state()`` is the index plus every in-flight allocation. All
-methods are synchronous and are called from the event loop only (informer
-handlers, the scheduling cycle, the synchronous parts of PreBind), never
-across an ``await``, so each reads a consistent whole and no device is given
-to two claims that may not share it.
+``allocated_state()`` is views over the index: O(1) per pod, however many
+allocations are in flight. All methods are synchronous and are called from
+the event loop only (informer handlers, the scheduling cycle, the
+synchronous parts of PreBind), never across an ``await``, so each reads a
+consistent whole and no device is given to two claims that may not share it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from decimal import Decimal
-from itertools import chain
 from types import MappingProxyType
-from typing import Any, TypeVar
+from typing import Any
 
 from plugins.dynamicresources.allocator import AllocatedState
 from plugins.dynamicresources.model import DeviceID, Raw
 from scheduler.framework import ObjectStore, QuantityError, parse_quantity
 
 _EMPTY: Mapping[str, Any] = {}
-_K = TypeVar("_K")
 
 
 def claim_key(claim: Raw) -> str:
@@ -116,60 +114,6 @@ class _Index:
                 del self.capacity[device_id]
 
 
-_NONE: Mapping[str, Decimal] = MappingProxyType({})
-
-
-class _Union(AbstractSet[_K]):
-    """``base`` (a live key view) and ``extra`` (disjoint from it), read as one set."""
-
-    __slots__ = ("_base", "_extra")
-
-    def __init__(self, base: AbstractSet[_K], extra: frozenset[_K]) -> None:
-        self._base = base
-        self._extra = extra
-
-    def __contains__(self, item: object) -> bool:
-        return item in self._base or item in self._extra
-
-    def __iter__(self) -> Iterator[_K]:
-        return chain(self._base, self._extra)
-
-    def __len__(self) -> int:
-        return len(self._base) + len(self._extra)
-
-    def __ge__(self, other: AbstractSet[Any]) -> bool:
-        if not self._extra:
-            return self._base >= other  # in C for a key view
-        return all(item in self for item in other)
-
-
-class _Layered(Mapping[DeviceID, Mapping[str, Decimal]]):
-    """``top`` over ``base``: a key of ``top`` hides the same key of ``base``."""
-
-    __slots__ = ("_base", "_top")
-
-    def __init__(
-        self,
-        top: Mapping[DeviceID, Mapping[str, Decimal]],
-        base: Mapping[DeviceID, Mapping[str, Decimal]],
-    ) -> None:
-        self._top = top
-        self._base = base
-
-    def __getitem__(self, key: DeviceID) -> Mapping[str, Decimal]:
-        found = self._top.get(key)
-        return found if found is not None else self._base[key]
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._top or key in self._base
-
-    def __iter__(self) -> Iterator[DeviceID]:
-        return chain(self._top, (key for key in self._base if key not in self._top))
-
-    def __len__(self) -> int:
-        return len(self._top) + sum(1 for key in self._base if key not in self._top)
-
-
 def _bump(counts: dict[Any, int], key: Any, sign: int) -> None:
     count = counts.get(key, 0) + sign
     if count > 0:
@@ -184,9 +128,12 @@ class ClaimTracker:
         self._consumable_capacity = consumable_capacity
         self._assumed: dict[str, Raw] = {}
         self._in_flight: dict[str, Raw] = {}
-        # uid -> (in-flight claim, its usage), computed once per claim object
-        self._in_flight_usage: dict[str, tuple[Raw, _Usage]] = {}
+        # uid -> the usage of its in-flight claim, computed once when signalled
+        self._in_flight_usage: dict[str, _Usage] = {}
+        # uid -> the usage of its effective (written) version, when it holds devices
         self._usage: dict[str, _Usage] = {}
+        # uid -> the usage counted in the index: the written one, else the in-flight one
+        self._counted: dict[str, _Usage] = {}
         self._index = _Index()
 
     # ----------------------------------------------------------- assume cache
@@ -247,63 +194,62 @@ class ClaimTracker:
     # -------------------------------------------------------------- in flight
     def signal_in_flight(self, uid: str, claim: Raw) -> None:
         self._in_flight[uid] = claim
+        self._in_flight_usage[uid] = usage_of(
+            allocation_of(claim), consumable_capacity=self._consumable_capacity
+        )
+        self._recount(uid)
 
     def in_flight(self, uid: str) -> Raw | None:
         return self._in_flight.get(uid)
 
     def remove_in_flight(self, uid: str) -> bool:
         self._in_flight_usage.pop(uid, None)
-        return self._in_flight.pop(uid, None) is not None
+        removed = self._in_flight.pop(uid, None) is not None
+        self._recount(uid)
+        return removed
 
     # ------------------------------------------------------------ device index
     def _reindex(self, uid: str, claim: Raw | None) -> None:
         if not uid:
             return
-        previous = self._usage.pop(uid, None)
-        if previous is not None:
-            self._index.apply(previous, -1)
+        self._usage.pop(uid, None)
         if claim is not None:
             usage = usage_of(allocation_of(claim), consumable_capacity=self._consumable_capacity)
             if usage.exclusive or usage.shared:
                 self._usage[uid] = usage
-                self._index.apply(usage, +1)
+        self._recount(uid)
+
+    def _recount(self, uid: str) -> None:
+        """Count ``uid`` once in the index: its written version's usage if it
+        holds devices, else its in-flight allocation's, else nothing."""
+        usage = self._usage.get(uid) or self._in_flight_usage.get(uid)
+        previous = self._counted.pop(uid, None)
+        if previous is not None:
+            self._index.apply(previous, -1)
+        if usage is not None:
+            self._counted[uid] = usage
+            self._index.apply(usage, +1)
 
     def allocated_state(self) -> AllocatedState:
-        """Devices in use now: the index plus every in-flight allocation.
+        """Devices in use now: written claims and every in-flight allocation.
 
-        Views over the index with the in-flight allocations laid on top, so
-        the cost is the in-flight allocations', never the index's (no copy
-        per pod). Valid for the synchronous scheduling cycle that asks: the
-        index changes only in informer handlers and PreBind/Unreserve."""
+        Live views over the index, which counts both as they change (Reserve,
+        PreBind, Unreserve, informer handlers), so the cost per pod is
+        constant: no copy, no walk over the in-flight allocations. Valid for
+        the synchronous scheduling cycle that asks: nothing changes the index
+        between its PreFilter and its Reserve."""
         index = self._index
-        extra: set[DeviceID] = set()
-        shared: set[tuple[DeviceID, str]] = set()
-        capacity: dict[DeviceID, dict[str, Decimal]] = {}
-        for uid, claim in self._in_flight.items():
-            if uid in self._usage:
-                continue  # already counted from its written version
-            usage = self._in_flight_usage.get(uid)
-            if usage is None or usage[0] is not claim:
-                usage = self._in_flight_usage[uid] = (
-                    claim,
-                    usage_of(allocation_of(claim), consumable_capacity=self._consumable_capacity),
-                )
-            extra.update(usage[1].exclusive)
-            shared.update(usage[1].shared)
-            for device_id, consumed in usage[1].capacity:
-                totals = capacity.get(device_id)
-                if totals is None:
-                    totals = capacity[device_id] = dict(index.capacity.get(device_id, _NONE))
-                for name, value in consumed.items():
-                    totals[name] = totals.get(name, Decimal(0)) + value
         return AllocatedState(
-            _Union(index.exclusive.keys(), frozenset(d for d in extra if d not in index.exclusive)),
-            _Union(index.shared.keys(), frozenset(s for s in shared if s not in index.shared)),
-            _Layered(capacity, index.capacity) if capacity else MappingProxyType(index.capacity),
-            # every shared allocation has a capacity entry, in the index and above
-            shared_devices=_Layered(capacity, index.capacity),
+            index.exclusive.keys(),
+            index.shared.keys(),
+            MappingProxyType(index.capacity),
+            shared_devices=index.sharing.keys(),
         )
 
     def devices_in_use(self) -> Mapping[DeviceID, int]:
         """Exclusive devices and how many written claims hold each (tests, debug)."""
-        return dict(self._index.exclusive)
+        counts: dict[DeviceID, int] = {}
+        for usage in self._usage.values():
+            for device_id in usage.exclusive:
+                counts[device_id] = counts.get(device_id, 0) + 1
+        return counts

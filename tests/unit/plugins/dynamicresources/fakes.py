@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from plugins.dynamicresources import SPEC, DynamicResources
+from plugins.dynamicresources.cel import CelEnvironment
 from scheduler.framework import FeatureGates, Handle, SharedKey, SharedObjects, object_key
 from tests.support.clock import FakeClock
 from tests.support.informers import FakeStore
@@ -189,3 +190,10 @@ def make_plugin(
 
 def _as_handle(handle: FakeHandle) -> Handle:
     return handle  # type: ignore[return-value]
+
+
+def steady_cel(**options: Any) -> CelEnvironment:
+    """A CEL environment on a clock that never moves: its wall-time backstop
+    never fires, so a test of library semantics does not depend on how busy
+    the machine is."""
+    return CelEnvironment(clock=lambda: 0.0, **options)

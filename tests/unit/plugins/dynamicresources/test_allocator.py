@@ -23,7 +23,6 @@ from plugins.dynamicresources.allocator import (
     Allocator,
     NodeAllocationError,
 )
-from plugins.dynamicresources.cel import CelEnvironment
 from plugins.dynamicresources.model import parse_claim, parse_class, parse_slice
 from plugins.dynamicresources.pools import PoolCache
 from tests.support.drabuilders import (
@@ -36,6 +35,7 @@ from tests.support.drabuilders import (
     name_selector,
     request,
 )
+from tests.unit.plugins.dynamicresources.fakes import steady_cel
 
 NODES = {
     "node-1": {"region": "region-1", "planet": "earth"},
@@ -45,7 +45,7 @@ CLASSES = [
     make_class("class-a").driver("driver-a").obj(),
     make_class("class-b").driver("driver-b").obj(),
 ]
-CEL = CelEnvironment()
+CEL = steady_cel()
 
 
 @dataclass

@@ -13,6 +13,7 @@ from plugins.dynamicresources.cel import (
     CelEnvironment,
     SelectorError,
 )
+from tests.unit.plugins.dynamicresources.fakes import steady_cel
 
 DRIVER = "gpu.example.com"
 
@@ -31,7 +32,7 @@ def gpu(**extra_attributes: Any) -> CelDevice:
     )
 
 
-ENV = CelEnvironment()
+ENV = steady_cel()
 
 
 @pytest.mark.parametrize(
@@ -163,7 +164,7 @@ def test_missing_domains_as_upstream(expression: str, expected: bool) -> None:
     """Upstream's outer maps return an empty map when a lookup misses (its
     mapper overrides Find only): ``in``, ``size()`` and iteration still see
     the device's real domains."""
-    assert CelEnvironment().compile(expression).matches(gpu()) is expected
+    assert steady_cel().compile(expression).matches(gpu()) is expected
 
 
 @pytest.mark.parametrize(
@@ -224,7 +225,7 @@ def test_runtime_errors(expression: str, device: CelDevice, error: str) -> None:
 
 
 def test_compiles_once_per_expression() -> None:
-    env = CelEnvironment()
+    env = steady_cel()
     first = env.compile("device.driver == 'a'")
     assert env.compile("device.driver == 'a'") is first
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import pytest
 
-from plugins.dynamicresources.cel import CelDevice, CelEnvironment, SelectorError
+from plugins.dynamicresources.cel import CelDevice, SelectorError
+from tests.unit.plugins.dynamicresources.fakes import steady_cel
 
-ENV = CelEnvironment()
+ENV = steady_cel()
 DEVICE = CelDevice(
     "gpu.example.com",
     {

@@ -10,9 +10,10 @@ import itertools
 import pytest
 
 from plugins.dynamicresources import celformat
-from plugins.dynamicresources.cel import CelDevice, CelEnvironment, SelectorError
+from plugins.dynamicresources.cel import CelDevice, SelectorError
+from tests.unit.plugins.dynamicresources.fakes import steady_cel
 
-ENV = CelEnvironment()
+ENV = steady_cel()
 DEVICE = CelDevice("d", {"name": {"string": "My_Name"}}, {})
 NONE = "optional.none()"
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 import pytest
 
 from plugins.dynamicresources import celnumeric
-from plugins.dynamicresources.cel import CelDevice, CelEnvironment, SelectorError
+from plugins.dynamicresources.cel import CelDevice, SelectorError
+from tests.unit.plugins.dynamicresources.fakes import steady_cel
 
-ENV = CelEnvironment()
+ENV = steady_cel()
 DEVICE = CelDevice("d", {"cores": {"int": 2}, "ratio": {"string": "x"}}, {})
 CORES = 'device.attributes["d"].cores'
 

@@ -14,12 +14,13 @@ import pytest
 
 from plugins.dynamicresources import cel
 from plugins.dynamicresources.allocator import AllocatedState, Allocator
-from plugins.dynamicresources.cel import CelDevice, CelEnvironment
+from plugins.dynamicresources.cel import CelDevice
 from plugins.dynamicresources.model import parse_claim, parse_class, parse_slice
 from plugins.dynamicresources.state import ClaimTracker
 from scheduler.framework import object_key
 from tests.support.drabuilders import make_claim, make_class, make_device, make_slice
 from tests.support.informers import FakeStore
+from tests.unit.plugins.dynamicresources.fakes import steady_cel
 
 CLASSES = {"class-a": parse_class(make_class("class-a").driver("driver-a").obj())}
 
@@ -64,7 +65,7 @@ def shared_elsewhere(count: int) -> CountingSet:
 
 def filter_one_pod(nodes: int, shared: CountingSet) -> int:
     slices = [parse_slice(s) for n in range(nodes) for s in partitioned_node(f"node-{n}")]
-    allocator = Allocator(AllocatedState(shared=shared), CLASSES, slices, CelEnvironment())
+    allocator = Allocator(AllocatedState(shared=shared), CLASSES, slices, steady_cel())
     claims = [parse_claim(make_claim("claim-0").request("req-0", "class-a").obj())]
     for n in range(nodes):
         assert allocator.solve(f"node-{n}", {}, claims) is not None
@@ -106,7 +107,7 @@ def test_pre_filter_view_of_devices_in_use_copies_nothing_of_the_index() -> None
 
 
 def test_selector_results_per_device_are_bounded_in_number_and_size() -> None:
-    env = CelEnvironment()
+    env = steady_cel()
     device = CelDevice("driver-a", {"model": {"string": "x"}}, {})
     padding = "x" * 9000  # ~9 KiB of expression text each
     for i in range(200):

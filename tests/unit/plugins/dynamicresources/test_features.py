@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 
 from plugins.dynamicresources.allocator import AllocatedState, AllocationError, Allocator
-from plugins.dynamicresources.cel import CelEnvironment
 from plugins.dynamicresources.features import GATES, Features
 from plugins.dynamicresources.inventory import DeviceInventory
 from plugins.dynamicresources.model import parse_claim, parse_class, parse_slice
@@ -26,10 +25,11 @@ from plugins.dynamicresources.state import usage_of
 from scheduler.app.gateflags import FeatureGateError, parse_feature_gates
 from scheduler.framework.features import CATALOGUE, KNOWN_GATES
 from tests.support.drabuilders import Obj, make_claim, make_class, make_device, make_slice, request
+from tests.unit.plugins.dynamicresources.fakes import steady_cel
 
 NODE = ("node-1", {"region": "region-1"})
 CLASSES = [make_class("class-a").driver("driver-a").obj()]
-CEL = CelEnvironment()
+CEL = steady_cel()
 
 TAINTS_OFF = Features(device_taints=False)
 PARTITIONABLE_OFF = Features(partitionable_devices=False)
@@ -406,6 +406,6 @@ def test_allow_multiple_allocations_is_in_cel_in_both_positions(gates: str) -> N
     # which declares the field whatever the gate, and always sets it (the
     # differential test against kube-scheduler shows it)
     features = Features.from_gates(parse_feature_gates(gates))
-    env = CelEnvironment(list_type_attributes=features.list_type_attributes)
+    env = steady_cel(list_type_attributes=features.list_type_attributes)
     device = parse_slice(SHAREABLE).devices[0].cel
     assert env.compile("device.allowMultipleAllocations").matches(device) is True

@@ -26,6 +26,7 @@ from plugins.dynamicresources.features import Features
 from plugins.dynamicresources.model import Device, parse_claim, parse_class, parse_slice
 from scheduler.app.gateflags import parse_feature_gates
 from tests.support.drabuilders import Obj, make_claim, make_class, make_device, make_slice
+from tests.unit.plugins.dynamicresources.fakes import steady_cel
 
 NODE = ("node-1", {"region": "region-1"})
 LISTS_ON = Features(list_type_attributes=True)
@@ -37,8 +38,8 @@ EXPERIMENTAL = Features(
     list_type_attributes=True,
     list_type_constraints=True,
 )
-CEL_ON = CelEnvironment(list_type_attributes=True)
-CEL_OFF = CelEnvironment()
+CEL_ON = steady_cel(list_type_attributes=True)
+CEL_OFF = steady_cel()
 
 
 def test_the_gate_is_off_by_default_and_settable_both_ways() -> None:
@@ -250,7 +251,7 @@ def _allocate(
         AllocatedState(),
         classes or CLASSES,
         [parse_slice(_slice(values))],
-        CelEnvironment(list_type_attributes=features.list_type_attributes),
+        steady_cel(list_type_attributes=features.list_type_attributes),
         new_share_id=lambda: f"share-{next(counter)}",
         features=features,
     )
@@ -386,7 +387,7 @@ def test_a_class_selector_on_a_device_without_a_usable_value_fails(
         AllocatedState(),
         DRIVER_CLASSES,
         [parse_slice(_slice(values))],
-        CelEnvironment(list_type_attributes=features.list_type_attributes),
+        steady_cel(list_type_attributes=features.list_type_attributes),
         new_share_id=lambda: f"share-{next(counter)}",
         features=features,
     )

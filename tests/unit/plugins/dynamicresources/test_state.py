@@ -101,6 +101,94 @@ def test_in_flight_devices_count_until_removed() -> None:
     assert feed.tracker.allocated_state().devices == frozenset()
 
 
+SHARED_A = {"shareID": "s1", "consumedCapacity": {"bw": "2"}}
+SHARED_B = {"shareID": "s2", "consumedCapacity": {"bw": "3"}}
+
+
+@pytest.mark.parametrize(
+    ("steps", "devices", "bandwidth"),
+    [
+        pytest.param(
+            [
+                ("reserve", claim("1", result())),
+                ("write", claim("2", result())),
+                ("bound", None),
+                ("informer", claim("2", result())),
+            ],
+            [{DEVICE}, {DEVICE}, {DEVICE}, {DEVICE}],
+            [None, None, None, None],
+            id="reserve, prebind write, in-flight dropped, informer catches up",
+        ),
+        pytest.param(
+            [("reserve", claim("1", result())), ("unreserve", None)],
+            [{DEVICE}, set()],
+            [None, None],
+            id="reserve then unreserve",
+        ),
+        pytest.param(
+            [
+                ("reserve", claim("1", result(**SHARED_A))),
+                ("write", claim("2", result(**SHARED_A))),
+                ("bound", None),
+                ("informer", claim("2", result(**SHARED_A))),
+                ("informer-delete", claim("2", result(**SHARED_A))),
+            ],
+            [set(), set(), set(), set(), set()],
+            [Decimal(5), Decimal(5), Decimal(5), Decimal(5), Decimal(3)],
+            id="a shared allocation's capacity is counted once, in flight or written",
+        ),
+        pytest.param(
+            [("reserve", claim("1", result(**SHARED_A))), ("unreserve", None)],
+            [set(), set()],
+            [Decimal(5), Decimal(3)],
+            id="an unreserved shared allocation gives its capacity back",
+        ),
+    ],
+)
+def test_in_flight_and_written_versions_of_a_claim_count_once(
+    steps: list[tuple[str, dict[str, Any] | None]],
+    devices: list[set[Any]],
+    bandwidth: list[Decimal | None],
+) -> None:
+    feed = Feed()
+    feed.put(claim("1"))
+    feed.put(claim("1", result(**SHARED_B), uid="other", name="other"))
+    tracker = feed.tracker
+    for (step, obj), expected_devices, expected_bandwidth in zip(
+        steps, devices, bandwidth, strict=True
+    ):
+        if step == "reserve" and obj is not None:
+            tracker.signal_in_flight("u1", obj)
+        elif step == "write" and obj is not None:
+            tracker.assume(obj)
+        elif step == "bound":
+            tracker.remove_in_flight("u1")
+        elif step == "unreserve":
+            tracker.remove_in_flight("u1")
+            tracker.restore("", "c")
+        elif step == "informer" and obj is not None:
+            feed.put(obj)
+        elif step == "informer-delete" and obj is not None:
+            feed.delete(obj)
+        state = tracker.allocated_state()
+        assert set(state.devices) == expected_devices, step
+        assert state.capacity.get(DEVICE, {}).get("bw") == (expected_bandwidth or Decimal(3)), step
+
+
+def test_the_state_is_a_live_view_not_a_copy_per_pod() -> None:
+    """Asking for the devices in use costs the same however many allocations
+    are in flight: the state is views over one index that Reserve and
+    Unreserve keep current, not a set rebuilt from them per pod."""
+    feed = Feed()
+    feed.put(claim("1"))
+    state = feed.tracker.allocated_state()
+    feed.tracker.signal_in_flight("u1", claim("1", result()))
+    assert DEVICE in state.devices
+    assert state.devices >= {DEVICE}
+    feed.tracker.remove_in_flight("u1")
+    assert DEVICE not in state.devices
+
+
 def test_deleted_claim_frees_its_devices() -> None:
     feed = Feed()
     allocated = claim("2", result())
