@@ -307,7 +307,8 @@ class SchedulerMetrics:
             ("event",),
             fine_buckets,
         )
-        self._hint_duration = histogram(
+        # one observation per pooled pod per cluster event: a batch collector
+        self._hint_duration = BatchHistogram(
             "scheduler_queueing_hint_execution_duration_seconds",
             "Duration for running a queueing hint function of a plugin.",
             ("plugin", "event", "hint"),
@@ -429,6 +430,7 @@ class SchedulerMetrics:
         registry.register(self._plugin_execution_duration)
         registry.register(self._extension_point_duration)
         registry.register(self._plugin_evaluation)
+        registry.register(self._hint_duration)
         # Labelled children by (metric, labels): ``labels()`` costs a lock and
         # several lookups, too much for per-plugin calls on the hot path.
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
@@ -486,7 +488,7 @@ class SchedulerMetrics:
         self._unschedulable_pods.labels(plugin, profile).inc(delta)
 
     def hint(self, plugin: str, event: str, hint: str, seconds: float) -> None:
-        self._child(self._hint_duration, plugin, event, hint).observe(seconds)
+        self._hint_duration.observe((plugin, event, hint), seconds)
 
     def inflight_events(self, event: str, delta: int) -> None:
         self._child(self._inflight_events, event).inc(delta)

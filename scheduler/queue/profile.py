@@ -37,15 +37,28 @@ ALL_EVENTS: tuple[ClusterEventWithHint, ...] = tuple(
     if resource not in (Resource.WILDCARD, Resource.ASSIGNED_POD, Resource.UNSCHEDULED_POD)
 )
 
+_ALL_GATE_EVENTS = tuple(r.event for r in ALL_EVENTS)
+
 
 @dataclass(frozen=True)
 class QueueProfile:
     pre_enqueue: Sequence[PreEnqueuePlugin] = ()
     events_by_plugin: Mapping[str, Sequence[ClusterEventWithHint]] = field(default_factory=dict)
+    _gate_events: dict[str, tuple[ClusterEvent, ...]] = field(
+        default_factory=dict, init=False, repr=False, compare=False
+    )
 
     def events_of(self, plugin: str) -> Sequence[ClusterEventWithHint]:
         """The plugin's registrations; every event if it registered none at all."""
         return self.events_by_plugin.get(plugin, ALL_EVENTS)
+
+    def gate_events(self, plugin: str) -> tuple[ClusterEvent, ...]:
+        """The events that may release a pod ``plugin`` gated: one tuple per
+        plugin, shared by every pod it gates (the queue caches by identity)."""
+        events = self._gate_events.get(plugin)
+        if events is None:
+            events = self._gate_events[plugin] = tuple(r.event for r in self.events_of(plugin))
+        return events
 
 
 def run_pre_enqueue(
@@ -64,8 +77,9 @@ def run_pre_enqueue(
             pinfo.unschedulable_plugins.add(plugin.name)
             metrics.unschedulable_plugin(plugin.name, pinfo.pod.scheduler_name, 1)
         pinfo.gating_plugin = plugin.name
-        registrations = profile.events_of(plugin.name) if profile else ALL_EVENTS
-        pinfo.gating_plugin_events = tuple(r.event for r in registrations)
+        pinfo.gating_plugin_events = (
+            profile.gate_events(plugin.name) if profile else _ALL_GATE_EVENTS
+        )
         return
     pinfo.gating_plugin = ""
     pinfo.gating_plugin_events = ()

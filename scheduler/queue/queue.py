@@ -355,11 +355,11 @@ class SchedulingQueue:
     ) -> None:
         """Requeue the pooled ``pods`` that ``event`` may help (upstream
         ``movePodsToActiveOrBackoffQueue``); gated pods only on their gate's events."""
+        hints = self._hints.round(event, old, new)
         for pinfo in pods:
-            gate_events = pinfo.gating_plugin_events
-            if pinfo.gating_plugin and not any(e.matches(event) for e in gate_events):
+            if pinfo.gating_plugin and not hints.releases_gate(pinfo):
                 continue
-            strategy = self._hints.worth_requeuing(pinfo, event, old, new)
+            strategy = hints.worth_requeuing(pinfo)
             if strategy is Strategy.SKIP:
                 continue
             self._place.pool.remove(pinfo.key)
