@@ -58,14 +58,18 @@ def may_use(pod: Pod, claim: Raw) -> bool:
     metadata = claim.get("metadata") or _EMPTY
     if metadata.get("namespace", "") != pod.namespace:
         return False
-    name = metadata.get("name")
-    for entry in pod.spec.get("resourceClaims") or ():
-        if entry.get("resourceClaimName") == name:
-            return True
-    for entry in (pod.raw.get("status") or _EMPTY).get("resourceClaimStatuses") or ():
-        if entry.get("resourceClaimName") == name:
-            return True
-    return False
+    return metadata.get("name") in named_claims(pod)
+
+
+def named_claims(pod: Pod) -> list[object]:
+    """The claim names the pod states, in its own namespace: each
+    ``resourceClaimName`` of its spec and of its ``resourceClaimStatuses``."""
+    names: list[object] = [
+        entry.get("resourceClaimName") for entry in pod.spec.get("resourceClaims") or ()
+    ]
+    statuses = (pod.raw.get("status") or _EMPTY).get("resourceClaimStatuses") or ()
+    names += (entry.get("resourceClaimName") for entry in statuses)
+    return [name for name in names if name is not None]
 
 
 def editable(claim: Raw) -> dict[str, Any]:

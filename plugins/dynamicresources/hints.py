@@ -8,12 +8,16 @@ it frees devices (an allocation cleared) or changes the status of a claim
 the pod uses, once all its claims resolve; a pod's generated-claim update
 requeues only that pod, once its claims resolve. Claim and slice deletes are
 not registered (an allocated claim is deallocated, an update, before it can
-go). Pure reads of the claim tracker; no writes.
+go). The claim registration carries ``CLAIM_NAMES``, so the queue asks only
+the pods that name the claim (every pod when an allocation is cleared).
+Pure reads of the claim tracker; no writes.
 """
 
 from __future__ import annotations
 
-from plugins.dynamicresources.claims import ClaimNotReady, may_use, pod_claims
+from collections.abc import Hashable
+
+from plugins.dynamicresources.claims import ClaimNotReady, may_use, named_claims, pod_claims
 from plugins.dynamicresources.model import Raw
 from plugins.dynamicresources.state import ClaimTracker, allocation_of, claim_uid
 from scheduler.framework import (
@@ -21,9 +25,38 @@ from scheduler.framework import (
     ClusterEvent,
     ClusterEventWithHint,
     EventResource,
+    HintInterest,
     Pod,
     QueueingHint,
 )
+
+
+def _freed(old: Raw | None, new: Raw | None) -> bool:
+    """An allocation was cleared: every waiting pod may fit now."""
+    return (
+        old is not None
+        and new is not None
+        and allocation_of(old) is not None
+        and allocation_of(new) is None
+    )
+
+
+def _claim_event_keys(old: Raw | None, new: Raw | None) -> frozenset[Hashable] | None:
+    if new is None:
+        return frozenset()
+    if _freed(old, new):
+        return None
+    metadata = new.get("metadata") or {}
+    return frozenset(((metadata.get("namespace", ""), metadata.get("name")),))
+
+
+def _pod_claim_keys(pod: Pod) -> frozenset[Hashable]:
+    return frozenset((pod.namespace, name) for name in named_claims(pod))
+
+
+# after_claim_change queues a pod only if it names the claim (``may_use``) or
+# the change frees devices: the same rule as names for the queue's index.
+CLAIM_NAMES = HintInterest("DynamicResources/claims", _claim_event_keys, _pod_claim_keys)
 
 
 class ClaimHints:
@@ -45,6 +78,7 @@ class ClaimHints:
             ClusterEventWithHint(
                 ClusterEvent(EventResource.RESOURCE_CLAIM, ActionType.ADD | ActionType.UPDATE),
                 self.after_claim_change,
+                CLAIM_NAMES,
             ),
             ClusterEventWithHint(
                 ClusterEvent(EventResource.POD, ActionType.UPDATE_POD_GENERATED_RESOURCE_CLAIM),
@@ -61,7 +95,7 @@ class ClaimHints:
     def after_claim_change(self, pod: Pod, old: Raw | None, new: Raw | None) -> QueueingHint:
         if new is None:
             return QueueingHint.QUEUE_SKIP
-        freed = old is not None and allocation_of(old) is not None and allocation_of(new) is None
+        freed = _freed(old, new)
         if not freed and not may_use(pod, new):
             # skipped below either way (not ready, or not one of its claims);
             # this spares the claim lookups for every waiting pod per event

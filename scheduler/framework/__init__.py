@@ -18,6 +18,7 @@ from scheduler.framework.events import (
     ActionType,
     ClusterEvent,
     ClusterEventWithHint,
+    HintInterest,
     QueueingHint,
     QueueingHintFn,
 )
@@ -131,6 +132,7 @@ __all__ = [
     "FeatureGates",
     "FilterPlugin",
     "Handle",
+    "HintInterest",
     "HostPort",
     "HttpHandler",
     "HttpRequest",

@@ -4,12 +4,16 @@ A plugin that can reject pods declares which cluster events might make such a
 pod schedulable, each optionally with a hint function that looks at the
 change and answers QUEUE or QUEUE_SKIP. The queue moves a rejected pod only
 when an event that one of its rejector plugins registered for says QUEUE.
+
+A registration may also carry a ``HintInterest``: an index the queue uses to
+call the hint only for the pods an event can concern (see its docstring),
+so that an event costs the pods it is about, not every pooled pod.
 """
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,9 +116,27 @@ QueueingHintFn = Callable[[Any, Any, Any], QueueingHint]
 
 
 @dataclass(frozen=True, slots=True)
+class HintInterest:
+    """Which pooled pods a hint can queue on an event, as names on both sides.
+
+    ``event_keys(old, new)`` names what the event is about (None: it may
+    concern any pod); ``pod_keys(pod)`` names what the pod depends on. The
+    promise: whenever ``event_keys`` returns names, the hint answers
+    QUEUE_SKIP for every pod whose ``pod_keys`` hold none of them, so the
+    queue need not call it for those pods (nor time it). ``name`` identifies
+    the key space: registrations sharing it share one index. Either function
+    raising makes the queue consider every pod, as without an interest."""
+
+    name: str
+    event_keys: Callable[[Any, Any], Collection[Hashable] | None]
+    pod_keys: Callable[[Any], Collection[Hashable]]
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterEventWithHint:
     event: ClusterEvent
     hint: QueueingHintFn | None = None
+    interest: HintInterest | None = None
 
 
 # Special events (upstream names).

@@ -52,7 +52,7 @@ class Placement:
         self._metrics = metrics
         self.active: KeyedHeap[QueuedPodInfo] = KeyedHeap(_key, less)
         self.backoff = BackoffQueue(policy, less)
-        self.pool = UnschedulablePool()
+        self.pool = UnschedulablePool(profiles)
 
     @property
     def pop_from_backoff(self) -> bool:

@@ -141,6 +141,8 @@ class SchedulingQueue:
         else:
             pinfo = found[1]
             pinfo.pod = new
+            if self._place.pool.get(new.key) is pinfo:
+                self._place.pool.add(pinfo)  # index the pod as it is now
             for event in events:
                 strategy = self._hints.worth_requeuing(pinfo, event, old, new)
                 if self._place.requeue(pinfo, strategy, event.label) is not QueueName.UNSCHEDULABLE:
@@ -160,8 +162,11 @@ class SchedulingQueue:
     def move_all_to_active_or_backoff(
         self, event: ClusterEvent, old: object, new: object, pre_check: PreCheck | None = None
     ) -> None:
-        """A cluster event: retry the pooled pods whose hints say it may help."""
-        pods = [p for p in self._place.pool if pre_check is None or pre_check(p.pod)]
+        """A cluster event: retry the pooled pods whose hints say it may help
+        (only those it may concern are asked: ``UnschedulablePool.concerned``)."""
+        pods = self._place.pool.concerned(event, old, new)
+        if pre_check is not None:
+            pods = [p for p in pods if pre_check(p.pod)]
         self._move_pods(pods, event, old, new)
 
     def assigned_pod_added(self, pod: Pod) -> None:

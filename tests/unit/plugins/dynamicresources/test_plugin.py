@@ -14,6 +14,7 @@ import pytest
 
 from plugins.dynamicresources.claims import FINALIZER
 from plugins.dynamicresources.cycledata import STATE_KEY
+from plugins.dynamicresources.hints import CLAIM_NAMES
 from plugins.dynamicresources.plugin import DynamicResources
 from scheduler.framework import (
     ActionType,
@@ -636,6 +637,18 @@ def test_claim_hint(old: Any, new: Any, expected: QueueingHint) -> None:
     if new is not None:
         handle.informers.put("resourceclaims", new)
     assert plugin.is_schedulable_after_claim_change(the_pod(), old, new) is expected
+    # the queue's index asks the pod only when the keys meet (CLAIM_NAMES' promise)
+    keys = CLAIM_NAMES.event_keys(old, new)
+    asked = keys is None or bool(set(keys) & set(CLAIM_NAMES.pod_keys(the_pod())))
+    assert asked or expected is QueueingHint.QUEUE_SKIP
+
+
+def test_the_claim_registration_carries_the_claim_names_interest() -> None:
+    plugin, _ = setup()
+    registered = [
+        r for r in plugin.events_to_register() if r.event.resource is EventResource.RESOURCE_CLAIM
+    ]
+    assert [r.interest for r in registered] == [CLAIM_NAMES]
 
 
 def test_claim_hint_skips_pod_still_missing_its_claim() -> None:
