@@ -64,11 +64,14 @@ def may_use(pod: Pod, claim: Raw) -> bool:
 def named_claims(pod: Pod) -> list[object]:
     """The claim names the pod states, in its own namespace: each
     ``resourceClaimName`` of its spec and of its ``resourceClaimStatuses``."""
-    names: list[object] = [
-        entry.get("resourceClaimName") for entry in pod.spec.get("resourceClaims") or ()
-    ]
-    statuses = (pod.raw.get("status") or _EMPTY).get("resourceClaimStatuses") or ()
-    names += (entry.get("resourceClaimName") for entry in statuses)
+    status = pod.raw.get("status")
+    statuses = status.get("resourceClaimStatuses") if isinstance(status, Mapping) else None
+    names: list[object] = []
+    for entries in (pod.spec.get("resourceClaims"), statuses):
+        if isinstance(entries, list):
+            names += (
+                entry.get("resourceClaimName") for entry in entries if isinstance(entry, Mapping)
+            )
     return [name for name in names if name is not None]
 
 

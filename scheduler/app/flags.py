@@ -399,10 +399,11 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
     ours.add_argument(
         "--max-concurrent-binds",
         type=_non_negative_int,
-        default=64,
+        default=16,  # scheduler.cycle.binding.DEFAULT_MAX_BIND_REQUESTS (not imported here)
         metavar="N",
-        help="at most N Bind requests in flight at once (0: no limit); pods waiting at Permit "
-        "or in PreBind never count, so the limit cannot hold up scheduling",
+        help="at most N binding cycles writing at once (0: no limit): the loop pops the next "
+        "pod only below N; pods waiting at Permit, or in PreBind for over a second, never "
+        "count, so the limit cannot hold up scheduling for long",
     )
     ours.add_argument(
         "--seed",

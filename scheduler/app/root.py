@@ -58,6 +58,7 @@ from scheduler.config import (
     SchedulerConfiguration,
     advice,
 )
+from scheduler.cycle.binding import DEFAULT_MAX_BIND_REQUESTS
 from scheduler.engine.assembly import build_registry, resolve
 from scheduler.engine.core import Engine
 from scheduler.framework.clock import Clock, RealClock
@@ -101,7 +102,7 @@ class AppOptions:
     port: int = 10259
     bind_grace_seconds: float = 30.0
     flush_grace_seconds: float = 5.0
-    max_binding: int = 64
+    max_binding: int = DEFAULT_MAX_BIND_REQUESTS
     feature_gates: FeatureGates = field(default_factory=FeatureGates)
     # Secure serving: the given pair or a self-signed one; these paths open to all.
     tls_cert_file: str | None = None

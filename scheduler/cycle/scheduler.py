@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from scheduler.cache.cache import Cache, CacheError
 from scheduler.cache.snapshot import Snapshot
 from scheduler.cycle.algorithm import Algorithm, ScheduleResult, SchedulingError
-from scheduler.cycle.binding import BindingCycles
+from scheduler.cycle.binding import DEFAULT_MAX_BIND_REQUESTS, BindingCycles
 from scheduler.cycle.contracts import (
     AttemptMetrics,
     AttemptRecorder,
@@ -102,7 +102,7 @@ class Scheduler:
         snapshot: Snapshot | None = None,
         percentage_of_nodes_to_score: int = 0,
         profile_percentages: Mapping[str, int | None] | None = None,
-        max_binding: int = 64,
+        max_binding: int = DEFAULT_MAX_BIND_REQUESTS,
         randomness: CycleRandomness | None = None,
     ) -> None:
         self._queue = queue
@@ -139,6 +139,9 @@ class Scheduler:
         """Pop and schedule until the queue closes or ``stop_popping``."""
         next_yield = 0.0
         while not self._stopping:
+            await self._binding.room()
+            if self._stopping:
+                return
             pinfo = await self._queue.pop()
             if pinfo is None or self._stopping:
                 if pinfo is not None:
@@ -211,6 +214,7 @@ class Scheduler:
 
     def stop_popping(self) -> None:
         self._stopping = True
+        self._binding.stop()
 
     async def drain(self, deadline_seconds: float) -> int:
         """Wait for binding cycles up to the deadline, then cancel the rest

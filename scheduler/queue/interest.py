@@ -133,7 +133,12 @@ def _pod_keys(interest: HintInterest, pinfo: QueuedPodInfo) -> frozenset[object]
     try:
         return frozenset(interest.pod_keys(pinfo.pod))
     except Exception:
-        log.exception("pod keys of interest %s failed for pod %s", interest.name, pinfo.key)
+        log.warning(
+            "pod keys of interest %s failed for pod %s: it is asked on every event",
+            interest.name,
+            pinfo.key,
+            exc_info=True,
+        )
         return frozenset((_ANY,))
 
 
@@ -141,7 +146,9 @@ def _event_keys(interest: HintInterest, old: object, new: object) -> Collection[
     try:
         return interest.event_keys(old, new)
     except Exception:
-        log.exception("event keys of interest %s failed", interest.name)
+        log.warning(
+            "event keys of interest %s failed: every pod is asked", interest.name, exc_info=True
+        )
         return None
 
 

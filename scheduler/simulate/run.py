@@ -42,6 +42,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from scheduler.config import ResolvedProfile, SchedulerConfiguration
+from scheduler.cycle.binding import DEFAULT_MAX_BIND_REQUESTS
 from scheduler.engine.core import Engine
 from scheduler.framework.registry import Registry
 from scheduler.kube.resources import PODS
@@ -107,7 +108,7 @@ class Simulation:
             clock=self.clock,
             hostname=HOSTNAME,
             metrics_registry=CollectorRegistry(),
-            max_binding=64,
+            max_binding=DEFAULT_MAX_BIND_REQUESTS,
             rng=random.Random(seed),
         )
         self._progress = progress

@@ -11,6 +11,7 @@ import pytest
 from scheduler.app.flags import DEFAULT_ALWAYS_ALLOW_PATHS, apply_flags, log_level, parse_args
 from scheduler.app.gateflags import FeatureGateError, parse_feature_gates
 from scheduler.config import ConfigError, parse_config
+from scheduler.cycle.binding import DEFAULT_MAX_BIND_REQUESTS
 from scheduler.engine.assembly import build_registry, resolve
 from tests.support.handles import bare_profile_handle
 from tests.unit.config.builders import make_config
@@ -61,7 +62,12 @@ from tests.unit.config.builders import make_config
         ),
         pytest.param([], "seed", None, id="unseeded by default"),
         pytest.param(["--seed=7"], "seed", 7, id="--seed"),
-        pytest.param([], "max_concurrent_binds", 64, id="64 bind requests at once by default"),
+        pytest.param(
+            [],
+            "max_concurrent_binds",
+            DEFAULT_MAX_BIND_REQUESTS,
+            id="the binding module's cap by default",
+        ),
         pytest.param(["--max-concurrent-binds=0"], "max_concurrent_binds", 0, id="no bind cap"),
     ],
 )

@@ -1,6 +1,7 @@
 """Binding cycles hold nothing the loop needs while they wait (Permit,
-PreBind), and once fenced (leadership lost) none sends PreBind or Bind; as a
-leader's work they have rolled back before the lease is released."""
+PreBind past its grace), the loop waits while the cap of cycles are writing,
+and once fenced (leadership lost) none sends PreBind or Bind; as a leader's
+work they have rolled back before the lease is released."""
 
 from __future__ import annotations
 
@@ -79,6 +80,38 @@ async def test_more_pods_held_in_pre_bind_than_the_cap_do_not_stop_other_pods() 
     pre_bind.release.set()
     assert await h.scheduler.drain(DEADLINE) == 0
     assert len(binder.bound) == CAP + 5
+
+
+async def test_the_loop_pops_no_further_while_the_cap_of_cycles_are_writing() -> None:
+    """Pods wait in the queue, not assumed behind slow writes."""
+    binder = BindStub("B", block=asyncio.Event())
+    h = harness(make_framework(bind=[binder]), max_binding=CAP)
+    enqueue(h, pods("p", CAP + 3))
+    loop = asyncio.create_task(h.scheduler.run())
+    await asyncio.wait_for(binder.entered.wait(), DEADLINE)
+    await until(lambda: h.scheduler.binding_in_flight() == CAP)
+    for _ in range(10):
+        await asyncio.sleep(0)
+
+    assert (h.scheduler.binding_in_flight(), len(h.queue.pods)) == (CAP, 3)
+    assert h.cache.pod_count() == CAP  # assumed: only the pods being written
+    binder.block.set()  # type: ignore[union-attr]
+    await asyncio.wait_for(loop, DEADLINE)
+    assert await h.scheduler.drain(DEADLINE) == 0
+    assert len(binder.bound) == CAP + 3
+
+
+async def test_a_stopping_loop_does_not_wait_for_room() -> None:
+    binder = BindStub("B", block=asyncio.Event())
+    h = harness(make_framework(bind=[binder]), max_binding=1)
+    enqueue(h, pods("p", 3))
+    loop = asyncio.create_task(h.scheduler.run())
+    await asyncio.wait_for(binder.entered.wait(), DEADLINE)
+
+    h.scheduler.stop_popping()
+    await asyncio.wait_for(loop, DEADLINE)
+    assert len(h.queue.pods) == 2
+    assert await h.scheduler.drain(0.0) == 1
 
 
 async def test_a_permit_gang_larger_than_the_cap_completes() -> None:
