@@ -130,8 +130,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--profile",
         action=argparse.BooleanOptionalAction,
         help="sample each scheduler's CPU while measuring (py-spy for ours, pprof for "
-        "upstream): snapshot update CPU per pod and the top functions "
-        "(default: on for the scale preset only)",
+        "upstream): snapshot update and watch decoding CPU per pod and the top functions "
+        "(default: on for the scale and churn presets only)",
     )
     parser.add_argument(
         "--results-dir",

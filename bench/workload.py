@@ -425,9 +425,15 @@ PRESETS = {
     ),
     # Issue 24: SchedulingBasic's templates at 5000 nodes, 6000 pods created at
     # 100/s, each run by the harness's kubelet (three status updates) and
-    # deleted 5 s after it runs; not in scheduler_perf.
+    # deleted 5 s after it runs; not in scheduler_perf. Profiled: watch
+    # decoding's share is one of its figures.
     "churn": Workload(
-        "SchedulingChurn", nodes=5000, init_pods=1000, pods=6000, modes=(Mode.CHURN,)
+        "SchedulingChurn",
+        nodes=5000,
+        init_pods=1000,
+        pods=6000,
+        modes=(Mode.CHURN,),
+        profile=True,
     ),
     # scheduler_perf's SchedulingWithResourceClaimTemplate/5000pods_500nodes:
     # 500 nodes x 10 devices, 2500 + 2500 pods with a claim each (fills them).

@@ -196,6 +196,7 @@ def test_churn_preset_is_scheduler_perf_basic_at_5000_nodes_in_churn_mode() -> N
     churn = PRESETS["churn"]
     assert (churn.nodes, churn.modes, churn.template) == (5000, (Mode.CHURN,), DEFAULT_TEMPLATE)
     assert churn.churn == Churn(rate=100.0, lifetime_seconds=5.0)
+    assert churn.profile  # watch decoding's share is one of its figures
     assert churn.to_json()["churn"] == {"rate": 100.0, "lifetime_seconds": 5.0}
     assert "churn" not in PRESETS["basic"].to_json()
 
