@@ -30,8 +30,8 @@ import hashlib
 import ipaddress
 import time
 from dataclasses import dataclass
+from typing import Protocol
 
-from bench.apiclient import Api
 from bench.workload import PAUSE_IMAGE, Obj
 
 UPDATES_PER_POD = 3
@@ -152,6 +152,14 @@ def statuses(run: PodRun) -> tuple[Obj, Obj, Obj]:
     return {"status": pending}, {"status": creating}, {"status": running}
 
 
+class PodWriter(Protocol):
+    """The two writes a kubelet makes (``bench.apiclient.Api`` has them)."""
+
+    async def patch(self, path: str, body: Obj) -> None: ...
+
+    async def delete(self, path: str, grace_period_seconds: int | None = None) -> None: ...
+
+
 class Kubelet:
     """Every node's kubelet at once, for the pods of one namespace.
 
@@ -159,7 +167,9 @@ class Kubelet:
     not block the watch); ``run`` is the task that runs them.
     """
 
-    def __init__(self, api: Api, namespace: str, lifetime_seconds: float, writers: int) -> None:
+    def __init__(
+        self, api: PodWriter, namespace: str, lifetime_seconds: float, writers: int
+    ) -> None:
         self._api = api
         self._namespace = namespace
         self._lifetime = lifetime_seconds

@@ -15,9 +15,15 @@ import asyncio
 import math
 import time
 from collections.abc import Iterable
+from typing import Protocol
 
-from bench.apiclient import Api
 from bench.workload import Obj
+
+
+class PodCreator(Protocol):
+    """``bench.apiclient.Api``'s create."""
+
+    async def create(self, path: str, body: Obj) -> None: ...
 
 
 def pods_due(elapsed: float, rate: float, total: int) -> int:
@@ -33,7 +39,7 @@ def next_due(created: int, rate: float) -> float:
 
 
 async def create_steadily(
-    api: Api, path: str, bodies: Iterable[Obj], total: int, *, rate: float, creators: int
+    api: PodCreator, path: str, bodies: Iterable[Obj], total: int, *, rate: float, creators: int
 ) -> None:
     """POST ``total`` bodies on the schedule, ``creators`` at most at a time."""
     pending = iter(bodies)

@@ -6,6 +6,8 @@ decoding's share of the profile)."""
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import datetime
 import ipaddress
 from typing import Any
@@ -20,6 +22,7 @@ from bench.kubelet import (
     HOST_NETWORK,
     POD_NETWORK,
     UPDATES_PER_POD,
+    Kubelet,
     PodRun,
     address,
     statuses,
@@ -27,7 +30,7 @@ from bench.kubelet import (
 )
 from bench.podwatch import BoundPods
 from bench.run import modes
-from bench.steady import next_due, pods_due
+from bench.steady import create_steadily, next_due, pods_due
 from bench.workload import (
     DEFAULT_TEMPLATE,
     MEASURED_NAMESPACE,
@@ -166,6 +169,68 @@ def test_addresses_count_up_from_the_network(
 
 def test_timestamps_are_rfc3339_seconds_in_utc() -> None:
     assert timestamp(1.9) == "1970-01-01T00:00:01Z"
+
+
+class _RecordingApi:
+    """The writes the kubelet and the creators make, in order, and how many
+    were in flight at most (each write yields to the loop once)."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, Any]] = []
+        self._in_flight = 0
+        self.most_in_flight = 0
+
+    async def _write(self, verb: str, path: str, body: Any) -> None:
+        self._in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self._in_flight)
+        await asyncio.sleep(0)
+        self.calls.append((verb, path, body))
+        self._in_flight -= 1
+
+    async def patch(self, path: str, body: Obj) -> None:
+        await self._write("PATCH", path, body)
+
+    async def delete(self, path: str, grace_period_seconds: int | None = None) -> None:
+        await self._write("DELETE", path, grace_period_seconds)
+
+    async def create(self, path: str, body: Obj) -> None:
+        await self._write("POST", path, body["metadata"]["name"])
+
+
+async def test_the_kubelet_patches_each_bound_pod_three_times_then_deletes_it() -> None:
+    api = _RecordingApi()
+    kubelet = Kubelet(api, MEASURED_NAMESPACE, lifetime_seconds=0.0, writers=2)
+    running = asyncio.create_task(kubelet.run())
+    kubelet.bound(_bound("a", "node-00000"))
+    kubelet.bound(_bound("init", "node-00000", namespace="bench-init"))  # not its namespace
+    kubelet.bound(_bound("b", "node-00001"))
+    assert await kubelet.wait_done(2, timeout=60)
+    running.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await running
+    path = f"/api/v1/namespaces/{MEASURED_NAMESPACE}/pods"
+    for name in ("a", "b"):
+        writes = [(verb, body) for verb, at, body in api.calls if at.startswith(f"{path}/{name}")]
+        assert [verb for verb, _ in writes] == ["PATCH"] * 3 + ["DELETE"]
+        assert writes[-1] == ("DELETE", 0)  # gracePeriodSeconds=0
+        phases = [body["status"]["phase"] for _, body in writes[:3]]
+        assert phases == ["Pending", "Pending", "Running"]
+    assert {at for verb, at, _ in api.calls if verb == "PATCH"} == {
+        f"{path}/a/status",
+        f"{path}/b/status",
+    }
+    assert (kubelet.status_updates, kubelet.deleted_pods) == (6, 2)
+    assert api.most_in_flight <= 2
+    hosts = {body["status"]["hostIP"] for verb, _, body in api.calls if verb == "PATCH"}
+    assert len(hosts) == 2  # one address per node
+
+
+async def test_steady_creation_creates_every_pod_once_in_order_within_its_creators() -> None:
+    api = _RecordingApi()
+    bodies = (pod_body(f"pod-{i:05d}", MEASURED_NAMESPACE, "sched") for i in range(50))
+    await create_steadily(api, "/pods", bodies, 50, rate=1e6, creators=3)
+    assert [name for _, _, name in api.calls] == [f"pod-{i:05d}" for i in range(50)]
+    assert api.most_in_flight <= 3
 
 
 # ------------------------------------------------------------ steady rate
