@@ -59,7 +59,7 @@ METRICS = (
     ),
     Metric(
         "informer_events_per_pod",
-        "informer events handled per pod",
+        "informer event handler calls per pod (each scheduler's own labels)",
         "",
         lambda r: r.informer_events_per_pod,
         2,
