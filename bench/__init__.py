@@ -4,8 +4,11 @@ scheduler_perf measures SchedulingThroughput.
 
 Run it with ``make bench`` or ``python -m bench.run --help``. Modules:
 
-- ``workload``: the presets, the two modes and the node and pod templates
-  (scheduler_perf's);
+- ``workload``: the presets, the modes (streaming, backlog, churn) and the
+  node and pod templates (scheduler_perf's);
+- ``steady``: the churn mode's steady-rate pod creation (its schedule pure);
+- ``kubelet``: the churn mode's kubelet: three status updates per bound pod,
+  then its deletion (the status bodies pure);
 - ``profiles``: upstream's same-plugins profile, derived from our default one;
 - ``ceiling``: the bare round-robin binder (``python -m bench.ceiling``);
 - ``cpuprofile``: sampled CPU profiles (py-spy, pprof) and their reduction;
@@ -13,9 +16,11 @@ Run it with ``make bench`` or ``python -m bench.run --help``. Modules:
 - ``histogram``: quantiles of a Prometheus histogram scraped twice (pure);
 - ``apirequests``: the apiserver's requests by verb and resource (pure);
 - ``procstat``: CPU seconds and peak RSS of a process, read from ``/proc``;
-- ``checks``: the after-run correctness checks (pure);
+- ``checks``: the correctness checks, after the run and, for pods deleted
+  during it, node occupancy all along (pure);
 - ``apiclient``: the thin aiohttp client the harness talks to the apiserver with;
-- ``podwatch``: one pod watch that counts bound pods per namespace;
+- ``podwatch``: one pod watch that counts bound pods per namespace and tells
+  its listeners (the kubelet, occupancy) of binds and deletions;
 - ``schedulers``: writing the configuration, starting, probing and stopping
   each scheduler (and the ceiling) as its own process;
 - ``runner``: one measured run per scheduler, each on a fresh control plane;

@@ -28,6 +28,7 @@ WATCH_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_connect=10)
 LIST_PAGE = 500
 _READ_BUFSIZE = 2**20  # watch lines are read whole; the default 64 KiB is tight
 _JSON = "application/json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 
 
 class ApiError(RuntimeError):
@@ -68,6 +69,33 @@ class Api:
             payload = await response.read()
             if not 200 <= response.status < 300:
                 raise ApiError(response.status, "POST", path, payload)
+
+    async def patch(self, path: str, body: Obj, content_type: str = STRATEGIC_MERGE_PATCH) -> None:
+        """PATCH ``body`` (a strategic merge patch by default, as kubelets send);
+        the patched object is read and dropped."""
+        async with self._session.patch(
+            self._server + path,
+            data=orjson.dumps(body),
+            headers={"Content-Type": content_type},
+            timeout=REQUEST_TIMEOUT,
+        ) as response:
+            payload = await response.read()
+            if not 200 <= response.status < 300:
+                raise ApiError(response.status, "PATCH", path, payload)
+
+    async def delete(self, path: str, grace_period_seconds: int | None = None) -> None:
+        """DELETE the object at ``path`` (with ``gracePeriodSeconds`` if given)."""
+        params = (
+            {}
+            if grace_period_seconds is None
+            else {"gracePeriodSeconds": str(grace_period_seconds)}
+        )
+        async with self._session.delete(
+            self._server + path, params=params, timeout=REQUEST_TIMEOUT
+        ) as response:
+            payload = await response.read()
+            if not 200 <= response.status < 300:
+                raise ApiError(response.status, "DELETE", path, payload)
 
     async def get(self, path: str, params: Mapping[str, str] | None = None) -> Obj:
         async with self._session.get(

@@ -3,7 +3,9 @@
 
 The counter has no client label, so the scheduler's share of the writes is
 the total minus the harness's own, which are exactly the pod creations
-(``POST pods``: a scheduler never creates pods). That share per pod shows
+(``POST pods``: a scheduler never creates pods), plus, in churn mode, the
+status patches and deletions its kubelet counted (``PATCH pods/status`` is
+also a scheduler's verb, for pods it cannot place). That share per pod shows
 whether both schedulers did the same API work (a bind, an event, ...) for
 each pod.
 """
@@ -47,6 +49,7 @@ def mutating(requests: dict[str, int]) -> int:
     return sum(count for key, count in requests.items() if key.split(" ", 1)[0] in MUTATING_VERBS)
 
 
-def scheduler_writes(requests: dict[str, int]) -> int:
-    """Writes other than the harness's pod creations: binds, events, status patches."""
-    return mutating(requests) - requests.get(HARNESS_WRITES, 0)
+def scheduler_writes(requests: dict[str, int], harness_writes: int = 0) -> int:
+    """Writes other than the harness's pod creations and its other
+    ``harness_writes``: binds, events, status patches."""
+    return mutating(requests) - requests.get(HARNESS_WRITES, 0) - harness_writes

@@ -7,6 +7,12 @@ whoever bound it), and every pod of a namespace is bound.
 
 Requests are computed with the framework's ``parse_pod`` / ``parse_node``
 (the upstream formula: containers, init containers, overhead).
+
+Pods that are deleted while the run goes on (the churn mode's) are gone by
+the end, so ``Occupancy`` checks the same rule all along: fed every pod when
+first seen bound and when deleted, in the pod watch's order (the order the
+scheduler sees them in), it records each node that ever held more than it
+allocates.
 """
 
 from __future__ import annotations
@@ -42,6 +48,43 @@ def overcommitted_nodes(nodes: Iterable[Obj], pods: Iterable[Obj]) -> dict[str, 
         ):
             problems[node.name] = f"requested {used}, allocatable {allocatable}"
     return problems
+
+
+class Occupancy:
+    """What the bound pods request of each node, kept from the pod watch (a
+    ``bench.podwatch.BindListener``), and the nodes it ever overcommitted."""
+
+    def __init__(self, nodes: Iterable[Obj]) -> None:
+        self._allocatable = {node.name: node.allocatable for node in map(parse_node, nodes)}
+        self._requested: dict[str, Resource] = {}
+        self._counts: dict[str, int] = {}
+        self._pods: dict[tuple[str, str], tuple[str, Resource]] = {}
+        self.overcommitted: dict[str, str] = {}
+
+    def bound(self, raw: Obj) -> None:
+        pod = parse_pod(raw)
+        if not pod.node_name or pod.terminal:
+            return
+        node = pod.node_name
+        self._pods[(pod.namespace, pod.name)] = (node, pod.requests)
+        used = self._requested.get(node, Resource()) + pod.requests
+        self._requested[node] = used
+        self._counts[node] = self._counts.get(node, 0) + 1
+        allocatable = self._allocatable.get(node)
+        if allocatable is not None and (
+            used.milli_cpu > allocatable.milli_cpu
+            or used.memory > allocatable.memory
+            or self._counts[node] > allocatable.allowed_pods
+        ):
+            self.overcommitted.setdefault(node, f"requested {used}, allocatable {allocatable}")
+
+    def deleted(self, raw: Obj) -> None:
+        metadata = raw["metadata"]
+        held = self._pods.pop((metadata["namespace"], metadata["name"]), None)
+        if held is not None:
+            node, requests = held
+            self._requested[node] = self._requested[node] - requests
+            self._counts[node] -= 1
 
 
 def unbound_pods(pods: Iterable[Obj], namespace: str) -> list[str]:

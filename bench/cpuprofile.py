@@ -12,6 +12,13 @@ top functions by own time.
 
 "Snapshot update" is the CPU time under our ``Cache.update_snapshot`` and
 upstream's ``(*cacheImpl).UpdateSnapshot``, the same step of each cycle.
+"Watch decoding" (what grows with churn) is ours under the watch stream
+(``KubeClient.watch``: reading chunks, ``scheduler.kube.wire``'s line
+splitting and JSON parsing) or the informers' compaction
+(``scheduler.informers.compact``), and upstream's under
+``(*StreamWatcher).receive`` (protobuf decoding of watch frames); "informers"
+is all of that plus the stores and the event handlers they call (ours under
+``scheduler/informers/``, upstream's under client-go's ``tools/cache``).
 py-spy counts a thread as busy whenever it is not waiting, also while it is
 runnable but not running, which on a loaded machine is more than its CPU
 time; so only shares of the samples are used, scaled by the process's CPU
@@ -41,6 +48,15 @@ PPROF_WINDOW_SECONDS = 2
 TOP = 12
 OUR_SNAPSHOT_FRAME = "update_snapshot ("
 GO_SNAPSHOT_FOCUS = "UpdateSnapshot"  # (*cacheImpl).UpdateSnapshot, the one function so named
+# (function prefix, file) of our frames that decode watch events.
+OUR_DECODE_FRAMES = (
+    ("", "kube/wire.py"),
+    ("", "informers/compact.py"),
+    ("watch (", "kube/client.py"),
+)
+OUR_INFORMER_FILES = "scheduler/informers/"
+GO_DECODE_FOCUS = r"StreamWatcher\)\.receive"
+GO_INFORMER_FOCUS = r"client-go/tools/cache|StreamWatcher\)\.receive"
 # Functions under nearly every sample (the event loop, the entry point) say
 # nothing about where the time goes; the cumulative list leaves them out.
 ROOT_SHARE = 0.95
@@ -62,10 +78,25 @@ class CpuProfile:
     snapshot_seconds: float
     top: tuple[tuple[str, float], ...] = field(default_factory=tuple)
     cumulative: tuple[tuple[str, float], ...] = field(default_factory=tuple)
+    decode_seconds: float = 0.0
+    informer_seconds: float = 0.0
 
     @property
     def snapshot_share(self) -> float:
-        return self.snapshot_seconds / self.total_seconds if self.total_seconds > 0 else 0.0
+        return self._share(self.snapshot_seconds)
+
+    @property
+    def decode_share(self) -> float:
+        """Of the samples, those decoding watch events."""
+        return self._share(self.decode_seconds)
+
+    @property
+    def informer_share(self) -> float:
+        """Of the samples, those in the informers (decoding included)."""
+        return self._share(self.informer_seconds)
+
+    def _share(self, seconds: float) -> float:
+        return seconds / self.total_seconds if self.total_seconds > 0 else 0.0
 
     @property
     def top_shares(self) -> tuple[tuple[str, float], ...]:
@@ -85,7 +116,7 @@ class CpuProfile:
 
 def parse_collapsed(lines: Iterable[str], rate: int = PYSPY_RATE) -> CpuProfile:
     """py-spy's raw (collapsed stacks) output."""
-    total = snapshot = 0
+    total = snapshot = decode = informer = 0
     own: dict[str, int] = {}
     cumulative: dict[str, int] = {}
     for line in lines:
@@ -97,6 +128,10 @@ def parse_collapsed(lines: Iterable[str], rate: int = PYSPY_RATE) -> CpuProfile:
         if OUR_SNAPSHOT_FRAME in stack:
             snapshot += count
         frames = stack.split(";")
+        if any(_decodes(frame) for frame in frames):
+            decode += count
+        if OUR_INFORMER_FILES in stack:
+            informer += count
         own[frames[-1]] = own.get(frames[-1], 0) + count
         for function in {_without_line(frame) for frame in frames}:
             cumulative[function] = cumulative.get(function, 0) + count
@@ -106,7 +141,18 @@ def parse_collapsed(lines: Iterable[str], rate: int = PYSPY_RATE) -> CpuProfile:
         return tuple((name, count / rate) for name, count in ranked)
 
     below_roots = {name: count for name, count in cumulative.items() if count < ROOT_SHARE * total}
-    return CpuProfile(total / rate, snapshot / rate, seconds(own), seconds(below_roots))
+    return CpuProfile(
+        total / rate,
+        snapshot / rate,
+        seconds(own),
+        seconds(below_roots),
+        decode / rate,
+        informer / rate,
+    )
+
+
+def _decodes(frame: str) -> bool:
+    return any(frame.startswith(name) and file in frame for name, file in OUR_DECODE_FRAMES)
 
 
 def _without_line(frame: str) -> str:
@@ -235,6 +281,18 @@ def _go_profile(files: list[Path]) -> CpuProfile | None:
     _, total, rows = parse_pprof_top(text)
     _, _, cumulative = parse_pprof_top(_pprof_top(files, "-cum"), cumulative=True)
     # Every node under the focus, so that the shown sum is the focused total.
-    focused = _pprof_top(files, f"-focus={GO_SNAPSHOT_FOCUS}", nodes=1_000_000)
-    snapshot, _, _ = parse_pprof_top(focused)
-    return CpuProfile(total, snapshot, rows, cumulative)
+    return CpuProfile(
+        total,
+        _focused_seconds(files, GO_SNAPSHOT_FOCUS),
+        rows,
+        cumulative,
+        _focused_seconds(files, GO_DECODE_FOCUS),
+        _focused_seconds(files, GO_INFORMER_FOCUS),
+    )
+
+
+def _focused_seconds(files: list[Path], focus: str) -> float:
+    """CPU seconds of the samples with a frame matching ``focus`` (a regex)."""
+    # Every node under the focus, so that the shown sum is the focused total.
+    shown, _, _ = parse_pprof_top(_pprof_top(files, f"-focus={focus}", nodes=1_000_000))
+    return shown

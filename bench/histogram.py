@@ -20,6 +20,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 ATTEMPT_DURATION = "scheduler_scheduling_attempt_duration_seconds"
 ALGORITHM_DURATION = "scheduler_scheduling_algorithm_duration_seconds"
+# One observation per informer event handled, labelled by the event
+# (``AssignedPodUpdate``...), in both schedulers: the events' counts.
+EVENT_HANDLING_DURATION = "scheduler_event_handling_duration_seconds"
+EVENT_LABEL = "event"
 RESULT_SCHEDULED = "scheduled"
 
 
@@ -71,3 +75,24 @@ def histogram(text: str, name: str, labels: Mapping[str, str]) -> Buckets:
             le = float(sample.labels["le"])
             counts[le] = counts.get(le, 0.0) + sample.value
     return Buckets(counts)
+
+
+def counts_by_label(text: str, name: str, label: str) -> dict[str, float]:
+    """Histogram ``name``'s observation counts (``_count``) in exposition
+    ``text``, summed per value of ``label``."""
+    counts: dict[str, float] = {}
+    total = f"{name}_count"
+    for family in text_string_to_metric_families(text):
+        if family.name != name:
+            continue
+        for sample in family.samples:
+            if sample.name == total:
+                key = sample.labels.get(label, "")
+                counts[key] = counts.get(key, 0.0) + sample.value
+    return counts
+
+
+def count_deltas(before: Mapping[str, float], after: Mapping[str, float]) -> dict[str, int]:
+    """``after - before`` per key, the keys that changed, largest first."""
+    changed = {key: round(value - before.get(key, 0.0)) for key, value in after.items()}
+    return dict(sorted(((k, v) for k, v in changed.items() if v), key=lambda item: -item[1]))

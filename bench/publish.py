@@ -55,6 +55,12 @@ def describe(doc: dict[str, Any]) -> list[str]:
         f"{doc['client_qps']}, {doc['creators']} creators",
         f"- command: `{doc['command']}`",
     ]
+    churn = doc.get("churn")
+    if churn:
+        lines.append(
+            f"- churn: {churn['rate']:g} pods/s created; each gets three kubelet status "
+            f"updates once bound and is deleted {churn['lifetime_seconds']:g} s after it runs"
+        )
     if same:
         lines.append(
             f"- upstream runs our {len(same['plugins'])} plugins: {', '.join(same['plugins'])}"

@@ -57,6 +57,27 @@ METRICS = (
         lambda r: r.snapshot_cpu_ms_per_pod,
         3,
     ),
+    Metric(
+        "informer_events_per_pod",
+        "informer event handler calls per pod (each scheduler's own labels)",
+        "",
+        lambda r: r.informer_events_per_pod,
+        2,
+    ),
+    Metric(
+        "decode_cpu_ms_per_pod",
+        "watch decoding CPU per pod (profiled)",
+        "ms",
+        lambda r: r.decode_cpu_ms_per_pod,
+        3,
+    ),
+    Metric(
+        "informer_cpu_ms_per_pod",
+        "informer CPU per pod, decoding and handlers (profiled)",
+        "ms",
+        lambda r: r.informer_cpu_ms_per_pod,
+        3,
+    ),
     Metric("attempt_p50_ms", "attempt duration p50", "ms", lambda r: r.attempt_p50_ms, 2),
     Metric("attempt_p99_ms", "attempt duration p99", "ms", lambda r: r.attempt_p99_ms, 2),
     Metric("algorithm_p50_ms", "algorithm duration p50", "ms", lambda r: r.algorithm_p50_ms, 2),
@@ -98,6 +119,9 @@ HEADLINE = (
     "control_plane_cpu_ms_per_pod",
     "peak_rss_mib",
     "snapshot_cpu_ms_per_pod",
+    "informer_events_per_pod",
+    "decode_cpu_ms_per_pod",
+    "informer_cpu_ms_per_pod",
     "attempt_p50_ms",
     "attempt_p99_ms",
 )
@@ -236,7 +260,8 @@ def ratio_cell(value: dict[str, Any] | None) -> str:
 
 def markdown_table(doc: dict[str, Any], keys: Sequence[str] | None = None) -> str:
     """Median [min-max] per scheduler, then each ratio, one row per metric;
-    given ``keys`` (the headline), rows no scheduler has are left out."""
+    given ``keys`` (the headline), rows no scheduler has are left out, and
+    always those of metrics the document predates."""
     names = list(doc["summary"])
     pairs = list(doc["ratios"])
     rows = [
@@ -244,6 +269,8 @@ def markdown_table(doc: dict[str, Any], keys: Sequence[str] | None = None) -> st
         ["---", *(["---:"] * (len(names) + len(pairs)))],
     ]
     for key in keys or [metric.key for metric in METRICS]:
+        if any(key not in doc["summary"][name] for name in names):
+            continue
         if keys and all(doc["summary"][name][key] is None for name in names):
             continue
         metric = BY_KEY[key]
@@ -266,9 +293,12 @@ def profile_lines(doc: dict[str, Any]) -> list[str]:
         if not run.get("profile_top") or run["scheduler"] in seen:
             continue
         seen.add(run["scheduler"])
+        decoding = run.get("decode_cpu_seconds")
         lines.append(
             f"- {run['scheduler']} (round {run['round_index'] + 1}; snapshot update "
-            f"{run['snapshot_cpu_seconds']:.3f} s of {run['cpu_seconds_measured']:.2f} s CPU):"
+            f"{run['snapshot_cpu_seconds']:.3f} s"
+            + ("" if decoding is None else f", watch decoding {decoding:.3f} s")
+            + f" of {run['cpu_seconds_measured']:.2f} s CPU):"
         )
         lines.append("  - own time:")
         lines += [f"    - {share:.1%} `{name}`" for name, share in run["profile_top"]]
@@ -286,9 +316,19 @@ def run_lines(doc: dict[str, Any]) -> list[str]:
             f"{run['measured_bound']}/{run['workload']['pods']} bound in "
             f"{run['wall_seconds']:.1f}s ({run['pods_per_second']:.1f} pods/s), "
             f"CPU {run['cpu_seconds_measured']:.2f}s measured, "
-            f"RSS {run['peak_rss_bytes'] / MIB:.0f} MiB: {verdict}"
+            f"RSS {run['peak_rss_bytes'] / MIB:.0f} MiB" + _churn_part(run) + f": {verdict}"
         )
     return lines
+
+
+def _churn_part(run: dict[str, Any]) -> str:
+    if run.get("status_updates") is None:
+        return ""
+    events = sum((run.get("informer_events") or {}).values())
+    return (
+        f", kubelet {run['status_updates']} status updates and {run['deleted_pods']} "
+        f"deletions, {events} informer events"
+    )
 
 
 def _problems(run: dict[str, Any]) -> str:

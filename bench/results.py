@@ -42,7 +42,15 @@ class RunResult:
     (``profile_cumulative``: of samples under them, callees included).
     ``apiserver_requests_measured`` counts what the apiserver served while
     measuring (``"VERB resource"``), and ``scheduler_writes_per_pod`` is its
-    writes minus the harness's pod creations, per bound pod. ``progress`` is
+    writes minus the harness's pod creations, per bound pod.
+    ``informer_events`` counts the informer events the scheduler handled
+    while measuring, by event (``scheduler_event_handling_duration_seconds``'s
+    observations, which both schedulers expose); with profiling,
+    ``decode_cpu_seconds`` and ``informer_cpu_seconds`` are the measured CPU
+    times the samples' share decoding watch events and in the informers
+    (decoding, stores, handlers). In churn mode ``status_updates`` and
+    ``deleted_pods`` are what the harness's kubelet wrote, and the CPU runs
+    until every measured pod is deleted. ``progress`` is
     (seconds since the clock started, measured pods bound), at most
     ``MAX_PROGRESS_POINTS`` points (plus the last), for the plot.
     """
@@ -78,6 +86,11 @@ class RunResult:
     progress: tuple[tuple[float, int], ...] = ()
     phase_seconds: dict[str, float] = field(default_factory=dict)
     settle_seconds: float | None = None
+    informer_events: dict[str, int] = field(default_factory=dict)
+    decode_cpu_seconds: float | None = None
+    informer_cpu_seconds: float | None = None
+    status_updates: int | None = None
+    deleted_pods: int | None = None
 
     @property
     def correct(self) -> bool:
@@ -98,9 +111,26 @@ class RunResult:
 
     @property
     def snapshot_cpu_ms_per_pod(self) -> float | None:
-        if self.snapshot_cpu_seconds is None or not self.measured_bound:
+        return self._ms_per_pod(self.snapshot_cpu_seconds)
+
+    @property
+    def informer_events_per_pod(self) -> float | None:
+        if not self.informer_events or not self.measured_bound:
             return None
-        return 1000 * self.snapshot_cpu_seconds / self.measured_bound
+        return sum(self.informer_events.values()) / self.measured_bound
+
+    @property
+    def decode_cpu_ms_per_pod(self) -> float | None:
+        return self._ms_per_pod(self.decode_cpu_seconds)
+
+    @property
+    def informer_cpu_ms_per_pod(self) -> float | None:
+        return self._ms_per_pod(self.informer_cpu_seconds)
+
+    def _ms_per_pod(self, seconds: float | None) -> float | None:
+        if seconds is None or not self.measured_bound:
+            return None
+        return 1000 * seconds / self.measured_bound
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -109,6 +139,9 @@ class RunResult:
         data["cpu_ms_per_pod"] = self.cpu_ms_per_pod
         data["control_plane_cpu_ms_per_pod"] = self.control_plane_cpu_ms_per_pod
         data["snapshot_cpu_ms_per_pod"] = self.snapshot_cpu_ms_per_pod
+        data["informer_events_per_pod"] = self.informer_events_per_pod
+        data["decode_cpu_ms_per_pod"] = self.decode_cpu_ms_per_pod
+        data["informer_cpu_ms_per_pod"] = self.informer_cpu_ms_per_pod
         return data
 
 

@@ -18,6 +18,7 @@ Examples::
     python -m bench.run --workload scale      # 15000 nodes, 30000 pods, backlog
     python -m bench.run --workload small --mode backlog --repeat 1
     python -m bench.run --nodes 500 --pods 2000 --schedulers ours,ceiling
+    python -m bench.run --workload churn --rate 50   # created, run and deleted at 50 pods/s
 """
 
 from __future__ import annotations
@@ -75,6 +76,13 @@ def _count(text: str) -> int:
     return value
 
 
+def _rate(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError("must be positive")
+    return value
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m bench.run",
@@ -96,7 +104,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--mode",
         choices=[*(str(mode) for mode in Mode), "both"],
-        help="streaming, backlog or both (default: the preset's modes)",
+        help="streaming, backlog, both (those two) or churn (default: the preset's modes)",
+    )
+    parser.add_argument(
+        "--rate",
+        type=_rate,
+        help="churn mode: measured pods created per second (default: the preset's, 100)",
     )
     parser.add_argument(
         "--schedulers",
@@ -117,8 +130,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--profile",
         action=argparse.BooleanOptionalAction,
         help="sample each scheduler's CPU while measuring (py-spy for ours, pprof for "
-        "upstream): snapshot update CPU per pod and the top functions "
-        "(default: on for the scale preset only)",
+        "upstream): snapshot update and watch decoding CPU per pod and the top functions "
+        "(default: on for the scale and churn presets only)",
     )
     parser.add_argument(
         "--results-dir",
@@ -162,6 +175,7 @@ def context(
         "client_qps": CLIENT_QPS,
         "timeout_seconds": options.timeout_seconds,
         "profiled": options.profile,
+        **({"churn": options.workload.churn.to_json()} if options.mode is Mode.CHURN else {}),
         "sample_interval_seconds": 1.0,
         "machine": machine(),
     }
@@ -188,14 +202,15 @@ def _interrupt(signum: int, _frame: FrameType | None) -> None:
 def modes(args: argparse.Namespace, preset_modes: Sequence[Mode]) -> list[Mode]:
     if args.mode is None:
         return list(preset_modes)
-    return list(Mode) if args.mode == "both" else [Mode(args.mode)]
+    both = [Mode.STREAMING, Mode.BACKLOG]
+    return both if args.mode == "both" else [Mode(args.mode)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(arguments)
     preset = PRESETS[args.workload]
-    workload = preset.resized(args.nodes, args.init_pods, args.pods)
+    workload = preset.resized(args.nodes, args.init_pods, args.pods, args.rate)
     key = args.workload if workload is preset or workload == preset else "custom"
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # even if inherited as ignored

@@ -8,6 +8,13 @@ Phases, each bounded by a deadline:
    measured); then measure: create the measured pods with ``creators``
    concurrent creators while the sampler reads the watch's bound count once
    per second, until all are bound or the timeout;
+3''. churn mode: as streaming, but the measured pods are created at the
+   workload's steady rate (``bench.steady``), the harness's kubelet
+   (``bench.kubelet``) writes each one's three status updates once bound and
+   deletes it after its lifetime; the clock stops at the last bind, the CPU
+   is read once every measured pod is deleted and the scheduler settled, and
+   node occupancy is checked all along (``bench.checks.Occupancy``), since
+   no measured pod is left at the end to check;
 3'. backlog mode: create the init pods already bound (``spec.nodeName``,
    round-robin: the same cluster state without a scheduler), create every
    measured pod pending, then start the scheduler; the clock starts at the
@@ -25,7 +32,7 @@ for ours, upstream and the ceiling. The rate is the binds after the first
 over that time; the time from starting the process to that first bind
 (informer sync, filling the queue) is reported apart as ``startup_seconds``.
 
-Every task started here (the watch, the sampler, the creators) belongs to one
+Every task started here (the watch, the sampler, the creators, the kubelet) belongs to one
 TaskGroup and ends before the run returns; the scheduler and the control plane
 are stopped whatever happens.
 """
@@ -45,19 +52,25 @@ import aiohttp
 from bench import schedulers
 from bench.apiclient import Api
 from bench.apirequests import delta, request_counts, scheduler_writes
-from bench.checks import overcommitted_nodes, unbound_pods
+from bench.checks import Occupancy, overcommitted_nodes, unbound_pods
 from bench.cpuprofile import CpuProfile, GoProfiler, PySpy
 from bench.histogram import (
     ALGORITHM_DURATION,
     ATTEMPT_DURATION,
+    EVENT_HANDLING_DURATION,
+    EVENT_LABEL,
     RESULT_SCHEDULED,
     Buckets,
+    count_deltas,
+    counts_by_label,
     histogram,
 )
-from bench.podwatch import PODS_PATH, PodWatch
+from bench.kubelet import Kubelet
+from bench.podwatch import PODS_PATH, BindListener, PodWatch
 from bench.procstat import ProcessUsage, read_usage, wait_until_idle
 from bench.results import RunResult, progress_points
 from bench.schedulers import RunningScheduler, SchedulerKind
+from bench.steady import create_steadily
 from bench.throughput import ThroughputSampler, summarize
 from bench.workload import (
     INIT_NAMESPACE,
@@ -192,7 +205,7 @@ async def sample(watch: PodWatch, namespace: str, sampler: ThroughputSampler) ->
     while True:
         tick += SAMPLE_INTERVAL
         await asyncio.sleep(max(tick - time.monotonic(), 0.0))
-        sampler.observe(time.monotonic(), watch.pods.count(namespace))
+        sampler.observe(time.monotonic(), watch.pods.seen(namespace))
 
 
 def quantiles(
@@ -210,6 +223,14 @@ def quantiles(
 
 
 @dataclass(frozen=True)
+class _Churn:
+    """Churn mode's listeners on the pod watch."""
+
+    kubelet: Kubelet
+    occupancy: Occupancy
+
+
+@dataclass(frozen=True)
 class _Io:
     """What the phases talk through, all opened (and closed) by ``_Run.measure``."""
 
@@ -217,6 +238,7 @@ class _Io:
     http: aiohttp.ClientSession
     watch: PodWatch
     group: asyncio.TaskGroup
+    churn: _Churn | None = None
 
 
 class _Run:
@@ -253,20 +275,40 @@ class _Run:
                 await api.create("/api/v1/namespaces", namespace_body(namespace))
                 for path, body in template.namespace_objects(namespace):
                     await api.create(path, body)
-            watch = PodWatch(api)
+            churn = self._churn_listeners(api)
+            listeners: list[BindListener] = (
+                [] if churn is None else [churn.kubelet, churn.occupancy]
+            )
+            watch = PodWatch(api, listeners)
             await watch.start()
-            follower = group.create_task(watch.follow(), name="pod-watch")
+            tasks = [group.create_task(watch.follow(), name="pod-watch")]
+            if churn is not None:
+                tasks.append(group.create_task(churn.kubelet.run(), name="kubelet"))
             try:
-                return await self._phases(_Io(api, http, watch, group), round_index)
+                return await self._phases(_Io(api, http, watch, group, churn), round_index)
             finally:
-                follower.cancel()
+                for task in tasks:
+                    task.cancel()
+
+    def _churn_listeners(self, api: Api) -> _Churn | None:
+        if self.options.mode is not Mode.CHURN:
+            return None
+        kubelet = Kubelet(
+            api,
+            MEASURED_NAMESPACE,
+            self.workload.churn.lifetime_seconds,
+            writers=self.options.creators,
+        )
+        return _Churn(kubelet, Occupancy(self._node_bodies()))
+
+    def _node_bodies(self) -> Iterable[Obj]:
+        labels = self.workload.template.node_labels
+        return (node_body(node_name(i), labels(i)) for i in range(self.workload.nodes))
 
     async def _phases(self, io: _Io, round_index: int) -> RunResult:
         workload = self.workload
         began = time.monotonic()
-        labels = workload.template.node_labels
-        nodes = (node_body(node_name(i), labels(i)) for i in range(workload.nodes))
-        await create_all(io.api, NODES_PATH, nodes, self.options.creators)
+        await create_all(io.api, NODES_PATH, self._node_bodies(), self.options.creators)
         for path, body in workload.template.cluster_objects(workload.nodes):
             await io.api.create(path, body)
         self._phase("nodes", began, f"{workload.nodes} nodes created")
@@ -380,6 +422,8 @@ class _Run:
         self._phase("init_pods", began, f"{count} init pods bound")
 
     async def _streaming(self, io: _Io, scheduler: RunningScheduler, round_index: int) -> RunResult:
+        """Streaming and churn: the clock runs from the first creation to the
+        last bind; churn then waits for the kubelet to delete every pod."""
         count, timeout = self.workload.pods, self.options.timeout_seconds
         pid = scheduler.alive_pid()
         # The init pods' last events are theirs, not the measured pods'.
@@ -401,8 +445,10 @@ class _Run:
             self._timed_creation(io.api, self._measured_bodies(scheduler.profile), began),
             name="measured-creators",
         )
-        completed = await io.watch.wait_bound(MEASURED_NAMESPACE, count, timeout)
+        completed = await io.watch.wait_seen(MEASURED_NAMESPACE, count, timeout)
         sampling.cancel()
+        if io.churn is not None and completed:
+            await self._drain(io, io.churn.kubelet)
         try:
             return await self._finish(
                 io,
@@ -418,6 +464,20 @@ class _Run:
                 await creating
             else:
                 creating.cancel()
+
+    async def _drain(self, io: _Io, kubelet: Kubelet) -> None:
+        """Churn: until the kubelet deleted every measured pod and the watch
+        saw them go (the last pods' status updates and deletions are theirs)."""
+        began, count, timeout = time.monotonic(), self.workload.pods, self.options.timeout_seconds
+        if not (
+            await kubelet.wait_done(count, timeout)
+            and await io.watch.wait_empty(MEASURED_NAMESPACE, timeout)
+        ):
+            raise BenchError(
+                f"{self.kind}: {kubelet.deleted_pods}/{count} measured pods deleted "
+                f"within {timeout:g}s"
+            )
+        self._phase("drain", began, f"{count} measured pods run and deleted")
 
     async def _finish(
         self,
@@ -442,11 +502,14 @@ class _Run:
         bench_cpu = time.process_time() - before.bench_cpu
         profile = None if before.profiler is None else await before.profiler.stop()
         count = self.workload.pods
-        bound = io.watch.pods.count(MEASURED_NAMESPACE)
+        bound = io.watch.pods.seen(MEASURED_NAMESPACE)
         times = io.watch.pods.bind_times(MEASURED_NAMESPACE)
         if self.options.mode is Mode.BACKLOG:
             wall = (times[-1] if completed else now) - clock_start
             rate = (bound - 1) / wall if wall > 0 else 0.0
+        elif self.options.mode is Mode.CHURN:
+            wall = (times[-1] if completed and times else now) - clock_start
+            rate = bound / wall
         else:
             wall = now - clock_start
             rate = bound / wall
@@ -460,6 +523,12 @@ class _Run:
         usage_exit = read_usage(scheduler.alive_pid())
         nodes, _ = await io.api.list_all(NODES_PATH)
         pods, _ = await io.api.list_all(PODS_PATH)
+        overcommitted = overcommitted_nodes(nodes, pods)
+        kubelet = None if io.churn is None else io.churn.kubelet
+        kubelet_writes = 0 if kubelet is None else kubelet.status_updates + kubelet.deleted_pods
+        if io.churn is not None:
+            overcommitted = {**io.churn.occupancy.overcommitted, **overcommitted}
+        cpu_measured = usage_measured.cpu_seconds - before.usage.cpu_seconds
         return RunResult(
             scheduler=str(self.kind),
             profile=scheduler.profile,
@@ -472,32 +541,47 @@ class _Run:
             measured_bound=bound,
             completed=completed,
             cpu_seconds=usage_exit.cpu_seconds,
-            cpu_seconds_measured=usage_measured.cpu_seconds - before.usage.cpu_seconds,
+            cpu_seconds_measured=cpu_measured,
             peak_rss_bytes=usage_exit.peak_rss_bytes,
             control_plane_cpu_seconds_measured=plane_cpu,
             bench_cpu_seconds_measured=bench_cpu,
             settle_seconds=settle,
-            scheduler_writes_per_pod=scheduler_writes(requests) / bound if bound else None,
+            scheduler_writes_per_pod=scheduler_writes(requests, kubelet_writes) / bound
+            if bound
+            else None,
             apiserver_requests_measured=requests,
             attempt_p50_ms=attempts[0],
             attempt_p99_ms=attempts[1],
             algorithm_p50_ms=algorithm[0],
             algorithm_p99_ms=algorithm[1],
             unbound_pods=sum(len(unbound_pods(pods, ns)) for ns in NAMESPACES),
-            overcommitted_nodes=overcommitted_nodes(nodes, pods),
+            overcommitted_nodes=overcommitted,
             startup_seconds=startup,
             profile_cpu_seconds=None if profile is None else profile.total_seconds,
-            snapshot_cpu_seconds=None
-            if profile is None
-            else profile.snapshot_share * (usage_measured.cpu_seconds - before.usage.cpu_seconds),
+            snapshot_cpu_seconds=None if profile is None else profile.snapshot_share * cpu_measured,
+            decode_cpu_seconds=None if profile is None else profile.decode_share * cpu_measured,
+            informer_cpu_seconds=None if profile is None else profile.informer_share * cpu_measured,
             profile_top=() if profile is None else profile.top_shares,
             profile_cumulative=() if profile is None else profile.cumulative_shares,
             progress=progress_points(times, clock_start),
             phase_seconds=dict(self.phases),
+            informer_events=count_deltas(
+                counts_by_label(before.metrics, EVENT_HANDLING_DURATION, EVENT_LABEL),
+                counts_by_label(metrics_after, EVENT_HANDLING_DURATION, EVENT_LABEL),
+            ),
+            status_updates=None if kubelet is None else kubelet.status_updates,
+            deleted_pods=None if kubelet is None else kubelet.deleted_pods,
         )
 
     async def _timed_creation(self, api: Api, bodies: Iterable[Obj], began: float) -> None:
-        await create_all(api, _pods_path(MEASURED_NAMESPACE), bodies, self.options.creators)
+        path, creators = _pods_path(MEASURED_NAMESPACE), self.options.creators
+        if self.options.mode is Mode.CHURN:
+            rate = self.workload.churn.rate
+            await create_steadily(
+                api, path, bodies, self.workload.pods, rate=rate, creators=creators
+            )
+        else:
+            await create_all(api, path, bodies, creators)
         self.phases["pod_creation"] = time.monotonic() - began
 
     def _profiler(self, io: _Io, scheduler: RunningScheduler) -> _Profiler | None:

@@ -259,6 +259,7 @@ def test_presets_match_the_documented_sizes() -> None:
         "dra": (500, 2500, 2500),
         "dra-selector": (500, 2500, 2500),
         "dra-counters": (500, 2500, 2500),
+        "churn": (5000, 1000, 6000),
     }
 
 
@@ -491,6 +492,38 @@ def test_tiny_interpod_workloads_bind_every_pod_with_both_schedulers(
     assert report["all_correct"] is True
     for run in report["runs"]:
         assert (run["measured_bound"], run["unbound_pods"]) == (pods, 0), run
+
+
+@pytest.mark.integration  # bench.run starts its own control planes
+def test_tiny_churn_benchmark_runs_and_deletes_every_pod_with_both_schedulers(
+    tmp_path: Path,
+) -> None:
+    """Every measured pod bound, given its three kubelet status updates and
+    deleted (none left), no node overcommitted at any time, and the
+    informer events read from both schedulers' metrics."""
+    pods = 12
+    done = _bench(
+        tmp_path,
+        "--workload=churn",
+        "--nodes=3",
+        "--init-pods=3",
+        f"--pods={pods}",
+        "--rate=20",
+        "--schedulers=ours,upstream",
+    )
+    assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+    report = orjson.loads((tmp_path / "custom-churn.json").read_bytes())
+    assert (report["mode"], report["churn"]["rate"]) == ("churn", 20.0)
+    assert report["all_correct"] is True
+    for run in report["runs"]:
+        assert (run["measured_bound"], run["unbound_pods"]) == (pods, 0), run
+        assert (run["status_updates"], run["deleted_pods"]) == (3 * pods, pods), run
+        requests = run["apiserver_requests_measured"]
+        assert requests["DELETE pods"] == pods
+        assert requests["PATCH pods/status"] >= 3 * pods
+        # a measured pod's add, bind, three status updates and delete reach the
+        # informers (at least five of the six as their handlers label them)
+        assert run["informer_events_per_pod"] >= 5, run["informer_events"]
 
 
 @pytest.mark.integration  # bench.autoscale starts its own control plane
