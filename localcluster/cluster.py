@@ -354,8 +354,11 @@ class ControlPlane:
                 context = ssl.create_default_context(cafile=str(self.ca_file))
             except ssl.SSLError:
                 return False  # the apiserver is still writing its certificate
+            # Ready once the apiserver's own bootstrap writes are done (the
+            # "kubernetes" Service and its ClusterIP's IPAddress), so none of
+            # them lands in a measurement that starts right after.
             return _http_ok(f"{self.server}/readyz", context, self.token) and _http_ok(
-                f"{self.server}/api/v1/namespaces/default", context, self.token
+                f"{self.server}/api/v1/namespaces/default/services/kubernetes", context, self.token
             )
 
         self._wait(process, started, ready)
