@@ -60,20 +60,16 @@ class Api:
 
     async def create(self, path: str, body: Obj) -> None:
         """POST ``body``; the created object is read and dropped."""
-        async with self._session.post(
-            self._server + path,
-            data=orjson.dumps(body),
-            headers={"Content-Type": _JSON},
-            timeout=REQUEST_TIMEOUT,
-        ) as response:
-            payload = await response.read()
-            if not 200 <= response.status < 300:
-                raise ApiError(response.status, "POST", path, payload)
+        await self._send("POST", path, body, _JSON)
 
     async def patch(self, path: str, body: Obj, content_type: str = STRATEGIC_MERGE_PATCH) -> None:
         """PATCH ``body`` (a strategic merge patch by default, as kubelets send);
         the patched object is read and dropped."""
-        async with self._session.patch(
+        await self._send("PATCH", path, body, content_type)
+
+    async def _send(self, method: str, path: str, body: Obj, content_type: str) -> None:
+        async with self._session.request(
+            method,
             self._server + path,
             data=orjson.dumps(body),
             headers={"Content-Type": content_type},
@@ -81,7 +77,7 @@ class Api:
         ) as response:
             payload = await response.read()
             if not 200 <= response.status < 300:
-                raise ApiError(response.status, "PATCH", path, payload)
+                raise ApiError(response.status, method, path, payload)
 
     async def delete(self, path: str, grace_period_seconds: int | None = None) -> None:
         """DELETE the object at ``path`` (with ``gracePeriodSeconds`` if given)."""

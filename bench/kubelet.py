@@ -32,6 +32,7 @@ import time
 from dataclasses import dataclass
 from typing import Protocol
 
+from bench.podwatch import until
 from bench.workload import PAUSE_IMAGE, Obj
 
 UPDATES_PER_POD = 3
@@ -200,17 +201,7 @@ class Kubelet:
 
     async def wait_done(self, count: int, timeout: float) -> bool:  # noqa: ASYNC109 - a deadline on a condition, not a sleep
         """True once ``count`` pods were run and deleted; False at the deadline."""
-        deadline = time.monotonic() + timeout
-        while self.deleted_pods < count:
-            self._changed.clear()
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            try:
-                await asyncio.wait_for(self._changed.wait(), remaining)
-            except TimeoutError:
-                return self.deleted_pods >= count
-        return True
+        return await until(self._changed, lambda: self.deleted_pods >= count, timeout)
 
     async def _run_pod(self, name: str, host_ip: str, pod_ip: str) -> None:
         path = f"/api/v1/namespaces/{self._namespace}/pods/{name}"

@@ -160,14 +160,20 @@ class PodWatch:
         return await self._wait(lambda: self.pods.count(namespace) == 0, timeout)
 
     async def _wait(self, done: Callable[[], bool], timeout: float) -> bool:  # noqa: ASYNC109 - a deadline on a condition, not a sleep
-        deadline = time.monotonic() + timeout
-        while not done():
-            self._changed.clear()
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return False
-            try:
-                await asyncio.wait_for(self._changed.wait(), remaining)
-            except TimeoutError:
-                return done()
-        return True
+        return await until(self._changed, done, timeout)
+
+
+async def until(changed: asyncio.Event, done: Callable[[], bool], timeout: float) -> bool:  # noqa: ASYNC109 - a deadline on a condition, not a sleep
+    """True once ``done()`` holds, re-checked each time ``changed`` is set;
+    False at the deadline. The owner sets ``changed`` after every change."""
+    deadline = time.monotonic() + timeout
+    while not done():
+        changed.clear()
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        try:
+            await asyncio.wait_for(changed.wait(), remaining)
+        except TimeoutError:
+            return done()
+    return True

@@ -169,24 +169,19 @@ async def _through_plugins(kubeconfig: str, context: str | None, master: str | N
         raise ConfigError(f"cannot load cluster configuration from {kubeconfig}: {err}") from err
     if master:
         configuration.host = _bare(master)
-    host = str(configuration.host).rstrip("/")
-    ssl_context: ssl.SSLContext | None = None
-    if host.startswith("https://"):
-        ssl_context = ssl.create_default_context(cafile=configuration.ssl_ca_cert)
-        if configuration.cert_file:
-            ssl_context.load_cert_chain(configuration.cert_file, keyfile=configuration.key_file)
-        if not configuration.verify_ssl:
-            ssl_context.check_hostname = False
-            ssl_context.verify_mode = ssl.CERT_NONE
-
-    async def authorization() -> str | None:
-        value = await configuration.get_api_key_with_prefix("BearerToken")
-        return str(value) if value else None
-
-    return Connection(
-        host=host,
-        ssl_context=ssl_context,
-        authorization=authorization,
+    endpoint = Endpoint(
+        host=str(configuration.host),
+        ca_file=configuration.ssl_ca_cert,
+        cert_file=configuration.cert_file,
+        key_file=configuration.key_file,
+        insecure=not configuration.verify_ssl,
         tls_server_name=configuration.tls_server_name or None,
         proxy=configuration.proxy or None,
     )
+
+    async def authorization() -> str | None:
+        # Runs the loader's refresh hook (exec/OIDC credentials) first.
+        value = await configuration.get_api_key_with_prefix("BearerToken")
+        return str(value) if value else None
+
+    return replace(from_endpoint(endpoint), authorization=authorization)

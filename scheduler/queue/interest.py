@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Collection, Hashable, Iterable, Mapping
+from typing import TypeVar
 
 from scheduler.framework.events import ClusterEvent, HintInterest
 from scheduler.framework.types import QueuedPodInfo
@@ -33,6 +34,9 @@ log = logging.getLogger(__name__)
 
 _NO_REJECTOR = ""  # the index entry of pods without rejector plugins
 _ANY = object()  # the interest key of a pod whose keys could not be computed
+_K = TypeVar("_K")
+# pod key -> (its rejector entries, its keys per interest)
+_Entry = tuple[tuple[str, ...], tuple[tuple[str, frozenset[object]], ...]]
 
 
 def interests_of(profiles: Mapping[str, QueueProfile]) -> dict[str, HintInterest]:
@@ -52,9 +56,7 @@ class PoolIndex:
         self._interests = interests_of(profiles)
         self._by_plugin: dict[str, set[str]] = {}
         self._by_key: dict[str, dict[object, set[str]]] = {name: {} for name in self._interests}
-        # pod key -> (its rejector entries, its keys per interest)
-        self._entries: dict[str, tuple[tuple[str, ...], tuple[tuple[str, frozenset[object]], ...]]]
-        self._entries = {}
+        self._entries: dict[str, _Entry] = {}
 
     def add(self, pinfo: QueuedPodInfo) -> None:
         key = pinfo.key
@@ -152,9 +154,9 @@ def _event_keys(interest: HintInterest, old: object, new: object) -> Collection[
         return None
 
 
-def _discard(index: dict[object, set[str]] | dict[str, set[str]], item: object, key: str) -> None:
-    keys = index.get(item)  # type: ignore[call-overload]
+def _discard(index: dict[_K, set[str]], item: _K, key: str) -> None:
+    keys = index.get(item)
     if keys is not None:
         keys.discard(key)
         if not keys:
-            del index[item]  # type: ignore[arg-type]
+            del index[item]
