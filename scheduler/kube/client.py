@@ -1,4 +1,7 @@
-"""``KubeClient``: the one async client of the process, raw JSON over aiohttp.
+"""``KubeClient``: the one async client of the process, raw JSON over aiohttp;
+the two writes every bound pod makes (binding and event, protobuf, answer not
+needed) go through the leaner ``WriteLane`` (``h1.py``) when the server is
+reached without a proxy.
 
 Why not kubernetes_asyncio's generated APIs: model (de)serialisation is the
 dominant cost on hot paths, and the generated ``create_namespaced_pod_binding``
@@ -52,6 +55,7 @@ from scheduler.kube.errors import (
     TransportError,
     WatchTimeout,
 )
+from scheduler.kube.h1 import WriteLane
 from scheduler.kube.protobuf import PROTOBUF, Unencodable, encode_binding, encode_event
 from scheduler.kube.ratelimit import Priority, RateLimiter
 from scheduler.kube.resources import EVENTS, PODS, ResourceType
@@ -86,7 +90,37 @@ DEFAULT_MAX_CONNECTIONS = 256
 # Keep idle connections as long as client-go does (IdleConnTimeout 90 s), so
 # a pause between bursts does not cost a new TLS handshake per connection.
 IDLE_CONNECTION_TIMEOUT = 90.0
+# The write lane drops a connection idle this long rather than send a POST on
+# it (a POST is not replayed, and the server may have closed it meanwhile).
+LANE_IDLE_TIMEOUT = 30.0
 _TRANSPORT_ERRORS = (aiohttp.ClientError, TimeoutError, OSError)
+
+
+def _write_lane(
+    connection: Connection, max_connections: int, connect_timeout: float, clock: Clock
+) -> WriteLane | None:
+    """The lane for a server reached directly over http, or https with a TLS
+    context; None (aiohttp carries every request) behind a proxy."""
+    url = urlsplit(connection.host)
+    if connection.proxy or url.hostname is None:
+        return None
+    if url.scheme == "https" and connection.ssl_context is not None:
+        port = url.port or 443
+    elif url.scheme == "http":
+        port = url.port or 80
+    else:
+        return None
+    return WriteLane(
+        host=url.hostname,
+        port=port,
+        authority=url.netloc,
+        ssl_context=connection.ssl_context if url.scheme == "https" else None,
+        server_hostname=connection.tls_server_name,
+        max_connections=max_connections,
+        idle_timeout=LANE_IDLE_TIMEOUT,
+        connect_timeout=connect_timeout,
+        clock=clock,
+    )
 
 
 class _ConnectionCounter:
@@ -150,9 +184,14 @@ class KubeClient:
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         watch_margin: float = DEFAULT_WATCH_MARGIN,
         protobuf_writes: bool = True,
+        lane: WriteLane | None = None,
     ) -> None:
         self._connection = connection
         self._protobuf_writes = protobuf_writes
+        # The per-pod writes (binding, event) when the server is reached
+        # directly (no proxy): see scheduler/kube/h1.py for why.
+        self._lane = lane
+        self._request_timeout = request_timeout
         self._session = session
         self._limiter = limiter
         self._user_agent = user_agent
@@ -231,7 +270,8 @@ class KubeClient:
             read_bufsize=_READ_BUFSIZE,
             raise_for_status=False,
         )
-        limiter = RateLimiter(qps, burst, clock or RealClock())
+        clock = clock or RealClock()
+        limiter = RateLimiter(qps, burst, clock)
         client = cls(
             connection,
             session,
@@ -241,6 +281,7 @@ class KubeClient:
             connect_timeout=connect_timeout,
             watch_margin=watch_margin,
             protobuf_writes=protobuf_writes,
+            lane=_write_lane(connection, max_connections, connect_timeout, clock),
         )
         client._opened = opened
         return client
@@ -277,7 +318,7 @@ class KubeClient:
     def connections_opened(self) -> int:
         """New connections (TCP, and TLS where used) opened so far; it stays
         flat in steady state when the pool keeps connections alive."""
-        return self._opened.count
+        return self._opened.count + (self._lane.opened if self._lane is not None else 0)
 
     def report_to(self, metrics: RequestMetrics) -> None:
         """Report every request from now on (the root wires the registry)."""
@@ -288,6 +329,8 @@ class KubeClient:
         that are still closing (TLS shutdown awaiting the peer) and wait until
         every one is gone: no socket survives this call."""
         self._limiter.close()
+        if self._lane is not None:
+            await self._lane.close()
         await self._session.close()
         lost: list[asyncio.Future[None]] = []
         for transport in list(self._transports):
@@ -497,9 +540,12 @@ class KubeClient:
         the server refuses the media type (415): protobuf writes are then off
         for the client's life and the caller sends JSON."""
         try:
-            await self._call(
-                "POST", path, body=body, content_type=PROTOBUF, priority=priority, reply=False
-            )
+            if self._lane is None:
+                await self._call(
+                    "POST", path, body=body, content_type=PROTOBUF, priority=priority, reply=False
+                )
+            else:
+                await self._lane_post(self._lane, path, body, PROTOBUF, priority)
         except ApiError as err:
             if err.status != HTTP_UNSUPPORTED_MEDIA_TYPE:
                 raise
@@ -507,6 +553,26 @@ class KubeClient:
             self._protobuf_writes = False
             return False
         return True
+
+    async def _lane_post(
+        self, lane: WriteLane, path: str, body: bytes, content_type: str, priority: Priority
+    ) -> None:
+        """``_call``'s POST with ``reply=False``, through the write lane."""
+        waited = time.perf_counter()
+        await self._limiter.acquire(priority)
+        self._metrics.rate_limiter_wait("POST", self._host, time.perf_counter() - waited)
+        headers = await self._headers(content_type, ACCEPT_PROTOBUF)
+        started = time.perf_counter()
+        try:
+            answer = await lane.post(path, headers, body, self._request_timeout)
+        except TransportError as err:
+            self._metrics.rest_request("POST", self._host, NO_ANSWER, time.perf_counter() - started)
+            raise TransportError(f"POST {path}: {err}") from err
+        self._metrics.rest_request(
+            "POST", self._host, str(answer.status), time.perf_counter() - started
+        )
+        if not 200 <= answer.status < 300:
+            raise error_from_response(answer.status, answer.body)
 
     async def _call(
         self,

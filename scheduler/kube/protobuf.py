@@ -44,7 +44,13 @@ class Unencodable(ValueError):
 
 
 # ------------------------------------------------------------------ encoding
+# One-byte varints (field tags, short lengths: nearly every one written here).
+_SMALL_VARINTS = tuple(bytes((value,)) for value in range(0x80))
+
+
 def _varint(value: int) -> bytes:
+    if 0 <= value < 0x80:
+        return _SMALL_VARINTS[value]
     if value < 0:
         value += 1 << 64  # int64/int32 negatives are ten-byte two's complement
     out = bytearray()
@@ -56,7 +62,9 @@ def _varint(value: int) -> bytes:
 
 
 def _bytes_field(number: int, payload: bytes) -> bytes:
-    return _varint(number << 3 | _LENGTH_DELIMITED) + _varint(len(payload)) + payload
+    length = len(payload)
+    size = _SMALL_VARINTS[length] if length < 0x80 else _varint(length)
+    return _varint(number << 3 | _LENGTH_DELIMITED) + size + payload
 
 
 def _string(number: int, value: str) -> bytes:
