@@ -360,6 +360,9 @@ class SchedulingQueue:
     ) -> None:
         """Requeue the pooled ``pods`` that ``event`` may help (upstream
         ``movePodsToActiveOrBackoffQueue``); gated pods only on their gate's events."""
+        if not pods:  # the usual case (an empty pool, a pod bound): nothing can move
+            self._in_flight.record(event, old, new)
+            return
         hints = self._hints.round(event, old, new)
         for pinfo in pods:
             if pinfo.gating_plugin and not hints.releases_gate(pinfo):
