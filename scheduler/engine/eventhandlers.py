@@ -129,10 +129,15 @@ class EventHandlers:
 
     def _parse_old(self, raw: Raw) -> Pod:
         """The previous copy of an updated pod: its remembered parse when it
-        is the very object parsed then, else a fresh parse."""
-        known = self._unassigned.pop(_uid(raw), None)
+        is the very object parsed then (an unassigned pod of ours, or the
+        assigned pod the cache holds), else a fresh parse."""
+        uid = _uid(raw)
+        known = self._unassigned.pop(uid, None)
         if known is not None and known[0] is raw:
             return known[1]
+        stored = self._cache.get_pod(uid)
+        if stored is not None and stored.raw is raw:
+            return stored
         return parse_pod(raw)
 
     def _responsible(self, pod: Pod) -> bool:

@@ -308,6 +308,26 @@ def test_the_bind_update_does_not_parse_the_old_copy_again(
     assert not handler._unassigned, "assigned: forgotten"
 
 
+def test_status_updates_of_a_bound_pod_parse_only_the_new_copies(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A kubelet's status updates: the old copy is the one the cache holds."""
+    handler, cache, _ = handlers()
+    parsed = counting_parses(monkeypatch)
+    copies = [raw_pod("n1", cpu="1") for _ in range(4)]
+    handler.pod_added(copies[0])
+    for old, new in zip(copies, copies[1:], strict=False):
+        handler.pod_updated(old, new)
+    assert len(parsed) == 4, "each copy once"
+    stored = cache.get_pod(parsed_uid(copies[0]))
+    assert stored is not None and stored.raw is copies[-1]
+    assert cpu_on_n1(cache) == 1000
+
+
+def parsed_uid(raw: Obj) -> str:
+    return str(raw["metadata"]["uid"])
+
+
 def test_an_old_copy_that_is_another_object_is_parsed(monkeypatch: pytest.MonkeyPatch) -> None:
     handler, _, queue = handlers()
     parsed = counting_parses(monkeypatch)
