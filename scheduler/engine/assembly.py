@@ -13,12 +13,14 @@ from __future__ import annotations
 from plugins.registry import DEFAULT_PLUGINS, in_tree_registry
 from scheduler.config import (
     PluginRef,
+    PointsOf,
     ResolvedProfile,
     SchedulerConfiguration,
     points_of_classes,
     resolve_profiles,
 )
 from scheduler.framework.features import FeatureGates
+from scheduler.framework.interfaces import ExtensionPoint
 from scheduler.framework.registry import Registry, entry_point_plugins
 
 __all__ = ["build_registry", "resolve"]
@@ -38,5 +40,22 @@ def resolve(
         for name, weight in DEFAULT_PLUGINS
         if name != "NodeDeclaredFeatures" or gates.enabled("NodeDeclaredFeatures")
     ]
-    points_of = points_of_classes(spec.plugin_class for spec in registry.values())
-    return resolve_profiles(config, registry, defaults, points_of)
+    return resolve_profiles(config, registry, defaults, _points_of(registry))
+
+
+def _points_of(registry: Registry) -> PointsOf:
+    """Extension points by plugin name, reading (and so loading) only the
+    plugins a profile names: a lazily registered one no profile enables is
+    never imported."""
+    known: dict[str, frozenset[ExtensionPoint]] = {}
+
+    def points_of(name: str) -> frozenset[ExtensionPoint]:
+        if name not in known:
+            known[name] = (
+                points_of_classes([registry[name].plugin_class])(name)
+                if name in registry
+                else frozenset()
+            )
+        return known[name]
+
+    return points_of

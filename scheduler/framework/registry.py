@@ -56,21 +56,47 @@ class RegistryError(ValueError):
 
 
 class Registry(Mapping[str, PluginSpec[Any]]):
+    """Plugin name -> ``PluginSpec``. A spec may be registered lazily (its
+    module imported on first lookup): a plugin no profile enables then costs
+    nothing at start-up. Iterating names never loads anything."""
+
     def __init__(self, specs: Iterable[PluginSpec[Any]] = ()) -> None:
-        self._specs: dict[str, PluginSpec[Any]] = {}
+        self._specs: dict[str, PluginSpec[Any] | Callable[[], PluginSpec[Any]]] = {}
         for spec in specs:
             self.register(spec)
 
     def register(self, spec: PluginSpec[Any]) -> None:
-        if spec.name in self._specs:
-            raise RegistryError(f"plugin {spec.name!r} is registered twice")
-        self._specs[spec.name] = spec
+        self._add(spec.name, spec)
+
+    def register_lazy(self, name: str, load: Callable[[], PluginSpec[Any]]) -> None:
+        """``load()`` returns the spec named ``name``; called once, on first lookup."""
+        self._add(name, load)
 
     def merged(self, other: Iterable[PluginSpec[Any]]) -> Registry:
-        return Registry([*self._specs.values(), *other])
+        registry = Registry()
+        for name, entry in self._specs.items():
+            registry._add(name, entry)
+        for spec in other:
+            registry.register(spec)
+        return registry
+
+    def _add(self, name: str, entry: PluginSpec[Any] | Callable[[], PluginSpec[Any]]) -> None:
+        if name in self._specs:
+            raise RegistryError(f"plugin {name!r} is registered twice")
+        self._specs[name] = entry
 
     def __getitem__(self, name: str) -> PluginSpec[Any]:
-        return self._specs[name]
+        entry = self._specs[name]
+        if isinstance(entry, PluginSpec):
+            return entry
+        spec = entry()
+        if not isinstance(spec, PluginSpec) or spec.name != name:
+            raise RegistryError(f"the lazy entry for plugin {name!r} loaded {spec!r}")
+        self._specs[name] = spec
+        return spec
+
+    def __contains__(self, name: object) -> bool:  # Mapping's would load the entry
+        return name in self._specs
 
     def __iter__(self):  # type: ignore[no-untyped-def]
         return iter(self._specs)
