@@ -3,6 +3,7 @@ routing of pods (assigned to the cache, ours and unassigned to the queue)."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -316,11 +317,12 @@ def test_status_updates_of_a_bound_pod_parse_only_the_new_copies(
     parsed = counting_parses(monkeypatch)
     copies = [raw_pod("n1", cpu="1") for _ in range(4)]
     handler.pod_added(copies[0])
-    for old, new in zip(copies, copies[1:], strict=False):
+    for old, new in itertools.pairwise(copies):
         handler.pod_updated(old, new)
     assert len(parsed) == 4, "each copy once"
     stored = cache.get_pod(parsed_uid(copies[0]))
-    assert stored is not None and stored.raw is copies[-1]
+    assert stored is not None
+    assert stored.raw is copies[-1]
     assert cpu_on_n1(cache) == 1000
 
 
