@@ -30,7 +30,9 @@ Per-cycle shortcuts, each giving exactly the full search's answer: the
 claims' preparation is shared by every node when it cannot depend on the
 node (``_Plan``), and a node whose usable pools have every device in
 exclusive use is rejected without a search when the first slot needs a free
-device (``_quick_reject``).
+device (``_quick_reject``). Across cycles: a single-device plan's first-fit
+pick on a node is kept in the plugin's ``FirstFits`` (``firstfit.py``) and
+reused while the node's pools and its devices in use are unchanged.
 
 Invariants: the allocator never mutates its inputs; all per-call state lives
 in ``_Run`` (a ``_Plan`` is read-only); results are byte-for-byte
@@ -51,6 +53,7 @@ from plugins.dynamicresources.capacity import consumed_capacity, fits_capacity
 from plugins.dynamicresources.cel import CelEnvironment, SelectorError
 from plugins.dynamicresources.constraints import Constraint, DistinctAttribute, MatchAttribute
 from plugins.dynamicresources.features import DEFAULT_FEATURES, Features
+from plugins.dynamicresources.firstfit import FirstFits
 from plugins.dynamicresources.model import (
     ALLOCATION_RESULTS_MAX_SIZE,
     MODE_ALL,
@@ -183,8 +186,12 @@ class Allocator:
         clock: Callable[[], float] | None = None,
         pool_cache: PoolCache | None = None,
         features: Features = DEFAULT_FEATURES,
+        first_fits: FirstFits | None = None,
     ) -> None:
         self.allocated = allocated
+        # Single-device picks across cycles: only with the pool cache, whose
+        # stable pool lists the picks are checked against.
+        self.first_fits = first_fits if pool_cache is not None else None
         self.features = features
         self.pool_cache = pool_cache
         self.classes = classes
@@ -554,6 +561,35 @@ class _Run:
         data = self.data[(0, 0, 0)]
         request = data.request
         in_use = self.a.allocated.devices
+        memo = self.a.first_fits
+        if memo is not None and request.capacity_requests is None:
+            shape = (request.class_name, request.selectors, data.device_class.selectors)
+            key = (self.node_name, *shape)
+            used = memo.in_use(self.pools, in_use)
+            kept = memo.get(key, self.pools, used)
+            if kept is not None:
+                return self._take_kept(kept[0], request)
+            done = self._scan_first_fit(data, request, in_use)
+            if done is not None:
+                picked = self.results[0][0] if done else None
+                pick = None if picked is None else (picked.device, picked.slice)
+                memo.keep(key, self.pools, used, pick)
+            return done
+        return self._scan_first_fit(data, request, in_use)
+
+    def _take_kept(self, pick: tuple[Device, Slice] | None, request: Request) -> bool:
+        """A kept first-fit pick taken as the scan would take it."""
+        if pick is None:
+            return False
+        device, slice_ = pick
+        self.allocating[device.id] = {0}
+        self.results[0].append(Picked(device, slice_, request))
+        self.a.invocations += 3  # the scan's three ticks after a take
+        return True
+
+    def _scan_first_fit(
+        self, data: _RequestData, request: Request, in_use: AbstractSet[DeviceID]
+    ) -> bool | None:
         slot = (0, 0, 0)
         for pool in self.pools:
             if pool.incomplete or pool.invalid:

@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from plugins.dynamicresources.firstfit import FirstFits
 from plugins.dynamicresources.model import (
     FIRST_AVAILABLE_MAX_SIZE,
     DeviceClass,
@@ -72,6 +73,7 @@ class DeviceInventory:
         self._rules: dict[str, TaintRule] = {}
         self.classes: dict[str, DeviceClass] = {}
         self.pools = PoolCache()
+        self.first_fits = FirstFits()  # checked against the pool cache's lists
 
     def slices(self) -> list[Slice]:
         return list(self._slices.values())

@@ -88,6 +88,7 @@ def prepare(parts: Parts, data: CycleData, pod: Pod) -> Status | None:
             clock=parts.handle.clock.now,
             pool_cache=inventory.pools,
             features=features,
+            first_fits=inventory.first_fits,
         )
     return None
 
