@@ -7,43 +7,50 @@ writing, itself included, when it last started to count (``writing``). The
 limit is an integer in ``[floor, ceiling]``.
 
 The algorithm is a latency gradient against a no-load baseline (Gradient2's
-gradient and queue allowance, with Vegas' baseline instead of Gradient2's
-long-window average):
+gradient, smoothing and queue allowance, with a Vegas-like baseline instead
+of Gradient2's long-window average):
 
-- ``short``: an exponential average of the samples (weight ``SHORT_WEIGHT``,
-  about the last 60): long enough that the spread of single writes (a
-  log-normal spread of +-50 % in the closed-loop model of the tests) never
-  reads as queueing. A sample counts at most ``MAX_STEP`` times the average,
-  so one slow cycle (a PreBind of up to its grace) moves it little, while a
-  lasting jump still passes within a few dozen samples as the average
-  compounds.
-- ``baseline``: the lowest ``short`` seen, the latency without queueing. It
-  rises only at the floor: there the concurrency cannot fall further, so
-  the latency the floor sees is the no-load latency now (the API server got
-  slower for good; the limit then climbs back from the floor).
+- ``short`` and ``long``: exponential averages of the samples (weights
+  ``SHORT_WEIGHT`` and ``LONG_WEIGHT``, about the last 60 and 500; the mean
+  of all samples until there are that many). A sample counts at most
+  ``MAX_STEP`` times ``short``, so one slow cycle (a PreBind of up to its
+  grace) moves it little, while a lasting jump passes within a few dozen
+  samples as the average compounds. Nothing changes in the first
+  ``WARM_UP`` samples.
+- ``baseline``: the lowest ``long`` seen, the latency without queueing (the
+  long average, not the short, so that the spread of single writes does not
+  drag it below the typical latency). It rises only at the floor: there the
+  concurrency cannot fall further, so the latency the floor sees is the
+  no-load latency now (the API server got slower for good; the limit then
+  climbs back from the floor).
 - ``gradient = clamp(TOLERANCE * baseline / short, MIN_GRADIENT, 1)``. Below
-  1 (the latency grew by more than the tolerance), the limit becomes at most
-  ``writing * gradient``: relative to the concurrency the sample saw, not to
-  the limit now, so the cycles started before a cut report the same target
-  again instead of cutting it twice. At 1 the limit grows by
+  1 (the latency grew by more than the tolerance), the limit moves a step
+  (``CUT_WEIGHT``) toward ``writing * gradient``: relative to the
+  concurrency the sample saw, not to the limit now, so the cycles started
+  before a cut report the same target again instead of cutting it twice,
+  and the steps average the spread of the samples. At 1 the limit grows by
   ``1 / sqrt(limit)`` per sample (``sqrt(limit)`` per round of ``limit``
   samples, Gradient's queue allowance), but only when the sample was taken
   near the limit (``writing >= limit / 2``): a limit the demand does not
   reach says nothing about the API server.
 
 Why not Gradient2 as is: its long average catches up with any latency that
-lasts, so under a saturated API server (latency proportional to concurrency)
-the gradient returns to 1 and the limit ratchets up to the ceiling, adding
-only queueing (the 5000-node bench: attempt p50 44 ms at 64 vs 25 ms at 16,
-the same pods/s). Against a baseline that does not follow the load, a
-latency that grows with the concurrency settles the limit near where the
-latency is ``TOLERANCE`` times the baseline; a flat latency keeps the
-gradient at 1, so the limit climbs to the ceiling and stays (no
-oscillation); a sudden jump cuts it by the gradient at once. Why not AIMD:
-its fixed cut (x0.9) needs many rounds to fall from 64 to where the latency
-says it should be, where the gradient gets there in one or two. The cost:
-a baseline learnt in a quiet moment that never returns sends the limit to
-the floor once, to relearn it there.
+lasts, so under a saturated API server (latency proportional to
+concurrency) the gradient returns to 1 and the limit ratchets up to the
+ceiling, adding only queueing (the 5000-node bench: attempt p50 44 ms at 64
+vs 25 ms at 16, the same pods/s). Against a baseline that does not follow
+the load, the limit settles where the latency is ``TOLERANCE`` times the
+baseline. In the closed-loop model of the tests: a flat latency (also with a
++-50 % log-normal spread) keeps the gradient at 1, the limit climbs from 16
+to 64 in about 330 samples and stays (no oscillation); a latency
+proportional to concurrency settles it between 15 and 26; 18.7 ms + 0.4 ms
+per cycle (the 5000-node numbers above, read as a line) between 40 and 50;
+a tenfold jump at 64 brings it to 32 within about 20 samples. Why not AIMD:
+its fixed cut (x0.9 per round) needs many rounds to fall from 64 to where
+the latency says it should be. The costs: a baseline learnt in a quiet
+moment that never returns sends the limit to the floor once, to relearn it
+there; and ``TOLERANCE`` trades noise for queueing (1.25 would stop nearer
+the knee but reads a wide spread as queueing).
 
 Invariants: ``floor <= limit <= ceiling``; a pinned limit (``adaptive``
 False) is the ceiling and never moves; ``observe`` reads no clock.
@@ -64,9 +71,12 @@ START_LIMIT = 16
 FLOOR_LIMIT = 4
 
 SHORT_WEIGHT = 1 / 32  # the recent latency: about the last 60 samples
+LONG_WEIGHT = 1 / 256  # the baseline's average: about the last 500 samples
+WARM_UP = 32  # samples before the first change
 MAX_STEP = 2.0  # one sample counts at most this many times the recent latency
 TOLERANCE = 1.5  # the latency may grow by half over the baseline before the cut
 MIN_GRADIENT = 0.5  # a cut at most halves the limit
+CUT_WEIGHT = 0.1  # each sample moves the limit this far toward its target
 MIN_SECONDS = 1e-6  # a zero duration (a fake clock) counts as this
 
 
@@ -97,6 +107,8 @@ class ConcurrencyLimit:
         "_ceiling",
         "_floor",
         "_limit",
+        "_long",
+        "_samples",
         "_short",
     )
 
@@ -114,7 +126,9 @@ class ConcurrencyLimit:
         self._floor = max(1, min(floor, ceiling))
         self._adaptive = adaptive
         self._limit = float(min(max(start, self._floor), ceiling) if adaptive else ceiling)
-        self._short = 0.0  # 0: no sample yet
+        self._samples = 0
+        self._short = 0.0
+        self._long = 0.0
         self._baseline = math.inf
 
     @property
@@ -135,14 +149,17 @@ class ConcurrencyLimit:
         if not self._adaptive:
             return self.limit
         sample = max(seconds, MIN_SECONDS)
-        if self._short == 0.0:
-            self._short = sample
-        else:
+        self._samples += 1
+        if self._samples > 1:
             sample = min(sample, self._short * MAX_STEP)
-            self._short += (sample - self._short) * SHORT_WEIGHT
-        if self._short < self._baseline:
-            self._baseline = self._short
-        elif self.limit <= self._floor:
+        # The mean of all samples until there are enough for the window.
+        self._short += (sample - self._short) * max(SHORT_WEIGHT, 1 / self._samples)
+        self._long += (sample - self._long) * max(LONG_WEIGHT, 1 / self._samples)
+        if self._samples < WARM_UP:
+            return self.limit
+        if self._long < self._baseline:
+            self._baseline = self._long
+        elif self.limit <= self._floor and self._short > self._baseline:
             # At the floor the latency is not queueing of ours: the new no-load.
             self._baseline += (self._short - self._baseline) * SHORT_WEIGHT
         gradient = min(1.0, max(MIN_GRADIENT, TOLERANCE * self._baseline / self._short))
@@ -150,7 +167,9 @@ class ConcurrencyLimit:
             # Relative to the concurrency the sample saw, not to the limit now:
             # the cycles started before a cut report the same target again
             # instead of cutting it twice.
-            self._limit = min(self._limit, writing * gradient)
+            target = writing * gradient
+            if target < self._limit:
+                self._limit += (target - self._limit) * CUT_WEIGHT
         elif writing * 2 >= self._limit:
             self._limit += 1.0 / math.sqrt(self._limit)
         self._limit = min(float(self._ceiling), max(float(self._floor), self._limit))
