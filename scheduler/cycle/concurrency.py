@@ -19,10 +19,11 @@ of Gradient2's long-window average):
   ``WARM_UP`` samples.
 - ``baseline``: the lowest ``long`` seen, the latency without queueing (the
   long average, not the short, so that the spread of single writes does not
-  drag it below the typical latency). It rises only at the floor: there the
+  drag it below the typical latency). At the floor the baseline and the
+  long average restart from ``short``, rising or not: there the
   concurrency cannot fall further, so the latency the floor sees is the
-  no-load latency now (the API server got slower for good; the limit then
-  climbs back from the floor).
+  no-load latency now (the API server got slower for good), and the limit
+  climbs back from the floor at once.
 - ``gradient = clamp(TOLERANCE * baseline / short, MIN_GRADIENT, 1)``. Below
   1 (the latency grew by more than the tolerance), the limit moves a step
   (``CUT_WEIGHT``) toward ``writing * gradient``: relative to the
@@ -45,7 +46,9 @@ baseline. In the closed-loop model of the tests: a flat latency (also with a
 to 64 in about 330 samples and stays (no oscillation); a latency
 proportional to concurrency settles it between 15 and 26; 18.7 ms + 0.4 ms
 per cycle (the 5000-node numbers above, read as a line) between 40 and 50;
-a tenfold jump at 64 brings it to 32 within about 20 samples. Why not AIMD:
+a tenfold jump at 64 brings it to 32 within about 20 samples and to the
+floor within about 120, from where it climbs back to 64 (the latency is
+flat again, only slower) within about 330 more. Why not AIMD:
 its fixed cut (x0.9 per round) needs many rounds to fall from 64 to where
 the latency says it should be. The costs: a baseline learnt in a quiet
 moment that never returns sends the limit to the floor once, to relearn it
@@ -157,11 +160,11 @@ class ConcurrencyLimit:
         self._long += (sample - self._long) * max(LONG_WEIGHT, 1 / self._samples)
         if self._samples < WARM_UP:
             return self.limit
-        if self._long < self._baseline:
-            self._baseline = self._long
-        elif self.limit <= self._floor and self._short > self._baseline:
+        if self.limit <= self._floor:
             # At the floor the latency is not queueing of ours: the new no-load.
-            self._baseline += (self._short - self._baseline) * SHORT_WEIGHT
+            self._baseline = self._long = self._short
+        elif self._long < self._baseline:
+            self._baseline = self._long
         gradient = min(1.0, max(MIN_GRADIENT, TOLERANCE * self._baseline / self._short))
         if gradient < 1.0:
             # Relative to the concurrency the sample saw, not to the limit now:
