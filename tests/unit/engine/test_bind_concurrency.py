@@ -42,10 +42,28 @@ def knee(seconds: float, seconds_per_cycle: float) -> Latency:
     return lambda writing: seconds + seconds_per_cycle * writing
 
 
+@dataclasses.dataclass
+class Spread:
+    """Each write a log-normal draw around the load's latency; the draws
+    restart with every run (``fresh``)."""
+
+    latency: Latency
+    sigma: float
+    seed: int = 1
+    draws: random.Random = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        self.fresh()
+
+    def fresh(self) -> None:
+        self.draws = random.Random(self.seed)
+
+    def __call__(self, writing: int) -> float:
+        return self.latency(writing) * self.draws.lognormvariate(0.0, self.sigma)
+
+
 def spread(latency: Latency, sigma: float, seed: int = 1) -> Latency:
-    """Each write a log-normal draw around the load's latency."""
-    draws = random.Random(seed)
-    return lambda writing: latency(writing) * draws.lognormvariate(0.0, sigma)
+    return Spread(latency, sigma, seed)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +86,8 @@ def run(limit: ConcurrencyLimit, workload: Load) -> list[int]:
     finishing: list[tuple[float, int, float, int]] = []  # at, order, seconds, writing
     trace: list[int] = []
     for samples, latency in workload.phases:
+        if isinstance(latency, Spread):
+            latency.fresh()
         for _ in range(samples):
             while writing < limit.limit:
                 writing += 1
@@ -92,74 +112,78 @@ def pinned(ceiling: int = CEILING) -> ConcurrencyLimit:
     return limiter
 
 
+def up_to(ceiling: int) -> Callable[[], ConcurrencyLimit]:
+    return lambda: adaptive(ceiling)
+
+
 @pytest.mark.parametrize(
-    ("limiter", "workload", "first", "settled"),
+    ("make", "workload", "first", "settled"),
     [
         pytest.param(
-            adaptive(),
+            adaptive,
             load(3000, flat(0.025)),
             START_LIMIT,
             (CEILING, CEILING),
             id="flat latency: rises from 16 to the ceiling and stays",
         ),
         pytest.param(
-            adaptive(),
+            adaptive,
             load(6000, spread(flat(0.025), 0.5)),
             START_LIMIT,
             (CEILING - 4, CEILING),
             id="flat latency with a wide spread: stays near the ceiling",
         ),
         pytest.param(
-            adaptive(),
+            adaptive,
             load(6000, proportional(0.0015)),
             START_LIMIT,
             (FLOOR_LIMIT, CEILING // 2),
             id="latency proportional to concurrency: settles well below the ceiling",
         ),
         pytest.param(
-            adaptive(),
+            adaptive,
             load(6000, spread(proportional(0.0015), 0.3)),
             START_LIMIT,
             (FLOOR_LIMIT, CEILING // 2),
             id="proportional latency with a spread: settles well below the ceiling",
         ),
         pytest.param(
-            adaptive(),
+            adaptive,
             load(6000, knee(0.0187, 0.0004)),
             START_LIMIT,
             (CEILING // 2, CEILING - 8),
             id="fixed cost plus queueing: settles below the ceiling",
         ),
         pytest.param(
-            adaptive(),
+            adaptive,
             load(3000, flat(0.0)),
             START_LIMIT,
             (CEILING, CEILING),
             id="zero durations (a fake clock) read as flat latency",
         ),
         pytest.param(
-            adaptive(8),
+            up_to(8),
             load(3000, flat(0.025)),
             8,
             (8, 8),
             id="a ceiling below 16: starts and stays at the ceiling",
         ),
         pytest.param(
-            adaptive(2),
+            up_to(2),
             load(3000, proportional(0.0015)),
             2,
             (2, 2),
             id="a ceiling below the floor: the floor is the ceiling",
         ),
         pytest.param(
-            pinned(),
+            pinned,
             load(3000, proportional(0.0015)),
             CEILING,
             (CEILING, CEILING),
             id="pinned: queueing does not move it",
         ),
         pytest.param(
-            pinned(),
+            pinned,
             load(3000, spread(flat(0.025), 0.5)),
             CEILING,
             (CEILING, CEILING),
@@ -168,8 +192,9 @@ def pinned(ceiling: int = CEILING) -> ConcurrencyLimit:
     ],
 )
 def test_the_limit_follows_the_latency(
-    limiter: ConcurrencyLimit, workload: Load, first: int, settled: tuple[int, int]
+    make: Callable[[], ConcurrencyLimit], workload: Load, first: int, settled: tuple[int, int]
 ) -> None:
+    limiter = make()
     assert limiter.limit == first
 
     trace = run(limiter, workload)
