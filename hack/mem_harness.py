@@ -33,6 +33,7 @@ from prometheus_client import CollectorRegistry
 from bench.simulate import CONFIG, SCHEDULER_NAME
 from bench.workload import MEASURED_NAMESPACE, node_body, node_name, pod_body, pod_name
 from scheduler.config import parse_config
+from scheduler.cycle.concurrency import BindConcurrency
 from scheduler.engine.assembly import build_registry, resolve
 from scheduler.engine.core import Engine
 from scheduler.kube.resources import NODES, PODS, ResourceType
@@ -210,7 +211,7 @@ async def run(nodes: int, pods: int, trace: bool) -> dict[str, Any]:
         clock=clock,
         hostname="mem-harness",
         metrics_registry=CollectorRegistry(),
-        max_binding=64,
+        binds=BindConcurrency(64, adaptive=False),
         rng=random.Random(0),
     )
     if os.environ.get("COMPACT") == "0":  # the informers as they were before compaction

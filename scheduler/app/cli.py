@@ -103,6 +103,7 @@ async def _run(config: SchedulerConfiguration, args: argparse.Namespace) -> int:
 
     from scheduler.app.root import AppOptions, SchedulerApp
     from scheduler.config import PROTOBUF_CONTENT_TYPE
+    from scheduler.cycle.concurrency import BindConcurrency
     from scheduler.informers import ResourceNotServed
     from scheduler.kube.client import KubeClient
     from scheduler.leaderelection import LeadershipLost
@@ -121,7 +122,7 @@ async def _run(config: SchedulerConfiguration, args: argparse.Namespace) -> int:
         bind_address=args.bind_address,
         port=args.secure_port,
         bind_grace_seconds=args.bind_grace_seconds,
-        max_binding=args.max_concurrent_binds,
+        binds=BindConcurrency(args.max_concurrent_binds, adaptive=args.adaptive_concurrent_binds),
         feature_gates=args.feature_gates,
         tls_cert_file=args.tls_cert_file,
         tls_private_key_file=args.tls_private_key_file,

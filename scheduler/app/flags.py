@@ -3,13 +3,13 @@
 ``parse_args`` reads upstream's flag names in upstream's sections (misc, secure
 serving, authentication, authorization, deprecated, leader election, feature
 gate, logs) plus ours (``--bind-grace-seconds``, ``--max-concurrent-binds``,
-``--seed``, ``--ops-header-timeout-seconds``, ``--ops-max-connections``). A
-flag either works with upstream's meaning or, where it cannot apply, is
-accepted and reported in ``args.notes`` with its reason (``NO_OP_FLAGS``),
-which the CLI logs once at start; removed ``--lock-object-*`` flags are read as
-their successors. Go's flag syntax is accepted where it differs from
-argparse's (``-v=4``, ``--leader-elect=false``) and, as in Go, no flag may be
-abbreviated.
+``--adaptive-concurrent-binds``, ``--seed``, ``--ops-header-timeout-seconds``,
+``--ops-max-connections``). A flag either works with upstream's meaning or,
+where it cannot apply, is accepted and reported in ``args.notes`` with its
+reason (``NO_OP_FLAGS``), which the CLI logs once at start; removed
+``--lock-object-*`` flags are read as their successors. Go's flag syntax is
+accepted where it differs from argparse's (``-v=4``, ``--leader-elect=false``)
+and, as in Go, no flag may be abbreviated.
 
 ``apply_flags`` merges the flags that override the configuration file into it
 as upstream does (``ApplyLeaderElectionTo``: a ``--leader-elect*`` flag given
@@ -399,11 +399,23 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
     ours.add_argument(
         "--max-concurrent-binds",
         type=_non_negative_int,
-        default=16,  # scheduler.cycle.binding.DEFAULT_MAX_BIND_REQUESTS (not imported here)
+        # scheduler.cycle.concurrency.DEFAULT_MAX_CONCURRENT_BINDS (not imported here)
+        default=64,
         metavar="N",
         help="at most N binding cycles writing at once (0: no limit): the loop pops the next "
-        "pod only below N; pods waiting at Permit, or in PreBind for over a second, never "
-        "count, so the limit cannot hold up scheduling for long",
+        "pod only below the limit, which follows the bind latency up to N; pods waiting at "
+        "Permit, or in PreBind for over a second, never count, so the limit cannot hold up "
+        "scheduling for long",
+    )
+    ours.add_argument(
+        "--adaptive-concurrent-binds",
+        type=_go_bool,
+        nargs="?",
+        const=True,
+        default=True,
+        metavar="BOOL",
+        help="let the limit of binding cycles writing at once follow the bind latency (from "
+        "16, between 4 and --max-concurrent-binds); false pins it at --max-concurrent-binds",
     )
     ours.add_argument(
         "--seed",

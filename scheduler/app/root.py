@@ -58,7 +58,7 @@ from scheduler.config import (
     SchedulerConfiguration,
     advice,
 )
-from scheduler.cycle.binding import DEFAULT_MAX_BIND_REQUESTS
+from scheduler.cycle.concurrency import DEFAULT_BINDS, BindConcurrency
 from scheduler.engine.assembly import build_registry, resolve
 from scheduler.engine.core import Engine
 from scheduler.framework.clock import Clock, RealClock
@@ -102,7 +102,8 @@ class AppOptions:
     port: int = 10259
     bind_grace_seconds: float = 30.0
     flush_grace_seconds: float = 5.0
-    max_binding: int = DEFAULT_MAX_BIND_REQUESTS
+    # --max-concurrent-binds (the ceiling), --adaptive-concurrent-binds.
+    binds: BindConcurrency = DEFAULT_BINDS
     feature_gates: FeatureGates = field(default_factory=FeatureGates)
     # Secure serving: the given pair or a self-signed one; these paths open to all.
     tls_cert_file: str | None = None
@@ -151,7 +152,7 @@ class SchedulerApp:
             clock=self.clock,
             hostname=socket.gethostname(),
             metrics_registry=self.metrics_registry,
-            max_binding=self.options.max_binding,
+            binds=self.options.binds,
             rng=rng,
             feature_gates=self.options.feature_gates,
             max_in_unschedulable=self.options.max_in_unschedulable_seconds,

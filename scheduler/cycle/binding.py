@@ -7,22 +7,35 @@ done-callback when it was cancelled or crashed (``_roll_back``), so no pod
 stays assumed but unbound.
 
 Back-pressure: ``room()`` (awaited by the loop before it pops) waits while
-``max_bind_requests`` cycles are *writing*: started and not waiting at
-Permit, and not in a PreBind that has run longer than ``PRE_BIND_GRACE``
-(a PreBind that long waits on others, a volume or a driver, not on its own
-write). So neither a Permit wait nor a long PreBind wait stalls scheduling
-for more than the grace. When the API server is slower than the loop, pods
-wait in activeQ instead of assumed in a binding backlog: the assumed-but-
-unbound set (and DRA's in-flight claims) stays bounded, and an attempt's
-duration is the pod's own cycle and writes, not a queue behind other pods'.
+``limit`` cycles are *writing*: started and not waiting at Permit, and not
+in a PreBind that has run longer than ``PRE_BIND_GRACE`` (a PreBind that
+long waits on others, a volume or a driver, not on its own write). So
+neither a Permit wait nor a long PreBind wait stalls scheduling for more
+than the grace. When the API server is slower than the loop, pods wait in
+activeQ instead of assumed in a binding backlog: the assumed-but-unbound
+set (and DRA's in-flight claims) stays bounded, and an attempt's duration
+is the pod's own cycle and writes, not a queue behind other pods'.
+
+The limit adapts (``scheduler.cycle.concurrency``): each bound cycle's
+writing time (the clock's time while it counted as writing, so without
+its Permit wait) and the number writing when it last started to count are
+one sample; the limit rises while that latency holds and falls when more
+concurrency only adds queueing, between a floor and ``--max-concurrent-
+binds`` (pinned there by ``--adaptive-concurrent-binds=false``). Failed
+and cancelled cycles, and those whose PreBind outlived the grace (their
+time was a volume's or a driver's, not a write's), are no sample. A rise
+wakes a waiting ``room()``; a fall cancels nothing, the next pops wait.
+The Bind requests in flight stay bounded by the ceiling.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Mapping
 
+from scheduler.cycle.concurrency import BindConcurrency
 from scheduler.cycle.contracts import (
     AttemptMetrics,
     AttemptResult,
@@ -49,10 +62,16 @@ log = logging.getLogger(__name__)
 
 # A PreBind running longer than this no longer holds the loop back (room()).
 PRE_BIND_GRACE = 1.0
-# --max-concurrent-binds by default: enough writes in flight to keep the API
-# server busy (the bench's 438 vs 451 pods/s at 64, SchedulingBasic), few
-# enough that a pod's attempt is not a wait behind others' (p50 25 vs 44 ms).
-DEFAULT_MAX_BIND_REQUESTS = 16
+
+
+@dataclasses.dataclass(slots=True)
+class _WriteTime:
+    """How long one binding cycle has counted as writing: the limit's sample."""
+
+    since: float | None = None  # when it last started to count; None while it does not
+    seconds: float = 0.0  # counted before ``since``
+    writing: int = 0  # cycles writing, itself included, when it last started to count
+    sampled: bool = True  # False once its PreBind outlived the grace
 
 
 class BindingCycles:
@@ -67,7 +86,7 @@ class BindingCycles:
         clock: Clock,
         metrics: AttemptMetrics,
         loop: SchedulingLoop,
-        max_bind_requests: int = 0,
+        binds: BindConcurrency,
     ) -> None:
         self._queue = queue
         self._recorders = recorders
@@ -76,16 +95,16 @@ class BindingCycles:
         self._metrics = metrics
         self._loop = loop
         self._tasks: dict[asyncio.Task[None], Binding] = {}
-        # Bounds concurrent Bind calls only (0: unbounded, as upstream); a
-        # cycle waiting at Permit or in PreBind holds nothing.
-        self._bind_requests = (
-            asyncio.Semaphore(max_bind_requests) if max_bind_requests > 0 else None
-        )
+        # Bounds concurrent Bind calls only, at the ceiling (0: unbounded, as
+        # upstream); a cycle waiting at Permit or in PreBind holds nothing.
+        self._bind_requests = asyncio.Semaphore(binds.ceiling) if binds.ceiling > 0 else None
         self._fenced = False
         # Pod key -> node of each Bind call under way (past the last checks).
         self._sending: dict[str, str] = {}
-        self._limit = max_bind_requests
+        self._limit = binds.limiter()  # None: unbounded
         self._writing: set[str] = set()  # assumed pod UIDs that room() counts
+        self._write_times: dict[str, _WriteTime] = {}  # by assumed pod UID, per task
+        metrics.bind_concurrency_limit(self.limit())
         self._room = asyncio.Event()
         self._room.set()
         self._stopped = False
@@ -115,6 +134,7 @@ class BindingCycles:
             self._binding_cycle(binding), name=f"bind {binding.assumed.key}"
         )
         self._tasks[task] = binding
+        self._write_times[binding.assumed.uid] = _WriteTime()
         self._count(binding.assumed.uid, True)
         self._metrics.goroutines("binding", 1)
         task.add_done_callback(self._binding_done)
@@ -139,9 +159,13 @@ class BindingCycles:
         """Cycles that hold the loop back (see the module docstring)."""
         return len(self._writing)
 
+    def limit(self) -> int:
+        """How many cycles may write at once now (0: unbounded)."""
+        return 0 if self._limit is None else self._limit.limit
+
     async def room(self) -> None:
-        """Until fewer than ``max_bind_requests`` cycles are writing (at once
-        when unbounded, fenced or stopped)."""
+        """Until fewer than ``limit()`` cycles are writing (at once when
+        unbounded, fenced or stopped)."""
         while not self._has_room():
             self._room.clear()
             await self._room.wait()
@@ -152,15 +176,42 @@ class BindingCycles:
         self._room.set()
 
     def _has_room(self) -> bool:
-        return self._limit <= 0 or self._fenced or self._stopped or self.writing() < self._limit
+        return (
+            self._limit is None
+            or self._fenced
+            or self._stopped
+            or self.writing() < self._limit.limit
+        )
 
     def _count(self, uid: str, writing: bool) -> None:
+        times = self._write_times.get(uid)
         if writing:
             self._writing.add(uid)
+            if times is not None:
+                times.since, times.writing = self._clock.now(), len(self._writing)
         else:
             self._writing.discard(uid)
+            if times is not None and times.since is not None:
+                times.seconds += self._clock.now() - times.since
+                times.since = None
             if self._has_room():
                 self._room.set()
+
+    def _sample(self, uid: str) -> None:
+        """A bound cycle's writing time goes to the limit (module docstring)."""
+        times = self._write_times.get(uid)
+        if self._limit is None or times is None or not times.sampled:
+            return
+        seconds = times.seconds
+        if times.since is not None:
+            seconds += self._clock.now() - times.since
+        before = self._limit.limit
+        after = self._limit.observe(seconds, times.writing)
+        if after == before:
+            return
+        self._metrics.bind_concurrency_limit(after)
+        if after > before and self._has_room():
+            self._room.set()
 
     def binds_sending(self) -> dict[str, str]:
         """Pod key -> node of each Bind call under way: past the fence and
@@ -170,6 +221,7 @@ class BindingCycles:
     def _binding_done(self, task: asyncio.Task[None]) -> None:
         binding = self._tasks.pop(task)
         self._count(binding.assumed.uid, False)
+        self._write_times.pop(binding.assumed.uid, None)
         self._metrics.goroutines("binding", -1)
         self._loop.binding_done()
         if not binding.finished:
@@ -252,6 +304,9 @@ class BindingCycles:
 
     async def _release_after(self, uid: str) -> None:
         await self._clock.sleep(PRE_BIND_GRACE)
+        times = self._write_times.get(uid)
+        if times is not None:
+            times.sampled = False
         self._count(uid, False)
 
     async def _bind(self, binding: Binding) -> Status:
@@ -302,6 +357,7 @@ class BindingCycles:
 
     def _bound(self, binding: Binding) -> None:
         binding.finished = True
+        self._sample(binding.assumed.uid)
         framework, pinfo, host = binding.framework, binding.pinfo, binding.host
         pod = pinfo.pod
         now = self._clock.now()

@@ -72,6 +72,9 @@ class AttemptMetrics(Protocol):
 
     def goroutines(self, operation: str, delta: int) -> None: ...
 
+    def bind_concurrency_limit(self, limit: int) -> None:
+        """How many binding cycles may write at once now (0: unbounded)."""
+
 
 class AttemptRecorder(Protocol):
     def record(self, pod_key: str, attempt: dict[str, Any]) -> None: ...

@@ -4,8 +4,9 @@ an asynchronous binding cycle per pod.
 ``schedule_one`` is synchronous from pop to Permit (no await: the snapshot
 and CycleState are private to the cycle, the cache and queue are touched only
 between awaits). Binding runs as a task per pod, unbounded as upstream's binding
-goroutines; ``max_binding`` (0: none) bounds only concurrent Bind requests,
-so pods waiting at Permit or in PreBind never hold up the loop. ``fence``
+goroutines; ``binds`` (``scheduler.cycle.concurrency``) bounds only the cycles
+writing at once, with a limit that follows the bind latency, so pods waiting
+at Permit or in PreBind never hold up the loop. ``fence``
 (leadership lost) stops every PreBind and Bind write at once.
 
 Invariants:
@@ -30,7 +31,8 @@ from collections.abc import Callable, Mapping
 from scheduler.cache.cache import Cache, CacheError
 from scheduler.cache.snapshot import Snapshot
 from scheduler.cycle.algorithm import Algorithm, ScheduleResult, SchedulingError
-from scheduler.cycle.binding import DEFAULT_MAX_BIND_REQUESTS, BindingCycles
+from scheduler.cycle.binding import BindingCycles
+from scheduler.cycle.concurrency import DEFAULT_BINDS, BindConcurrency
 from scheduler.cycle.contracts import (
     AttemptMetrics,
     AttemptRecorder,
@@ -102,7 +104,7 @@ class Scheduler:
         snapshot: Snapshot | None = None,
         percentage_of_nodes_to_score: int = 0,
         profile_percentages: Mapping[str, int | None] | None = None,
-        max_binding: int = DEFAULT_MAX_BIND_REQUESTS,
+        binds: BindConcurrency = DEFAULT_BINDS,
         randomness: CycleRandomness | None = None,
     ) -> None:
         self._queue = queue
@@ -128,7 +130,7 @@ class Scheduler:
             clock=clock,
             metrics=metrics,
             loop=self,
-            max_bind_requests=max_binding,
+            binds=binds,
         )
         # The cycle in progress, so that a crash can undo its assume and Reserve.
         self._current: Binding | None = None

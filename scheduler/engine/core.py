@@ -25,7 +25,7 @@ from prometheus_client import CollectorRegistry
 from scheduler.cache.cache import Cache
 from scheduler.cache.snapshot import Snapshot
 from scheduler.config import ResolvedProfile, SchedulerConfiguration
-from scheduler.cycle.binding import DEFAULT_MAX_BIND_REQUESTS
+from scheduler.cycle.concurrency import DEFAULT_BINDS, BindConcurrency
 from scheduler.cycle.randomness import CycleRandomness
 from scheduler.cycle.reporting import StatusWriter
 from scheduler.cycle.scheduler import Scheduler
@@ -129,7 +129,7 @@ class Engine:
         clock: Clock,
         hostname: str,
         metrics_registry: CollectorRegistry,
-        max_binding: int = DEFAULT_MAX_BIND_REQUESTS,
+        binds: BindConcurrency = DEFAULT_BINDS,
         rng: random.Random | None = None,  # seeds every generator of the loop and plugins
         feature_gates: FeatureGates | None = None,
         max_in_unschedulable: float = DEFAULT_MAX_IN_UNSCHEDULABLE,
@@ -225,7 +225,7 @@ class Engine:
             profile_percentages={
                 p.scheduler_name: p.percentage_of_nodes_to_score for p in profiles
             },
-            max_binding=max_binding,
+            binds=binds,
             randomness=randomness,
         )
         handlers = EventHandlers(

@@ -381,19 +381,7 @@ class SchedulerMetrics:
             "This metric records the data about the stage and enablement of a k8s feature.",
             ("name", "stage"),
         )
-        # Ours: how late the event loop runs what is due (scheduler.ops.looplag).
-        self._loop_lag = histogram(
-            "pyscheduler_event_loop_lag_seconds",
-            "How late the event loop woke a periodic tick, in seconds: the time every "
-            "informer event, bind and probe waited behind the work ahead of it.",
-            (),
-            exponential_buckets(0.001, 2, 14),
-        )
-        self._loop_longest_stall = gauge(
-            "pyscheduler_event_loop_longest_stall_seconds",
-            "The longest event-loop lag seen in the last one to two minutes, in seconds.",
-            (),
-        )
+        self._add_own()
         self._leader_slowpath = counter(
             "leader_election_slowpath",
             "Total number of slow path exercised in renewing leader leases. 'name' is the "
@@ -434,6 +422,32 @@ class SchedulerMetrics:
         # Labelled children by (metric, labels): ``labels()`` costs a lock and
         # several lookups, too much for per-plugin calls on the hot path.
         self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
+
+    def _add_own(self) -> None:
+        """Ours, not upstream's: the ``pyscheduler_*`` families."""
+        # How late the event loop runs what is due (scheduler.ops.looplag).
+        self._loop_lag = Histogram(
+            "pyscheduler_event_loop_lag_seconds",
+            "How late the event loop woke a periodic tick, in seconds: the time every "
+            "informer event, bind and probe waited behind the work ahead of it.",
+            (),
+            registry=None,
+            buckets=exponential_buckets(0.001, 2, 14),
+        )
+        self._loop_longest_stall = Gauge(
+            "pyscheduler_event_loop_longest_stall_seconds",
+            "The longest event-loop lag seen in the last one to two minutes, in seconds.",
+            (),
+            registry=None,
+        )
+        # The adaptive bind limit (scheduler.cycle.concurrency).
+        self._bind_concurrency_limit = Gauge(
+            "pyscheduler_binding_concurrency_limit",
+            "How many binding cycles may write (PreBind, Bind) at once now; it follows "
+            "the bind latency up to --max-concurrent-binds (0: unbounded).",
+            (),
+            registry=None,
+        )
 
     def _child(self, metric: MetricWrapperBase, *labels: str) -> Any:
         key = (id(metric), labels)
@@ -570,6 +584,10 @@ class SchedulerMetrics:
     def goroutines(self, operation: str, delta: int) -> None:
         """Running tasks doing ``operation`` (an ``Operation`` or an ``ExtensionPoint``)."""
         self._child(self._goroutines, operation).inc(delta)
+
+    def bind_concurrency_limit(self, limit: int) -> None:
+        """``pyscheduler_binding_concurrency_limit``: the limit now (0: unbounded)."""
+        self._bind_concurrency_limit.set(limit)
 
     def event_handling(self, event: str, seconds: float) -> None:
         """An informer event handler for ``event`` (a ``ClusterEvent.label``) took ``seconds``."""

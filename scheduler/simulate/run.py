@@ -42,7 +42,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from scheduler.config import ResolvedProfile, SchedulerConfiguration
-from scheduler.cycle.binding import DEFAULT_MAX_BIND_REQUESTS
+from scheduler.cycle.concurrency import DEFAULT_BINDS
 from scheduler.engine.core import Engine
 from scheduler.framework.registry import Registry
 from scheduler.kube.resources import PODS
@@ -108,7 +108,7 @@ class Simulation:
             clock=self.clock,
             hostname=HOSTNAME,
             metrics_registry=CollectorRegistry(),
-            max_binding=DEFAULT_MAX_BIND_REQUESTS,
+            binds=DEFAULT_BINDS,
             rng=random.Random(seed),
         )
         self._progress = progress

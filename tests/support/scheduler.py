@@ -19,6 +19,7 @@ from pathlib import Path
 from scheduler.app.gateflags import parse_feature_gates
 from scheduler.app.root import AppOptions, SchedulerApp
 from scheduler.config import parse_config
+from scheduler.cycle.concurrency import BindConcurrency
 from scheduler.framework.registry import Registry
 from scheduler.kube.client import KubeClient
 from tests.support.wait import eventually
@@ -58,12 +59,13 @@ async def running_scheduler(
 ) -> AsyncIterator[SchedulerApp]:
     """``rng`` fixes the random choice among equal scores (the fidelity test);
     ``feature_gates`` is a ``--feature-gates`` value; ``registry`` adds test
-    plugins; ``max_binding`` is --max-concurrent-binds;
+    plugins; ``max_binding`` is --max-concurrent-binds, pinned (as
+    --adaptive-concurrent-binds=false) so the test knows the cap;
     ``reviews_on_scheduling_client``: the ops port's TokenReviews and
     SubjectAccessReviews go through the scheduler's own client, as before
     issue 20 (defect 5) - for a test proving an oracle catches that path."""
     config = parse_config(config_text or scheduler_config(name))
-    options = {} if max_binding is None else {"max_binding": max_binding}
+    options = {} if max_binding is None else {"binds": BindConcurrency(max_binding, adaptive=False)}
     client = await KubeClient.connect(
         kubeconfig=str(kubeconfig),
         qps=config.client_connection.qps,

@@ -11,7 +11,7 @@ import pytest
 from scheduler.app.flags import DEFAULT_ALWAYS_ALLOW_PATHS, apply_flags, log_level, parse_args
 from scheduler.app.gateflags import FeatureGateError, parse_feature_gates
 from scheduler.config import ConfigError, parse_config
-from scheduler.cycle.binding import DEFAULT_MAX_BIND_REQUESTS
+from scheduler.cycle.concurrency import DEFAULT_MAX_CONCURRENT_BINDS
 from scheduler.engine.assembly import build_registry, resolve
 from tests.support.handles import bare_profile_handle
 from tests.unit.config.builders import make_config
@@ -65,10 +65,20 @@ from tests.unit.config.builders import make_config
         pytest.param(
             [],
             "max_concurrent_binds",
-            DEFAULT_MAX_BIND_REQUESTS,
-            id="the binding module's cap by default",
+            DEFAULT_MAX_CONCURRENT_BINDS,
+            id="the concurrency module's ceiling by default",
         ),
         pytest.param(["--max-concurrent-binds=0"], "max_concurrent_binds", 0, id="no bind cap"),
+        pytest.param([], "adaptive_concurrent_binds", True, id="adaptive bind limit by default"),
+        pytest.param(
+            ["--adaptive-concurrent-binds=false"],
+            "adaptive_concurrent_binds",
+            False,
+            id="bind limit pinned at the ceiling",
+        ),
+        pytest.param(
+            ["--adaptive-concurrent-binds"], "adaptive_concurrent_binds", True, id="bare is true"
+        ),
     ],
 )
 def test_flags_parse(argv: list[str], attribute: str, expected: Any) -> None:
@@ -84,6 +94,9 @@ def test_flags_parse(argv: list[str], attribute: str, expected: Any) -> None:
         pytest.param(["--logging-format=xml"], "invalid choice: 'xml'", id="unknown log format"),
         pytest.param(["--leader-elect=maybe"], "invalid boolean 'maybe'", id="bad boolean"),
         pytest.param(["--max-concurrent-binds=-1"], "must be 0 or more", id="negative bind cap"),
+        pytest.param(
+            ["--adaptive-concurrent-binds=often"], "invalid boolean 'often'", id="bad bind mode"
+        ),
         pytest.param(
             ["--authorization-always-allow-paths=healthz"],
             "must start with '/'",

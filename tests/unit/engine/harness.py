@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scheduler.cache import Cache
+from scheduler.cycle.concurrency import BindConcurrency
 from scheduler.cycle.contracts import AttemptResult
 from scheduler.cycle.randomness import CycleRandomness
 from scheduler.cycle.reporting import StatusWriter
@@ -140,6 +141,7 @@ class FakeMetrics:
     goroutine_deltas: list[int] = field(default_factory=list)
     sli_attempts: list[int] = field(default_factory=list)
     after_flush: int = 0
+    bind_limits: list[int] = field(default_factory=list)  # each limit reported, in order
 
     def attempt(self, result: AttemptResult, profile: str, seconds: float) -> None:
         self.attempts.append(result)
@@ -158,6 +160,9 @@ class FakeMetrics:
 
     def goroutines(self, operation: str, delta: int) -> None:
         self.goroutine_deltas.append(delta)
+
+    def bind_concurrency_limit(self, limit: int) -> None:
+        self.bind_limits.append(limit)
 
 
 @dataclass
@@ -199,6 +204,7 @@ def harness(
     lister: Callable[[str], Pod | None] | None = None,
     randomness: CycleRandomness | None = None,
     max_binding: int = 64,
+    adaptive: bool = True,
 ) -> Harness:
     cache = Cache()
     for name in nodes:
@@ -221,6 +227,6 @@ def harness(
         metrics=metrics,
         attempts=attempts,
         randomness=randomness or CycleRandomness.split(random.Random(0)),
-        max_binding=max_binding,
+        binds=BindConcurrency(max_binding, adaptive=adaptive),
     )
     return Harness(scheduler, cache, queue, recorder, status, metrics, attempts, clock, informer)

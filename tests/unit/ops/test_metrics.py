@@ -243,6 +243,13 @@ SPECS = [
         (),
         lambda m: m.loop_lag(0.01, 0.5),
     ),
+    # Ours: the adaptive bind limit.
+    spec(
+        "pyscheduler_binding_concurrency_limit",
+        "gauge",
+        (),
+        lambda m: m.bind_concurrency_limit(16),
+    ),
     spec(
         "leader_election_slowpath_total",
         "counter",
