@@ -400,10 +400,10 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
         "--max-concurrent-binds",
         type=_non_negative_int,
         # scheduler.cycle.concurrency.DEFAULT_MAX_CONCURRENT_BINDS (not imported here)
-        default=64,
+        default=16,
         metavar="N",
         help="at most N binding cycles writing at once (0: no limit): the loop pops the next "
-        "pod only below the limit, which follows the bind latency up to N; pods waiting at "
+        "pod only below the limit (adaptive: following the bind latency up to N); pods waiting at "
         "Permit, or in PreBind for over a second, never count, so the limit cannot hold up "
         "scheduling for long",
     )
@@ -412,10 +412,11 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
         type=_go_bool,
         nargs="?",
         const=True,
-        default=True,
+        default=False,
         metavar="BOOL",
         help="let the limit of binding cycles writing at once follow the bind latency (from "
-        "16, between 4 and --max-concurrent-binds); false pins it at --max-concurrent-binds",
+        "16, between 4 and --max-concurrent-binds, e.g. 64); off by default: pinned at "
+        "--max-concurrent-binds",
     )
     ours.add_argument(
         "--seed",

@@ -16,12 +16,14 @@ activeQ instead of assumed in a binding backlog: the assumed-but-unbound
 set (and DRA's in-flight claims) stays bounded, and an attempt's duration
 is the pod's own cycle and writes, not a queue behind other pods'.
 
-The limit adapts (``scheduler.cycle.concurrency``): each bound cycle's
+The limit is ``--max-concurrent-binds`` (16), or, with
+``--adaptive-concurrent-binds``, adapts (``scheduler.cycle.concurrency``,
+which says why it is off by default): each bound cycle's
 writing time (the clock's time while it counted as writing, so without
 its Permit wait) and the number writing when it last started to count are
 one sample; the limit rises while that latency holds and falls when more
 concurrency only adds queueing, between a floor and ``--max-concurrent-
-binds`` (pinned there by ``--adaptive-concurrent-binds=false``). Failed
+binds``. Failed
 and cancelled cycles, and those whose PreBind outlived the grace (their
 time was a volume's or a driver's, not a write's), are no sample. A rise
 wakes a waiting ``room()``; a fall cancels nothing, the next pops wait.

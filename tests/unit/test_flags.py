@@ -69,7 +69,7 @@ from tests.unit.config.builders import make_config
             id="the concurrency module's ceiling by default",
         ),
         pytest.param(["--max-concurrent-binds=0"], "max_concurrent_binds", 0, id="no bind cap"),
-        pytest.param([], "adaptive_concurrent_binds", True, id="adaptive bind limit by default"),
+        pytest.param([], "adaptive_concurrent_binds", False, id="a pinned bind limit by default"),
         pytest.param(
             ["--adaptive-concurrent-binds=false"],
             "adaptive_concurrent_binds",

@@ -14,7 +14,7 @@ from collections.abc import Callable
 import pytest
 
 from scheduler.cycle.concurrency import (
-    DEFAULT_MAX_CONCURRENT_BINDS,
+    ADAPTIVE_CEILING,
     FLOOR_LIMIT,
     START_LIMIT,
     BindConcurrency,
@@ -22,7 +22,7 @@ from scheduler.cycle.concurrency import (
 )
 
 Latency = Callable[[int], float]  # seconds of one write, by cycles writing at its start
-CEILING = DEFAULT_MAX_CONCURRENT_BINDS
+CEILING = ADAPTIVE_CEILING
 ROUND = CEILING  # samples in which every cycle writing at the ceiling reports once
 
 
@@ -101,7 +101,7 @@ def run(limit: ConcurrencyLimit, workload: Load) -> list[int]:
 
 
 def adaptive(ceiling: int = CEILING) -> ConcurrencyLimit:
-    limiter = BindConcurrency(ceiling).limiter()
+    limiter = BindConcurrency(ceiling, adaptive=True).limiter()
     assert limiter is not None
     return limiter
 
