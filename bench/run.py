@@ -27,6 +27,7 @@ import argparse
 import datetime
 import os
 import platform
+import shlex
 import signal
 import subprocess
 import sys
@@ -42,7 +43,14 @@ from bench.publish import RESULTS_DIR, ROOT, markdown, stem, write
 from bench.report import document
 from bench.results import RunResult
 from bench.runner import BenchError, RunOptions, run_benchmark
-from bench.schedulers import CLIENT_QPS, PROFILE_NAMES, SchedulerError, SchedulerKind
+from bench.schedulers import (
+    BENCH_FLAGS_ENV,
+    CLIENT_QPS,
+    PROFILE_NAMES,
+    SchedulerError,
+    SchedulerKind,
+    extra_flags,
+)
 from bench.workload import DEFAULT_PRESET, PRESETS, Mode
 from localcluster import BinaryError, ControlPlaneError, control_plane_binary
 
@@ -153,6 +161,15 @@ def commit() -> str:
     return f"{head}+dirty" if git("status", "--porcelain", "--untracked-files=no") else head
 
 
+def _command(argv: Sequence[str]) -> str:
+    """The command line, with the extra daemon flags of ours when set."""
+    words = ["python -m bench.run", *argv]
+    flags = extra_flags()
+    if flags:
+        words.insert(0, f"{BENCH_FLAGS_ENV}={shlex.quote(' '.join(flags))}")
+    return " ".join(words)
+
+
 def context(
     args: argparse.Namespace, options: RunOptions, preset: str, argv: Sequence[str]
 ) -> dict[str, Any]:
@@ -163,7 +180,7 @@ def context(
     return {
         "benchmark": "pyscheduler vs kube-scheduler, scheduler_perf-style SchedulingThroughput",
         "started": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "command": " ".join(["python -m bench.run", *argv]),
+        "command": _command(argv),
         "commit": commit(),
         "preset": preset,
         "mode": str(options.mode),

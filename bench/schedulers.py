@@ -27,6 +27,7 @@ election off, warnings-only logging. "Ready" means the process's own
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -46,6 +47,7 @@ CLIENT_QPS = 5000
 LOOPBACK = "127.0.0.1"
 HTTP_TIMEOUT = aiohttp.ClientTimeout(total=10)
 _UPSTREAM_ALLOWED_PATHS = "/healthz,/readyz,/livez,/metrics,/debug/pprof/*"
+BENCH_FLAGS_ENV = "PYSCHEDULER_BENCH_FLAGS"
 
 
 class SchedulerKind(StrEnum):
@@ -110,6 +112,13 @@ class RunningScheduler:
         return pid
 
 
+def extra_flags() -> list[str]:
+    """More daemon flags for ours, from ``PYSCHEDULER_BENCH_FLAGS`` (split on
+    spaces): experiments with a setting, e.g. ``--max-concurrent-binds=32``,
+    without editing the harness (so the run's commit stays clean)."""
+    return os.environ.get(BENCH_FLAGS_ENV, "").split()
+
+
 def start(kind: SchedulerKind, plane: ControlPlane, workdir: Path) -> RunningScheduler:
     config = workdir / f"{kind}-scheduler.yaml"
     config.write_text(config_document(kind, plane.kubeconfig))
@@ -138,6 +147,7 @@ def start(kind: SchedulerKind, plane: ControlPlane, workdir: Path) -> RunningSch
             f"--bind-address={LOOPBACK}",
             "--v=0",
             f"--authorization-always-allow-paths={_UPSTREAM_ALLOWED_PATHS}",
+            *extra_flags(),
         ]
         process = ComponentProcess("pyscheduler", argv, plane.layout.logs / "pyscheduler.log")
         process.start()

@@ -32,6 +32,8 @@ from bench.publish import (
 )
 from bench.report import NO_DIFFERENCE, Spread, document, ratio
 from bench.results import MAX_PROGRESS_POINTS, RunResult, progress_points
+from bench.run import _command
+from bench.schedulers import BENCH_FLAGS_ENV, extra_flags
 from bench.workload import PRESETS, Mode, Workload, pod_body
 from scheduler.framework.interfaces import ExtensionPoint
 
@@ -309,3 +311,23 @@ async def test_settling_waits_until_the_process_is_idle(
 
     assert result == pytest.approx(waited)
     assert sum(slept) == pytest.approx(waited)
+
+
+@pytest.mark.parametrize(
+    ("flags", "command"),
+    [
+        ("", "python -m bench.run --workload basic"),
+        (
+            "--max-concurrent-binds=32  --v=2",
+            "PYSCHEDULER_BENCH_FLAGS='--max-concurrent-binds=32 --v=2' "
+            "python -m bench.run --workload basic",
+        ),
+    ],
+    ids=["no extra flags", "extra flags for ours, named in the command"],
+)
+def test_extra_daemon_flags_reach_ours_and_the_recorded_command(
+    monkeypatch: pytest.MonkeyPatch, flags: str, command: str
+) -> None:
+    monkeypatch.setenv(BENCH_FLAGS_ENV, flags)
+    assert extra_flags() == flags.split()
+    assert _command(["--workload", "basic"]) == command
