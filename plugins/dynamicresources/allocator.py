@@ -581,11 +581,14 @@ class _Run:
         """A kept first-fit pick taken as the scan would take it."""
         if pick is None:
             return False
-        device, slice_ = pick
-        self.allocating[device.id] = {0}
-        self.results[0].append(Picked(device, slice_, request))
+        self._take(*pick, request)
         self.a.invocations += 3  # the scan's three ticks after a take
         return True
+
+    def _take(self, device: Device, slice_: Slice, request: Request) -> None:
+        """The single slot's device: taken by this claim's only request."""
+        self.allocating[device.id] = {0}
+        self.results[0].append(Picked(device, slice_, request))
 
     def _scan_first_fit(
         self, data: _RequestData, request: Request, in_use: AbstractSet[DeviceID]
@@ -604,8 +607,7 @@ class _Run:
                         continue
                     if device.allow_multiple or device.consumes_counters or device.taints:
                         return None
-                    self.allocating[device.id] = {0}
-                    self.results[0].append(Picked(device, slice_, request))
+                    self._take(device, slice_, request)
                     for _ in range(3):
                         self._tick()
                     return True

@@ -16,7 +16,7 @@ from scheduler.config import (
     PointsOf,
     ResolvedProfile,
     SchedulerConfiguration,
-    points_of_classes,
+    extension_points_of_class,
     resolve_profiles,
 )
 from scheduler.framework.features import FeatureGates
@@ -52,7 +52,7 @@ def _points_of(registry: Registry) -> PointsOf:
     def points_of(name: str) -> frozenset[ExtensionPoint]:
         if name not in known:
             known[name] = (
-                points_of_classes([registry[name].plugin_class])(name)
+                extension_points_of_class(registry[name].plugin_class)
                 if name in registry
                 else frozenset()
             )

@@ -554,13 +554,17 @@ class KubeClient:
             return False
         return True
 
+    async def _admit(self, method: str, priority: Priority) -> None:
+        """Wait for the rate limiter, and report how long it took."""
+        waited = time.perf_counter()
+        await self._limiter.acquire(priority)
+        self._metrics.rate_limiter_wait(method, self._host, time.perf_counter() - waited)
+
     async def _lane_post(
         self, lane: WriteLane, path: str, body: bytes, content_type: str, priority: Priority
     ) -> None:
         """``_call``'s POST with ``reply=False``, through the write lane."""
-        waited = time.perf_counter()
-        await self._limiter.acquire(priority)
-        self._metrics.rate_limiter_wait("POST", self._host, time.perf_counter() - waited)
+        await self._admit("POST", priority)
         headers = await self._headers(content_type, ACCEPT_PROTOBUF)
         started = time.perf_counter()
         try:
@@ -589,9 +593,7 @@ class KubeClient:
         decoded (None is returned) and protobuf is accepted for it, which the
         server encodes more cheaply than JSON; an error answer is read either way."""
         if priority is not None:
-            waited = time.perf_counter()
-            await self._limiter.acquire(priority)
-            self._metrics.rate_limiter_wait(method, self._host, time.perf_counter() - waited)
+            await self._admit(method, priority)
         data = encode_json(body) if body is not None else None
         if data is not None and content_type is None:
             content_type = JSON

@@ -69,10 +69,6 @@ class _Parser:
     def leftover(self) -> bool:
         return bool(self._buffer)
 
-    @property
-    def reads_until_close(self) -> bool:
-        return self._stage == 3
-
     def feed(self, data: bytes) -> bool:
         self._buffer += data
         if self._stage == 0 and not self._head():
@@ -252,7 +248,7 @@ class _Connection(asyncio.Protocol):
         self._abort()
 
     def _finish(self, parser: _Parser) -> None:
-        if not parser.keep_alive or parser.leftover or parser.reads_until_close:
+        if not parser.keep_alive or parser.leftover:
             self.reusable = False
         answer = self._answer
         if answer is not None and not answer.done():

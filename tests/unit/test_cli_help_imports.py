@@ -12,12 +12,11 @@ module, its packages, the flags module beside it and ``scheduler.ops.defaults``
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import cast
+
+from tests.support.interpreter import fresh_json
 
 _PROBE = """
 import contextlib, io, json, sys
@@ -39,15 +38,7 @@ _HEAVY = ("pydantic", "kubernetes_asyncio", "aiohttp", "cryptography", "orjson",
 
 
 def _probe(*argv: str) -> dict[str, object]:
-    done = subprocess.run(
-        [sys.executable, "-c", _PROBE, *argv],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    result: dict[str, object] = json.loads(done.stdout.splitlines()[-1])
-    return result
+    return fresh_json(_PROBE, *argv)
 
 
 def _allowed() -> set[str]:

@@ -5,15 +5,13 @@ resolves, and a lazy entry that loads the wrong spec is refused by name."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from scheduler.framework import Plugin, PluginSpec, Registry, RegistryError
+from tests.support.interpreter import fresh_json
 
 
 class Late(Plugin):
@@ -46,15 +44,7 @@ profiles:
 
 
 def _probe(*args: str) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, "-c", _PROBE, *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
-    return result
+    return fresh_json(_PROBE, *args)
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,6 @@ import asyncio
 import base64
 import datetime
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ from scheduler.kube.kubeconfig import (
 )
 from scheduler.ops.tls import self_signed_pem
 from tests.support.clock import FakeClock
+from tests.support.interpreter import fresh_json
 
 B64_CA = base64.b64encode(b"-----BEGIN CERTIFICATE-----\nCA\n").decode()
 B64_CERT = base64.b64encode(b"CERT").decode()
@@ -283,14 +282,7 @@ def test_a_token_kubeconfig_does_not_import_kubernetes_asyncio(tmp_path: Path) -
     package (a fresh interpreter's ``sys.modules`` tells; no time measured)."""
     path = tmp_path / "kubeconfig"
     path.write_text(json.dumps(kubeconfig(user={"token": "x"}, server="http://a:1")))
-    done = subprocess.run(
-        [sys.executable, "-c", _PROBE, str(path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    assert json.loads(done.stdout.splitlines()[-1]) == {"host": "http://a:1", "loaded": False}
+    assert fresh_json(_PROBE, str(path)) == {"host": "http://a:1", "loaded": False}
 
 
 @pytest.mark.parametrize("as_files", [False, True], ids=["data fields", "files"])
