@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import overload
@@ -251,8 +252,9 @@ class ScoreTable(Sequence[NodePluginScores]):
         return len(self.names)
 
     def best(self, count: int) -> list[NodePluginScores]:
-        order = sorted(range(len(self)), key=self.totals.__getitem__, reverse=True)
-        return [self[i] for i in order[:count]]
+        # nlargest is sorted(..., reverse=True)[:count], ties in node order.
+        order = heapq.nlargest(count, range(len(self)), key=self.totals.__getitem__)
+        return [self[i] for i in order]
 
 
 Labels = Mapping[str, str]

@@ -37,7 +37,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import weakref
 from collections.abc import AsyncGenerator, Mapping
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -205,8 +204,11 @@ class KubeClient:
         self._opened = _ConnectionCounter()
         self._metrics: RequestMetrics = _NoMetrics()
         self._host = urlsplit(connection.host).netloc
-        # Every transport a response came on; dead ones drop out (see close()).
-        self._transports: weakref.WeakSet[asyncio.Transport] = weakref.WeakSet()
+        # The connections responses came on, until each is lost (see close()):
+        # by aiohttp's protocol, whose ``closed`` future ends the entry, with the
+        # transport, kept here because aiohttp forgets it on close and
+        # uvloop's transports cannot be weakly referenced.
+        self._open: dict[ResponseHandler, asyncio.Transport] = {}
 
     @classmethod
     async def connect(
@@ -333,21 +335,27 @@ class KubeClient:
             await self._lane.close()
         await self._session.close()
         lost: list[asyncio.Future[None]] = []
-        for transport in list(self._transports):
-            protocol = transport.get_protocol()
-            closed = getattr(protocol, "closed", None)  # aiohttp's ResponseHandler
-            if isinstance(closed, asyncio.Future) and not closed.done():
+        for protocol, transport in list(self._open.items()):
+            closed = protocol.closed
+            if closed is not None and not closed.done():
                 transport.abort()
                 lost.append(closed)
-        self._transports.clear()
+        self._open.clear()
         if lost:
             await asyncio.gather(*lost, return_exceptions=True)
 
     def _remember(self, response: aiohttp.ClientResponse) -> None:
         connection = response.connection
-        transport = connection.transport if connection is not None else None
-        if transport is not None:
-            self._transports.add(transport)
+        if connection is None:
+            return
+        protocol, transport = connection.protocol, connection.transport
+        if protocol is None or transport is None or protocol in self._open:
+            return
+        closed = protocol.closed
+        if closed is None or closed.done():  # already lost
+            return
+        self._open[protocol] = transport
+        closed.add_done_callback(lambda _: self._open.pop(protocol, None))
 
     # ------------------------------------------------------------------ reads
     async def list(
