@@ -17,14 +17,12 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from scheduler.app.flags import log_level, parse_args
 
 if TYPE_CHECKING:
-    import asyncio
-
     from scheduler.config import SchedulerConfiguration
 
 # ruff: noqa: PLC0415 - everything past the flags (configuration, engine,
@@ -80,20 +78,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for warning in advice.warnings(config):
         log.warning("%s", warning)
     try:
-        with asyncio.Runner(loop_factory=_loop_factory(args.event_loop)) as runner:
-            return runner.run(_run(config, args))
+        return asyncio.run(_run(config, args))
     except ConnectionConfigError as error:
         print(f"pyscheduler: no usable cluster configuration: {error}", file=sys.stderr)
         return EXIT_NO_CLUSTER
-
-
-def _loop_factory(name: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
-    """``--event-loop``: uvloop's loop, or None for asyncio's default."""
-    if name == "uvloop":
-        import uvloop
-
-        return uvloop.new_event_loop
-    return None
 
 
 def _write_config(path: str, text: str) -> int:

@@ -3,7 +3,7 @@
 ``parse_args`` reads upstream's flag names in upstream's sections (misc, secure
 serving, authentication, authorization, deprecated, leader election, feature
 gate, logs) plus ours (``--bind-grace-seconds``, ``--max-concurrent-binds``,
-``--adaptive-concurrent-binds``, ``--event-loop``, ``--seed``, ``--ops-header-timeout-seconds``,
+``--adaptive-concurrent-binds``, ``--seed``, ``--ops-header-timeout-seconds``,
 ``--ops-max-connections``). A flag either works with upstream's meaning or,
 where it cannot apply, is accepted and reported in ``args.notes`` with its
 reason (``NO_OP_FLAGS``), which the CLI logs once at start; removed
@@ -389,24 +389,6 @@ def build_parser(description: str | None = None) -> argparse.ArgumentParser:
         help="comma-separated metric names left out of /metrics (e.g. "
         "scheduler_plugin_execution_duration_seconds), as upstream's escape hatch",
     )
-    _add_our_flags(parser)
-    noop = parser.add_argument_group("kube-scheduler flags without effect here")
-    for flag, (metavar, reason) in NO_OP_FLAGS.items():
-        dest = "noop_" + flag.replace("-", "_")
-        if metavar is None:
-            noop.add_argument(
-                f"--{flag}", dest=dest, type=_go_bool, nargs="?", const=True, default=None,
-                metavar="BOOL", help=f"(no effect) {reason}",
-            )  # fmt: skip
-        else:
-            noop.add_argument(
-                f"--{flag}", dest=dest, default=None, metavar=metavar, help=f"(no effect) {reason}"
-            )
-    return parser
-
-
-def _add_our_flags(parser: argparse.ArgumentParser) -> None:
-    """The flags kube-scheduler does not have."""
     ours = parser.add_argument_group("pyscheduler")
     ours.add_argument(
         "--bind-grace-seconds",
@@ -437,14 +419,6 @@ def _add_our_flags(parser: argparse.ArgumentParser) -> None:
         "--max-concurrent-binds",
     )
     ours.add_argument(
-        "--event-loop",
-        choices=("uvloop", "asyncio"),
-        default="uvloop",
-        help="the event loop the daemon runs on: uvloop (libuv, its TLS in C: less CPU per "
-        "request and per watch event) or asyncio's own (to rule the loop out when debugging); "
-        "default uvloop",
-    )
-    ours.add_argument(
         "--seed",
         type=int,
         default=None,
@@ -452,6 +426,19 @@ def _add_our_flags(parser: argparse.ArgumentParser) -> None:
         help="seed the scheduling loop's and the plugins' random draws (ties among equal "
         "scores, sampling), as simulate --seed, to replay a decision; default: unseeded",
     )
+    noop = parser.add_argument_group("kube-scheduler flags without effect here")
+    for flag, (metavar, reason) in NO_OP_FLAGS.items():
+        dest = "noop_" + flag.replace("-", "_")
+        if metavar is None:
+            noop.add_argument(
+                f"--{flag}", dest=dest, type=_go_bool, nargs="?", const=True, default=None,
+                metavar="BOOL", help=f"(no effect) {reason}",
+            )  # fmt: skip
+        else:
+            noop.add_argument(
+                f"--{flag}", dest=dest, default=None, metavar=metavar, help=f"(no effect) {reason}"
+            )
+    return parser
 
 
 def parse_args(argv: Sequence[str] | None, description: str | None = None) -> argparse.Namespace:

@@ -37,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import weakref
 from collections.abc import AsyncGenerator, Mapping
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -204,11 +205,8 @@ class KubeClient:
         self._opened = _ConnectionCounter()
         self._metrics: RequestMetrics = _NoMetrics()
         self._host = urlsplit(connection.host).netloc
-        # The connections responses came on, until each is lost (see close()):
-        # by aiohttp's protocol, whose ``closed`` future ends the entry, with the
-        # transport, kept here because aiohttp forgets it on close and
-        # uvloop's transports cannot be weakly referenced.
-        self._open: dict[ResponseHandler, asyncio.Transport] = {}
+        # Every transport a response came on; dead ones drop out (see close()).
+        self._transports: weakref.WeakSet[asyncio.Transport] = weakref.WeakSet()
 
     @classmethod
     async def connect(
@@ -335,27 +333,21 @@ class KubeClient:
             await self._lane.close()
         await self._session.close()
         lost: list[asyncio.Future[None]] = []
-        for protocol, transport in list(self._open.items()):
-            closed = protocol.closed
-            if closed is not None and not closed.done():
+        for transport in list(self._transports):
+            protocol = transport.get_protocol()
+            closed = getattr(protocol, "closed", None)  # aiohttp's ResponseHandler
+            if isinstance(closed, asyncio.Future) and not closed.done():
                 transport.abort()
                 lost.append(closed)
-        self._open.clear()
+        self._transports.clear()
         if lost:
             await asyncio.gather(*lost, return_exceptions=True)
 
     def _remember(self, response: aiohttp.ClientResponse) -> None:
         connection = response.connection
-        if connection is None:
-            return
-        protocol, transport = connection.protocol, connection.transport
-        if protocol is None or transport is None or protocol in self._open:
-            return
-        closed = protocol.closed
-        if closed is None or closed.done():  # already lost
-            return
-        self._open[protocol] = transport
-        closed.add_done_callback(lambda _: self._open.pop(protocol, None))
+        transport = connection.transport if connection is not None else None
+        if transport is not None:
+            self._transports.add(transport)
 
     # ------------------------------------------------------------------ reads
     async def list(

@@ -29,7 +29,6 @@ import asyncio
 import ssl
 from collections import deque
 from dataclasses import dataclass
-from typing import cast
 
 from scheduler.framework.clock import Clock
 from scheduler.kube.errors import TransportError
@@ -193,9 +192,8 @@ class _Connection(asyncio.Protocol):
         self.reusable = True
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        # A stream transport; uvloop's TLS transport is one but does not
-        # subclass asyncio.Transport, so no isinstance check here.
-        self.transport = cast("asyncio.Transport", transport)
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
 
     def data_received(self, data: bytes) -> None:
         parser, answer = self._parser, self._answer

@@ -28,7 +28,6 @@ import asyncio
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import cast
 
 from aiohttp import web
 
@@ -64,8 +63,7 @@ class _Guarded(asyncio.Protocol):
         self._tail = b""  # the last bytes seen, to find the header's end across reads
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        # A stream transport (uvloop's TLS one does not subclass asyncio.Transport).
-        transport = cast("asyncio.Transport", transport)
+        assert isinstance(transport, asyncio.Transport)
         if self._counter.open >= self._limits.max_connections:
             transport.abort()
             return

@@ -4,7 +4,6 @@ connection to a cluster is attempted."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Iterator
 from pathlib import Path
@@ -121,25 +120,3 @@ def test_unreadable_config_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFi
 
     assert code == cli.EXIT_CONFIG
     assert "cannot read the configuration: No such file or directory" in capsys.readouterr().err
-
-
-@pytest.mark.parametrize(
-    ("flags", "loop_module"),
-    [
-        pytest.param([], "uvloop", id="uvloop by default"),
-        pytest.param(["--event-loop=uvloop"], "uvloop", id="--event-loop=uvloop"),
-        pytest.param(["--event-loop=asyncio"], "asyncio", id="--event-loop=asyncio"),
-    ],
-)
-def test_the_daemon_runs_on_the_event_loop_its_flag_names(
-    monkeypatch: pytest.MonkeyPatch, flags: list[str], loop_module: str
-) -> None:
-    seen: list[str] = []
-
-    async def run(*_args: object) -> int:
-        seen.append(type(asyncio.get_running_loop()).__module__.split(".")[0])
-        return 0
-
-    monkeypatch.setattr(cli, "_run", run)
-    assert cli.main(flags) == 0
-    assert seen == [loop_module]

@@ -61,8 +61,6 @@ from tests.unit.config.builders import make_config
             id="delegation kubeconfigs",
         ),
         pytest.param([], "seed", None, id="unseeded by default"),
-        pytest.param([], "event_loop", "uvloop", id="uvloop by default"),
-        pytest.param(["--event-loop=asyncio"], "event_loop", "asyncio", id="--event-loop asyncio"),
         pytest.param(["--seed=7"], "seed", 7, id="--seed"),
         pytest.param(
             [],
