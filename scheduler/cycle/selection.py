@@ -31,7 +31,5 @@ def select_host(scores: ScoreTable, rng: random.Random) -> str:
     """Uniformly random among the nodes with the highest total score."""
     totals = scores.totals
     best = max(totals)
-    if totals.count(best) == 1:  # the usual case: no list of ties to build
-        return scores.names[totals.index(best)]
     top = [index for index, total in enumerate(totals) if total == best]
-    return scores.names[rng.choice(top)]
+    return scores.names[top[0] if len(top) == 1 else rng.choice(top)]

@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 
 import pytest
 
-from scheduler.framework import Code, CycleState, NodeScore, Status
+from scheduler.framework import Code, CycleState, NodeScore, Pod, SignPlugin, Status
 from tests.support.objects import node_info, pod
 from tests.unit.engine.plugins import PreScoreStub, ScoreStub, make_framework
 
@@ -151,22 +152,46 @@ SCORE_CASES = [
 ]
 
 
+class SignedScoreStub(ScoreStub, SignPlugin):
+    """A ScoreStub that signs every pod alike: its raw scores are reused per
+    node, and a cycle whose plugins all sign is scored from one row per node."""
+
+    def sign_pod(self, pod: Pod) -> Hashable:
+        return "any pod"
+
+
+def signed(stub: ScoreStub) -> SignedScoreStub:
+    return SignedScoreStub(
+        stub.name, stub.scores, status=stub.status, normalize=stub.normalize, raises=stub.raises
+    )
+
+
+@pytest.mark.parametrize(
+    "signing", [pytest.param(False, id="unsigned"), pytest.param(True, id="signed")]
+)
 @pytest.mark.parametrize("case", SCORE_CASES)
-def test_score(case: ScoreCase) -> None:
-    state = CycleState()
-    state.skip_score_plugins.update(case.skip)
-    framework = make_framework(score=case.plugins, weights=case.weights)
+def test_score(case: ScoreCase, signing: bool) -> None:
+    """Signed or not, fresh or reused (the second cycle), the same scores or
+    error: the rows path of all-signing plugins equals the per-plugin one."""
+    plugins = [signed(plugin) for plugin in case.plugins] if signing else case.plugins
+    framework = make_framework(score=plugins, weights=case.weights)
+    for _cycle in range(2):
+        state = CycleState()
+        state.skip_score_plugins.update(case.skip)
 
-    scores, status = framework.run_score(state, POD, NODES)
+        scores, status = framework.run_score(state, POD, NODES)
 
-    if case.error:
-        assert status is not None
-        assert (status.code, status.message()) == (Code.ERROR, case.error)
-        assert len(scores) == 0
-        return
-    assert status is None
-    assert {s.name: s.total for s in scores} == case.totals
-    assert {s.name: {w.plugin: w.score for w in s.scores} for s in scores} == case.weighted
+        if case.error:
+            assert status is not None
+            assert (status.code, status.message()) == (Code.ERROR, case.error)
+            assert len(scores) == 0
+            continue
+        assert status is None
+        assert {s.name: s.total for s in scores} == case.totals
+        assert {s.name: {w.plugin: w.score for w in s.scores} for s in scores} == case.weighted
+        assert [s.name for s in scores.best(2)] == [
+            name for name, _ in sorted(case.totals.items(), key=lambda item: -item[1])
+        ]
 
 
 def test_skipped_score_plugin_is_never_called() -> None:
