@@ -72,6 +72,7 @@ from plugins.autoscale_enforcer.state import (
     NodeState,
     PodState,
     State,
+    at_least_use,
     pod_room,
 )
 
@@ -310,7 +311,7 @@ def handle_request(state: State, request: AgentInput, *, migration_allowed: bool
     # Never reserved below the VM object's use (issue 25 #7; Neon reserves the
     # permit): a decrease reported before the VM shows it, or a forged one,
     # frees nothing until the VM does (``State.observe_vm`` follows it down).
-    reserved = Amounts(max(permit.cpu, vm.cpu_use), max(permit.mem, vm.mem_use))
+    reserved = at_least_use(permit, vm)
     new = dataclasses.replace(
         pod,
         reserved=reserved,

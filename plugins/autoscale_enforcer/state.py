@@ -289,6 +289,14 @@ def _restore_node(fields: tuple[Any, ...]) -> NodeState:
     )
 
 
+def at_least_use(amount: Amounts, vm: VmInfo | None) -> Amounts:
+    """``amount``, raised to the VM object's use for a VM: what a VM pod is
+    reserved at whatever its container requests say (issue 25 #7)."""
+    if vm is None:
+        return amount
+    return Amounts(max(amount.cpu, vm.cpu_use), max(amount.mem, vm.mem_use))
+
+
 def node_amount(amount: Amounts, vm: VmInfo | None) -> Amounts:
     """What a pod's ``amount`` takes of its node: Neon's ``applyOvercommit``
     (state/node.go, HEAD), ``amount * 1000 / factor`` rounded down per
@@ -534,13 +542,15 @@ class State:
     def reserve(
         self, key: str, uid: str, node_name: str, amount: Amounts, vm: VmInfo | None
     ) -> bool:
-        """Reserve a pod being scheduled at ``amount`` (a VM at its current use).
+        """Reserve a pod being scheduled at ``amount`` (a VM at its current use:
+        never below it, whatever ``amount`` says, as an agent's grant is not).
 
         Idempotent: a pod already held on this node is left as it is. False,
         and nothing changes, when it does not fit. A pod in an ignored
         namespace is allowed and not held (Neon's Reserve)."""
         if self.config.ignored(key):
             return True
+        amount = at_least_use(amount, vm)
         current = self.pods.get(key)
         if current is not None and current.node == node_name:
             return True
@@ -559,7 +569,8 @@ class State:
         as ``reserve`` would, without the fit check (it fitted when it was
         made). A pod already known (seen bound) is left as it is."""
         if key not in self.pods and not self.config.ignored(key):
-            self._attach(PodState(key=key, uid=uid, node=node_name, reserved=amount, vm=vm))
+            reserved = at_least_use(amount, vm)
+            self._attach(PodState(key=key, uid=uid, node=node_name, reserved=reserved, vm=vm))
 
     def unreserve(self, key: str, node_name: str) -> None:
         """Undo ``reserve``: only a pod no informer has confirmed bound there.
