@@ -676,7 +676,7 @@ class State:
             base = new.reserved
             if pod.permit is not None and new.buffer == ZERO:
                 base = pod.permit  # what its agent holds: follow ``use`` down to it
-            new.reserved = Amounts(max(base.cpu, use.cpu), max(base.mem, use.mem))
+            new.reserved = at_least_use(base, vm)
         elif _held_at_max(pod, vm):
             top = Amounts(max(vm.cpu_max, use.cpu), max(vm.mem_max, use.mem))
             new.reserved, new.buffer = top, top.minus(use)
