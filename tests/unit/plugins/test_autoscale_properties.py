@@ -17,7 +17,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from plugins.autoscale_enforcer.agent import AgentInput, RequestError, handle_request
-from plugins.autoscale_enforcer.state import Amounts, State
+from plugins.autoscale_enforcer.state import Amounts, State, node_amount
 from tests.unit.plugins.autoscale_support import CPU, GI, make_config, vm
 
 NODES = ("n1", "n2", "n3")
@@ -145,6 +145,10 @@ def _agent(state: State, op: tuple[Any, ...]) -> None:
     assert before is not None
     old_pod, old_node = before
     node = state.nodes[outcome.node]
+    vm_info = state.pods[key].vm
+    # What the pod takes of its node (overcommit rounds down per pod).
+    taken_before = node_amount(old_pod, vm_info)
+    taken_after = node_amount(state.pods[key].reserved, vm_info)
     permit = outcome.permit
     assert permit.cpu > 0
     assert permit.mem > 0
@@ -156,14 +160,16 @@ def _agent(state: State, op: tuple[Any, ...]) -> None:
         base = _up(old, step)  # the reservation on the version's grid
         grew = value > old
         forced = last_permit is not None and value <= getattr(last_permit, attr)
-        if grew and not forced:
+        raised = getattr(node.reserved, attr) > getattr(old_node, attr)
+        if grew and not forced and raised:  # a grant never takes a node above its total
             assert getattr(node.reserved, attr) <= getattr(node.total, attr), (attr, node)
         partial = value < getattr(resources, attr)
         at_max = vm_max is not None and value >= getattr(vm_max, attr) - step
         if grew and partial and not forced and not at_max:  # whole compute units
             assert (value - base) % getattr(unit, attr) == 0
-        if grew:
-            assert getattr(node.reserved, attr) > getattr(old_node, attr)
+        if grew:  # the node counts exactly what the pod's growth takes of it
+            delta = getattr(taken_after, attr) - getattr(taken_before, attr)
+            assert getattr(node.reserved, attr) - getattr(old_node, attr) == delta
 
 
 @settings(max_examples=300, deadline=None)
@@ -177,6 +183,23 @@ def _agent(state: State, op: tuple[Any, ...]) -> None:
         ("node", "n1", Amounts(1, 0)),
         ("reserve", "default/v1", "n1", Amounts(1, 1)),
         ("agent", "default/v1", Amounts(2, 1), Amounts(1, 1), None, False, Amounts(1, 1)),
+    ]
+)
+# Found by this test (stop 36): under overcommit a 1m growth of v3 (cpu
+# factor 3) takes nothing more of its node (1000m and 1001m both count as
+# 333m), so a grant need not raise the node's counter, and on a node already
+# over its total (gone: total 0) such a grant does not take it further over.
+@example(
+    ops=[
+        ("reserve", "default/v3", "n1", Amounts(1, 1)),
+        ("agent", "default/v3", Amounts(1001, 1), Amounts(1, 1), None, False, Amounts(1, 1)),
+    ]
+)
+@example(
+    ops=[
+        ("reserve", "default/v3", "n1", Amounts(1, 1)),
+        ("node-gone", "n1"),
+        ("agent", "default/v3", Amounts(1001, 1), Amounts(1, 1), None, False, Amounts(1, 1)),
     ]
 )
 def test_counters_stay_exact_and_grants_stay_within_total(ops: list[tuple[Any, ...]]) -> None:
