@@ -53,6 +53,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(version_line())
         return 0
+    from scheduler.ops.gcpolicy import pause_for_startup
+
+    pause_for_startup()  # until the informers synced (SchedulerApp.run)
     import asyncio
 
     from scheduler.app.flags import apply_flags

@@ -71,7 +71,7 @@ from scheduler.leaderelection import ApiLeaseClient, LeaderElectionConfig, Leade
 from scheduler.ops.cachedebug import CacheDebugger
 from scheduler.ops.connlimits import Limits
 from scheduler.ops.delegation import DelegatedAuth, plugin_token_reviewer
-from scheduler.ops.gcpolicy import settle_after_sync
+from scheduler.ops.gcpolicy import STARTUP_PAUSE_LIMIT_SECONDS, resume, settle_after_sync
 from scheduler.ops.health import scheduler_health
 from scheduler.ops.looplag import LoopLag
 from scheduler.ops.metrics import CacheType
@@ -343,11 +343,13 @@ class SchedulerApp:
                 cache_metrics = group.create_task(self._cache_metrics(), name="cache-metrics")
                 debugger = group.create_task(self.cache_debugger.run(), name="cache-debugger")
                 loop_lag = group.create_task(self.loop_lag.run(), name="loop-lag")
+                gc_guard = group.create_task(self._resume_gc_later(), name="gc-start-up-guard")
                 workers: list[asyncio.Task[None]] = []
                 stopped = await self._until_stopped(self.informer_factory.wait_synced())
                 if not stopped:  # plugins' start steps: a failure fails start-up
                     stopped = await self._until_stopped(self.plugin_services.start())
                 if not stopped:
+                    gc_guard.cancel()
                     settle_after_sync()
                     self._synced = True
                     log.info(
@@ -366,10 +368,10 @@ class SchedulerApp:
                     await self._stop_serving()
                     await self._shutdown_scheduling(scheduling, flushers)
                 await self._stop_serving()
-                for task in (*workers, informers, cache_metrics, debugger, loop_lag):
+                for task in (*workers, informers, cache_metrics, debugger, loop_lag, gc_guard):
                     task.cancel()
                 await asyncio.wait(
-                    {*workers, informers, cache_metrics, debugger, loop_lag}
+                    {*workers, informers, cache_metrics, debugger, loop_lag, gc_guard}
                 )  # before the flush
                 await self._flush(status, events)
         finally:
@@ -454,6 +456,13 @@ class SchedulerApp:
             log.warning("shutdown: gave up flushing pod status and events")
         for task in (status, events):
             task.cancel()
+
+    async def _resume_gc_later(self) -> None:
+        """The collector, off since the daemon started (``pause_for_startup``
+        in the command line), goes on if the informers have not synced
+        within ``STARTUP_PAUSE_LIMIT_SECONDS``; cancelled once they have."""
+        await self.clock.sleep(STARTUP_PAUSE_LIMIT_SECONDS)
+        resume()
 
     async def _cache_metrics(self) -> None:
         while True:

@@ -35,6 +35,8 @@ class UnschedulablePool:
     def concerned(self, event: ClusterEvent, old: object, new: object) -> list[QueuedPodInfo]:
         """The entries the event may concern (``PoolIndex``), in pool order:
         every other entry's hints would all answer SKIP."""
+        if not self._pods:  # the initial lists' node adds, mostly
+            return []
         keys = self._index.candidates(event, old, new)
         if keys is None:
             return list(self._pods.values())

@@ -1,13 +1,14 @@
-"""settle_after_sync: the synced heap frozen, young collections spaced out."""
+"""The collector's policy: off during start-up, then on with the synced heap
+frozen and young collections spaced out."""
 
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 
-from scheduler.ops.gcpolicy import YOUNG_THRESHOLD, settle_after_sync
+from scheduler.ops.gcpolicy import YOUNG_THRESHOLD, pause_for_startup, resume, settle_after_sync
 
 
 @pytest.fixture
@@ -16,6 +17,7 @@ def restored_gc() -> Iterator[None]:
     yield
     gc.unfreeze()
     gc.set_threshold(*threshold)
+    gc.enable()
 
 
 @pytest.mark.usefixtures("restored_gc")
@@ -38,3 +40,18 @@ def test_cycles_made_afterwards_are_still_collected() -> None:
     first.other, second.other = second, first
     del first, second
     assert gc.collect() >= 2
+
+
+@pytest.mark.parametrize(
+    "ending",
+    [
+        pytest.param(settle_after_sync, id="synced"),
+        pytest.param(resume, id="the sync took too long"),
+    ],
+)
+@pytest.mark.usefixtures("restored_gc")
+def test_the_start_up_pause_ends_with_collections_on(ending: Callable[[], None]) -> None:
+    pause_for_startup()
+    assert not gc.isenabled()
+    ending()
+    assert gc.isenabled()
