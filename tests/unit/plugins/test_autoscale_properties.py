@@ -145,10 +145,10 @@ def _agent(state: State, op: tuple[Any, ...]) -> None:
     assert before is not None
     old_pod, old_node = before
     node = state.nodes[outcome.node]
-    vm_info = state.pods[key].vm
+    after = state.pods[key]
     # What the pod takes of its node (overcommit rounds down per pod).
-    taken_before = node_amount(old_pod, vm_info)
-    taken_after = node_amount(state.pods[key].reserved, vm_info)
+    taken_before = node_amount(old_pod, after.vm)
+    taken_after = node_amount(after.reserved, after.vm)
     permit = outcome.permit
     assert permit.cpu > 0
     assert permit.mem > 0
