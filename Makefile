@@ -74,6 +74,8 @@ demo: venv controlplane
 # (SchedulingBasic, 5000 nodes, both modes, 3 rounds); results go to
 # bench/results/, then `python -m bench.publish` updates docs/benchmarks.md;
 # e.g. make bench BENCH_ARGS="--workload scale"
+# Measure on a release build of Python (docs/benchmarks.md, "Which Python"), e.g.
+# make bench PYTHON=/usr/bin/python3.11 VENV=$HOME/.cache/pyscheduler/venv-release
 # Then simulate's pure decision throughput on the same workload (no API server).
 bench: venv controlplane
 	PYTHONPATH=. $(BIN)/python -m bench.run $(BENCH_ARGS)

@@ -41,6 +41,18 @@ def stem(preset: str, mode: str) -> str:
     return f"{preset}-{mode}"
 
 
+def _interpreter(machine: dict[str, Any]) -> str:
+    """Which build of Python ran (results before stop 37 did not record it)."""
+    if "python_executable" not in machine:
+        return ""
+    optimized = "--enable-optimizations" in machine.get("python_configure", "")
+    return (
+        f" (`{machine['python_executable']}`"
+        f"{', --enable-optimizations' if optimized else ''}, "
+        f"{machine['python_loop_ns']} ns per loop iteration)"
+    )
+
+
 def describe(doc: dict[str, Any]) -> list[str]:
     """The context lines every result file starts with."""
     workload = doc["workload"]
@@ -50,7 +62,8 @@ def describe(doc: dict[str, Any]) -> list[str]:
         f"- workload `{doc['preset']}` ({workload['name']}): {workload['nodes']} nodes, "
         f"{workload['init_pods']} init pods, {workload['pods']} measured pods; "
         f"mode **{doc['mode']}**; {doc['repeat']} round(s), order alternating",
-        f"- machine: {machine['cpus']} cores, {machine['platform']}, Python {machine['python']}",
+        f"- machine: {machine['cpus']} cores, {machine['platform']}, Python {machine['python']}"
+        + _interpreter(machine),
         f"- commit `{doc['commit']}`, started {doc['started']}, client QPS/burst "
         f"{doc['client_qps']}, {doc['creators']} creators",
         f"- command: `{doc['command']}`",

@@ -31,6 +31,8 @@ import shlex
 import signal
 import subprocess
 import sys
+import sysconfig
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import FrameType
@@ -199,13 +201,31 @@ def context(
 
 
 def machine() -> dict[str, Any]:
-    """What the figures were measured on."""
+    """What the figures were measured on: the interpreter too, since its build
+    moves our CPU per pod (and only ours) by a third (docs/benchmarks.md)."""
     return {
         "cpus": os.cpu_count(),
         "platform": platform.platform(),
         "python": platform.python_version(),
+        "python_executable": os.path.realpath(sys.executable),
+        "python_configure": sysconfig.get_config_var("CONFIG_ARGS") or "",
+        "python_loop_ns": python_loop_ns(),
         "control_plane_binary": str(control_plane_binary()),
     }
+
+
+def python_loop_ns(iterations: int = 2_000_000) -> float:
+    """Nanoseconds per iteration of a plain ``for``/``+=`` loop, best of three:
+    one figure to compare interpreters and machines by (on the stop-37
+    machine: Debian's python3.11 47, a pyenv build of 3.11.7 66)."""
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        total = 0
+        for index in range(iterations):
+            total += index
+        best = min(best, time.perf_counter() - started)
+    return round(best * 1e9 / iterations, 1)
 
 
 def _say(text: str) -> None:
