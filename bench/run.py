@@ -216,8 +216,8 @@ def machine() -> dict[str, Any]:
 
 def python_loop_ns(iterations: int = 2_000_000) -> float:
     """Nanoseconds per iteration of a plain ``for``/``+=`` loop, best of three:
-    one figure to compare interpreters and machines by (on the stop-37
-    machine: Debian's python3.11 47, a pyenv build of 3.11.7 66)."""
+    one figure to compare interpreters and machines by (figures measured
+    with it: docs/benchmarks.md, "Which Python")."""
     best = float("inf")
     for _ in range(3):
         started = time.perf_counter()
